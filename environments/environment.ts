@@ -1,0 +1,50 @@
+/**
+ * The Environment port: one interface for every domain (sudoku, tools, web, heuristic design).
+ * An episode is multi-turn: reset → observation, then step(action text) until done or the horizon;
+ * one scalar reward comes back at the end (sparse and terminal unless an environment says otherwise).
+ */
+import type { z } from 'zod';
+import type { EnvironmentName } from '../shared/schemas/index.ts';
+import type { Policy, PolicyReply } from '../shared/ports/policy.ts';
+
+export interface StepResult {
+  observation: string;
+  done: boolean;
+  /** Present on the final step (and on intermediate steps only for shaped rewards). */
+  reward?: number;
+  info: Record<string, unknown>;
+}
+
+/** One live episode of one task. */
+export interface Environment {
+  /** Maximum number of steps (actions) before the episode ends with the reward earned so far. */
+  readonly horizon: number;
+  /** Describes the action format; becomes the system message of the chat. */
+  readonly systemPrompt: string;
+  reset(seed: number): Promise<string>;
+  /** The raw action text, or the whole reply when the policy used the chat API's `tool_calls` form. */
+  step(action: PolicyReply): Promise<StepResult>;
+  /** Frees what the episode holds (a browser context, an isolate). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface SampledTask<Task> {
+  id: string;
+  task: Task;
+}
+
+export type Split = 'train' | 'eval';
+
+/** A domain: validates tasks and options, creates episodes, samples tasks, and knows its scripted policies. */
+export interface EnvironmentDefinition<Task = unknown, Options = unknown> {
+  readonly name: EnvironmentName;
+  readonly taskSchema: z.ZodType<Task>;
+  readonly optionsSchema: z.ZodType<Options>;
+  create(task: Task, options: Options): Promise<Environment>;
+  /** Deterministic in (split, n, seed); the train and eval splits never share a task. */
+  sampleTasks(split: Split, n: number, seed: number, options: Options): SampledTask<Task>[];
+  /** A policy that solves the task (used by tests, baselines and imitation data). */
+  oracle(task: Task, options: Options): Policy;
+  /** A policy that plays legal but random actions, seeded. */
+  random(task: Task, options: Options, seed: number): Policy;
+}

@@ -1,0 +1,69 @@
+/**
+ * The store's key layout, built and parsed in one place. Every id is validated against `Id`, so a
+ * key can never climb out of its run's prefix (no `..`, `/` or absolute paths can get in).
+ *
+ *   runs/{run}/config.json
+ *   runs/{run}/iterations/{k}/manifest.json
+ *   runs/{run}/iterations/{k}/rewards/{member}/{task}.json   ← one per (member, task): duplicates collide
+ *   runs/{run}/iterations/{k}/update.json
+ *   runs/{run}/checkpoints/{k}/meta.json | weights.bin
+ *   runs/{run}/log.jsonl
+ */
+import { Id, Iteration, MemberRef } from './schemas/index.ts';
+
+const ITER_WIDTH = 8; // zero-padded so lexical list order is iteration order
+
+function id(value: string, what: string): string {
+  const r = Id.safeParse(value);
+  if (!r.success) throw new Error(`invalid ${what} ${JSON.stringify(value)}: ${r.error.issues[0]?.message}`);
+  return value;
+}
+function iter(k: number): string {
+  const r = Iteration.safeParse(k);
+  if (!r.success) throw new Error(`invalid iteration ${k}: ${r.error.issues[0]?.message}`);
+  return String(k).padStart(ITER_WIDTH, '0');
+}
+function member(m: number | 'base'): string {
+  const r = MemberRef.safeParse(m);
+  if (!r.success) throw new Error(`invalid member ${JSON.stringify(m)}`);
+  return m === 'base' ? 'base' : String(m);
+}
+
+export const keys = {
+  run: (run: string) => `runs/${id(run, 'run id')}/`,
+  config: (run: string) => `${keys.run(run)}config.json`,
+  iteration: (run: string, k: number) => `${keys.run(run)}iterations/${iter(k)}/`,
+  manifest: (run: string, k: number) => `${keys.iteration(run, k)}manifest.json`,
+  rewards: (run: string, k: number) => `${keys.iteration(run, k)}rewards/`,
+  reward: (run: string, k: number, m: number | 'base', task: string) =>
+    `${keys.rewards(run, k)}${member(m)}/${id(task, 'task id')}.json`,
+  transcript: (run: string, k: number, m: number | 'base', task: string) =>
+    `${keys.iteration(run, k)}transcripts/${member(m)}/${id(task, 'task id')}.json`,
+  update: (run: string, k: number) => `${keys.iteration(run, k)}update.json`,
+  checkpoints: (run: string) => `${keys.run(run)}checkpoints/`,
+  checkpointMeta: (run: string, k: number) => `${keys.checkpoints(run)}${iter(k)}/meta.json`,
+  checkpointWeights: (run: string, k: number) => `${keys.checkpoints(run)}${iter(k)}/weights.bin`,
+  log: (run: string) => `${keys.run(run)}log.jsonl`,
+  evaluation: (evaluation: string) => `evaluations/${id(evaluation, 'evaluation id')}/`,
+};
+
+export interface RewardKey {
+  run: string;
+  iteration: number;
+  member: number | 'base';
+  task: string;
+}
+
+const REWARD_RE = /^runs\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/iterations\/(\d{8,})\/rewards\/(base|\d+)\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/;
+
+/** Parse a reward key back into its parts; null for anything that is not exactly a reward key. */
+export function parseRewardKey(key: string): RewardKey | null {
+  const m = REWARD_RE.exec(key);
+  if (!m) return null;
+  return { run: m[1], iteration: Number(m[2]), member: m[3] === 'base' ? 'base' : Number(m[3]), task: m[4] };
+}
+
+export function parseCheckpointIteration(key: string): number | null {
+  const m = /\/checkpoints\/(\d{8,})\/meta\.json$/.exec(key);
+  return m ? Number(m[1]) : null;
+}

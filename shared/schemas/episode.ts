@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
+import { EnvironmentSpec, GenerationOptions } from './run-config.ts';
+
+/** Where the policy lives: an OpenAI-compatible endpoint (our trainer, or anybody's). */
+export const PolicyEndpoint = z.object({
+  baseUrl: z.url(),
+  model: z.string().min(1).max(200),
+  /** Name of the environment variable holding the bearer token; the token itself never travels in events. */
+  tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+});
+export type PolicyEndpoint = z.infer<typeof PolicyEndpoint>;
+
+/** Who is playing: a population member of an iteration, or the base (unperturbed) weights. */
+export const MemberRef = z.union([MemberIndex, z.literal('base')]);
+export type MemberRef = z.infer<typeof MemberRef>;
+
+export const EpisodeRequest = z.object({
+  run: RunId,
+  iteration: Iteration,
+  member: MemberRef,
+  task: z.object({ id: TaskId, value: z.unknown() }),
+  environment: EnvironmentSpec,
+  policy: PolicyEndpoint,
+  generation: GenerationOptions,
+  /** Seeds the environment and the sampling of this episode so it can be replayed exactly. */
+  seed: Seed,
+  /** Absolute deadline; an episode still running then is abandoned and recorded as an error. */
+  deadline: z.iso.datetime(),
+});
+export type EpisodeRequest = z.infer<typeof EpisodeRequest>;
+
+export const Cost = z.object({
+  usd: z.number().min(0).finite(),
+  lambdaGbSeconds: z.number().min(0).finite(),
+  gpuSeconds: z.number().min(0).finite(),
+});
+export type Cost = z.infer<typeof Cost>;
+
+export const RewardRecord = z.object({
+  run: RunId,
+  iteration: Iteration,
+  member: MemberRef,
+  task: TaskId,
+  /** Finite by construction: NaN or ±Infinity is rejected, never folded into an update. */
+  reward: z.number().finite(),
+  steps: z.number().int().min(0),
+  tokens: z.object({ prompt: z.number().int().min(0), completion: z.number().int().min(0) }),
+  durations: z.object({ episodeMs: z.number().min(0), inferenceMs: z.number().min(0) }),
+  cost: Cost,
+  /** Null for a finished episode; the reason when it failed (excluded from the update). */
+  error: z.string().max(2000).nullable(),
+  transcriptKey: z.string().max(512).nullable().default(null),
+  writtenAt: z.iso.datetime(),
+});
+export type RewardRecord = z.infer<typeof RewardRecord>;

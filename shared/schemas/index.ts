@@ -1,0 +1,5 @@
+export * from './ids.ts';
+export * from './run-config.ts';
+export * from './manifest.ts';
+export * from './episode.ts';
+export * from './checkpoint.ts';

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
+
+/** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
+export const Member = z.object({
+  index: MemberIndex,
+  noiseIndex: MemberIndex,
+  sign: z.union([z.literal(1), z.literal(-1)]),
+});
+export type Member = z.infer<typeof Member>;
+
+export const TaskRef = z.object({ id: TaskId, task: z.unknown() });
+export type TaskRef = z.infer<typeof TaskRef>;
+
+export const IterationManifest = z.object({
+  run: RunId,
+  iteration: Iteration,
+  runSeed: Seed,
+  /** Hash of θ_k, so a worker or auditor can tell which weights the members perturb. */
+  thetaHash: z.string().regex(/^[0-9a-f]{16,64}$/),
+  sigma: z.number().positive(),
+  mode: z.enum(['full', 'lowrank']),
+  rank: z.number().int().min(1),
+  members: z.array(Member).min(1),
+  tasks: z.array(TaskRef).min(1),
+  episodesPerMember: z.number().int().min(1),
+  quorum: z.number().gt(0).max(1),
+  deadline: z.iso.datetime(),
+  createdAt: z.iso.datetime(),
+});
+export type IterationManifest = z.infer<typeof IterationManifest>;
+
+/** Written after an update: exactly which records counted, so the update can be audited and replayed. */
+export const UpdateRecord = z.object({
+  run: RunId,
+  iteration: Iteration,
+  counted: z.array(z.object({ member: MemberIndex, task: TaskId })),
+  memberRewards: z.array(z.object({ member: MemberIndex, reward: z.number().finite() })),
+  normalizedRewards: z.array(z.object({ member: MemberIndex, value: z.number().finite() })),
+  thetaHashBefore: z.string(),
+  thetaHashAfter: z.string(),
+  ignored: z.object({ duplicates: z.number().int().min(0), failed: z.number().int().min(0), invalid: z.number().int().min(0) }),
+});
+export type UpdateRecord = z.infer<typeof UpdateRecord>;

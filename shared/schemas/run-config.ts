@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { Id, Seed } from './ids.ts';
+
+export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
+export type EnvironmentName = z.infer<typeof EnvironmentName>;
+
+/** Which environment, with its own options (validated by that environment's schema). */
+export const EnvironmentSpec = z.object({
+  name: EnvironmentName,
+  options: z.record(z.string(), z.unknown()).default({}),
+});
+export type EnvironmentSpec = z.infer<typeof EnvironmentSpec>;
+
+export const ModelSpec = z.union([
+  z.object({ preset: z.enum(['tiny', 'small']), seed: Seed.default(0) }),
+  z.object({ dir: z.string().min(1) }),
+]);
+export type ModelSpec = z.infer<typeof ModelSpec>;
+
+export const Shaping = z.enum(['zscore', 'centered-rank', 'none']);
+export type Shaping = z.infer<typeof Shaping>;
+
+/** Hyper-parameters of the ES update itself: everything `shared/es.ts` needs, nothing more. */
+export const EsOptions = z.object({
+  population: z.number().int().min(2).max(100_000),
+  sigma: z.number().positive().finite(),
+  alpha: z.number().positive().finite(),
+  antithetic: z.boolean().default(true),
+  shaping: Shaping.default('zscore'),
+  weightDecay: z.number().min(0).finite().default(0),
+  episodesPerMember: z.number().int().min(1).max(1000).default(1),
+});
+export type EsOptions = z.infer<typeof EsOptions>;
+
+export const GenerationOptions = z.object({
+  temperature: z.number().min(0).max(5).default(0),
+  topP: z.number().gt(0).max(1).default(1),
+  topK: z.number().int().min(0).default(0),
+  maxTokens: z.number().int().min(1).max(32_768).default(32),
+});
+export type GenerationOptions = z.infer<typeof GenerationOptions>;
+
+export const RunConfig = z
+  .object({
+    name: Id.optional(),
+    environment: EnvironmentSpec,
+    tasks: z
+      .object({
+        seed: Seed.default(0),
+        trainPerIteration: z.number().int().min(1).max(10_000).default(1),
+        evalCount: z.number().int().min(1).max(100_000).default(32),
+      })
+      .default({ seed: 0, trainPerIteration: 1, evalCount: 32 }),
+    model: ModelSpec,
+    mode: z.enum(['full', 'lowrank']).default('full'),
+    rank: z.number().int().min(1).max(64).default(1),
+    es: EsOptions,
+    generation: GenerationOptions.default({ temperature: 0, topP: 1, topK: 0, maxTokens: 32 }),
+    /** Fraction of episode records needed before the deadline may close collection. */
+    quorum: z.number().gt(0).max(1).default(1),
+    /** Milliseconds after the manifest is published before collection may close with a quorum. */
+    deadlineMs: z.number().int().min(1).max(86_400_000).default(600_000),
+    iterations: z.number().int().min(1).max(1_000_000),
+    evalInterval: z.number().int().min(1).default(10),
+    checkpointInterval: z.number().int().min(1).default(10),
+    /** Failed episodes are excluded from the update unless given a reward here. */
+    failedEpisodeReward: z.number().finite().nullable().default(null),
+    seed: Seed.default(0),
+  })
+  .strict();
+export type RunConfig = z.infer<typeof RunConfig>;
+export type RunConfigInput = z.input<typeof RunConfig>;

@@ -1,0 +1,7 @@
+/** Bad usage of a command: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
