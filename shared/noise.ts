@@ -9,7 +9,7 @@
  * are products of those integers with a table, and its rare slow path uses Math.exp/log, which V8
  * computes with its own fdlibm port (the same bits on every platform).
  *
- * `applyNoise` adds c·ε[a:b] into θ in place, touching only one chunk of scratch state.
+ * `applyNoise` adds c·ε[a:b] into θ (or into a Float64 accumulator) in place, with O(1) scratch state.
  */
 import { philox4x32 } from './philox.ts';
 
@@ -169,6 +169,3 @@ export function applyNoise(theta: Float32Array | Float64Array, key: NoiseKey, c:
     for (let i = start + dest, e = start + dest + n; i < e; i++) theta[i] += c * s.normal();
   });
 }
-
-/** acc[i] += c·ε[offset+i] for a Float64 accumulator (used by the streamed ES update). */
-export const accumulateNoise = applyNoise;
