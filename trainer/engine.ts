@@ -1,0 +1,96 @@
+/**
+ * The model runtime's face to the rest of the trainer: one Engine holds the only copy of θ and serves the
+ * base model and any member of the current population from it. The inference server, the ES loop and the
+ * in-process Policy adapter all code against this interface; trainer/model/create-engine.ts builds one.
+ */
+import type { ParameterSegment } from '../shared/es.ts';
+import type { ChatMessage } from '../shared/ports/policy.ts';
+import type { Member, ModelSpec } from '../shared/schemas/index.ts';
+
+/** Which weights a row runs on: θ itself, or member `index` of the population of `iteration`. */
+export type MemberSelector = { kind: 'base' } | { kind: 'member'; iteration: number; index: number };
+
+export interface SamplingOptions {
+  /** 0 = greedy. */
+  temperature: number;
+  /** Nucleus mass in (0, 1]; 1 disables. */
+  topP: number;
+  /** 0 disables. */
+  topK: number;
+  /**
+   * Seeds this row's sampling; the token at decode step t is drawn from a stream keyed by (seed, t), so a
+   * row's output depends only on its prompt, weights and seed, never on what else shares its batch.
+   * Use `samplingSeed(member, episode, turn)` from trainer/generation/sampling-seed.ts for episodes.
+   */
+  seed: number;
+}
+
+export interface GenerateRow {
+  /** Chat messages (rendered with the model's chat template and generation prompt) or raw prompt ids. */
+  messages?: ChatMessage[];
+  promptIds?: number[];
+  member: MemberSelector;
+  sampling: SamplingOptions;
+  maxNewTokens: number;
+  /** Generation ends when the decoded completion contains one of these; the text is cut before it. */
+  stop: string[];
+  /** Only these token ids may be generated (the end-of-sequence token is always allowed). */
+  allowedTokenIds?: number[];
+  signal?: AbortSignal;
+}
+
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+export interface GenerateResult {
+  text: string;
+  tokenIds: number[];
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: FinishReason;
+}
+
+export interface Population {
+  runSeed: number;
+  iteration: number;
+  sigma: number;
+  /** Low-rank mode only; ignored in full mode. */
+  rank: number;
+  members: Member[];
+}
+
+export type PerturbationMode = 'full' | 'lowrank';
+
+export interface Engine {
+  readonly mode: PerturbationMode;
+  /** Context window in tokens (prompt + completion). */
+  readonly contextLength: number;
+  /** The members `generate` may serve; null = base only. Rows naming another member are rejected. */
+  setPopulation(p: Population | null): void;
+  /**
+   * Rows may mix members. Full mode groups them by member (perturb θ in place, run, restore exactly);
+   * low-rank mode runs them all in one forward pass with per-row factors. Calls are serialised internally.
+   */
+  generate(rows: GenerateRow[]): Promise<GenerateResult[]>;
+  /** The perturbable θ as views onto the live weights: the ES update writes into them. */
+  segments(): ParameterSegment[];
+  /** After θ changed in place: refresh whatever depends on it (sessions, caches) without reloading. */
+  commitUpdate(): Promise<void>;
+  countTokens(messages: ChatMessage[]): number;
+  close(): Promise<void>;
+}
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+
+/** How `createEngine` (trainer/model/create-engine.ts) builds an engine. */
+export interface EngineOptions {
+  /** A built preset (`{ preset, seed }`) or an export directory (`{ dir }`), as in the run config. */
+  model: ModelSpec;
+  mode: PerturbationMode;
+  executionProvider?: ExecutionProvider;
+  /** Prompt longer than the context: 'error' (default) rejects the row, 'truncate-left' drops the oldest tokens. */
+  contextPolicy?: 'error' | 'truncate-left';
+  /** Rows per forward pass; larger requests are split. Default 32. */
+  maxBatch?: number;
+  /** onnxruntime intra-op threads; default: let onnxruntime decide. */
+  threads?: number;
+}
