@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import type { EnvironmentName } from '../shared/schemas/index.ts';
-import type { Policy, PolicyReply } from '../shared/ports/policy.ts';
+import type { Policy, PolicyReply, ToolSpec } from '../shared/ports/policy.ts';
 
 export interface StepResult {
   observation: string;
@@ -21,6 +21,8 @@ export interface Environment {
   readonly horizon: number;
   /** Describes the action format; becomes the system message of the chat. */
   readonly systemPrompt: string;
+  /** Tools the environment accepts in the chat API's `tool_calls` form, if any (passed to the policy). */
+  readonly tools?: ToolSpec[];
   reset(seed: number): Promise<string>;
   /** The raw action text, or the whole reply when the policy used the chat API's `tool_calls` form. */
   step(action: PolicyReply): Promise<StepResult>;

@@ -10,7 +10,7 @@ import type { EnvironmentDefinition } from './environment.ts';
 type Loader = () => Promise<EnvironmentDefinition>;
 
 const loaders: Partial<Record<EnvironmentName, Loader>> = {
-  // sudoku: async () => (await import('./sudoku/definition.ts')).sudoku,
+  sudoku: async () => (await import('./sudoku/definition.ts')).sudoku,
 };
 
 /** Names of the environments that are implemented (a subset of `EnvironmentName`). */

@@ -20,10 +20,19 @@ export interface PolicyReply {
   inferenceMs: number;
 }
 
+/** A tool offered in the chat API's `tools` form: a name, what it does, JSON Schema of its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
 export interface PolicyContext {
   /** Index of the turn in the episode, from 0: seeds per-step sampling. */
   step: number;
   signal?: AbortSignal;
+  /** Tools the environment accepts as `tool_calls` (an HTTP policy forwards them as `tools`). */
+  tools?: ToolSpec[];
 }
 
 export interface Policy {

@@ -1,0 +1,162 @@
+/**
+ * Drives any Policy through one episode of one environment: at most H steps, every observation and
+ * action recorded, and never a crash — a policy or environment that throws, an aborted signal or a
+ * passed deadline all end the episode with `error` set (and the reward earned so far).
+ */
+import { z } from 'zod';
+import type { ChatMessage, Policy, PolicyReply } from '../shared/ports/policy.ts';
+import type { Environment, EnvironmentDefinition } from './environment.ts';
+import { parseWith } from './index.ts';
+import { IterationClosedError } from './policies/http-errors.ts';
+
+export const TranscriptEntry = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('system'), text: z.string() }),
+  z.object({
+    kind: z.literal('observation'),
+    step: z.number().int().min(0),
+    text: z.string(),
+    done: z.boolean(),
+    reward: z.number().optional(),
+    info: z.record(z.string(), z.unknown()).optional(),
+  }),
+  z.object({
+    kind: z.literal('action'),
+    step: z.number().int().min(0),
+    text: z.string(),
+    toolCalls: z.array(z.object({ name: z.string(), arguments: z.unknown() })).optional(),
+    tokens: z.object({ prompt: z.number().int().min(0), completion: z.number().int().min(0) }),
+    inferenceMs: z.number().min(0),
+  }),
+]);
+export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
+
+/** Why the episode stopped; `error` is non-null exactly for the last four. */
+export const StopReason = z.enum(['done', 'horizon', 'error', 'aborted', 'deadline', 'iteration-closed']);
+export type StopReason = z.infer<typeof StopReason>;
+
+export const EpisodeResult = z.object({
+  /** The last reward the environment reported (0 when it reported none). */
+  reward: z.number(),
+  steps: z.number().int().min(0),
+  transcript: z.array(TranscriptEntry),
+  tokens: z.object({ prompt: z.number().int().min(0), completion: z.number().int().min(0) }),
+  inferenceMs: z.number().min(0),
+  durationMs: z.number().min(0),
+  stopReason: StopReason,
+  error: z.string().nullable(),
+});
+export type EpisodeResult = z.infer<typeof EpisodeResult>;
+
+interface EpisodeCommon {
+  policy: Policy;
+  seed: number;
+  signal?: AbortSignal;
+  /** Absolute deadline (epoch milliseconds or a Date); the episode is abandoned when it passes. */
+  deadline?: number | Date;
+}
+export type EpisodeInput =
+  | (EpisodeCommon & { environment: Environment })
+  /** `task` and `options` are raw JSON values, validated by the definition's schemas. */
+  | (EpisodeCommon & { definition: EnvironmentDefinition; task: unknown; options?: unknown });
+
+class DeadlineError extends Error {}
+
+/** The assistant turn as the next prompt shows it: a `tool_calls` reply is spelled out as JSON. */
+function assistantText(reply: PolicyReply): string {
+  if (reply.text.trim() !== '' || !reply.toolCalls?.length) return reply.text;
+  return reply.toolCalls.map((c) => JSON.stringify({ tool: c.name, arguments: c.arguments })).join('\n');
+}
+
+export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
+  const started = performance.now();
+  const transcript: TranscriptEntry[] = [];
+  const tokens = { prompt: 0, completion: 0 };
+  let inferenceMs = 0;
+  let reward = 0;
+  let steps = 0;
+  let stopReason: StopReason = 'horizon';
+  let error: string | null = null;
+
+  // One signal for the policy: the caller's abort or the deadline, whichever comes first.
+  const controller = new AbortController();
+  const deadlineMs = input.deadline === undefined ? undefined : Number(input.deadline);
+  const onAbort = () => controller.abort(input.signal?.reason ?? new Error('aborted'));
+  input.signal?.addEventListener('abort', onAbort, { once: true });
+  if (input.signal?.aborted) onAbort();
+  const timer = deadlineMs === undefined ? undefined : setTimeout(() => controller.abort(new DeadlineError('deadline passed')), Math.max(0, deadlineMs - Date.now()));
+  const checkStop = () => {
+    if (controller.signal.aborted) throw controller.signal.reason instanceof Error ? controller.signal.reason : new Error(String(controller.signal.reason));
+    if (deadlineMs !== undefined && Date.now() >= deadlineMs) throw new DeadlineError('deadline passed');
+  };
+
+  let environment: Environment | undefined;
+  try {
+    if ('environment' in input) environment = input.environment;
+    else {
+      const { definition } = input;
+      const task = parseWith(definition.taskSchema, input.task, `${definition.name} task`);
+      const options = parseWith(definition.optionsSchema, input.options ?? {}, `${definition.name} options`);
+      environment = await definition.create(task, options);
+    }
+    transcript.push({ kind: 'system', text: environment.systemPrompt });
+    checkStop();
+    const first = await environment.reset(input.seed);
+    transcript.push({ kind: 'observation', step: 0, text: first, done: false });
+    const messages: ChatMessage[] = [
+      { role: 'system', content: environment.systemPrompt },
+      { role: 'user', content: first },
+    ];
+    while (steps < environment.horizon) {
+      checkStop();
+      const reply = await input.policy.act(messages.slice(), { step: steps, signal: controller.signal, ...(environment.tools ? { tools: environment.tools } : {}) });
+      checkStop();
+      tokens.prompt += reply.tokens.prompt;
+      tokens.completion += reply.tokens.completion;
+      inferenceMs += reply.inferenceMs;
+      transcript.push({
+        kind: 'action',
+        step: steps,
+        text: reply.text,
+        ...(reply.toolCalls?.length ? { toolCalls: reply.toolCalls } : {}),
+        tokens: reply.tokens,
+        inferenceMs: reply.inferenceMs,
+      });
+      const result = await environment.step(reply);
+      steps++;
+      if (result.reward !== undefined) reward = result.reward;
+      transcript.push({
+        kind: 'observation',
+        step: steps,
+        text: result.observation,
+        done: result.done,
+        ...(result.reward !== undefined ? { reward: result.reward } : {}),
+        info: result.info,
+      });
+      if (result.done) {
+        stopReason = 'done';
+        break;
+      }
+      messages.push({ role: 'assistant', content: assistantText(reply) }, { role: 'user', content: result.observation });
+    }
+  } catch (err) {
+    if (err instanceof IterationClosedError) stopReason = 'iteration-closed';
+    else if (err instanceof DeadlineError || controller.signal.reason instanceof DeadlineError) stopReason = 'deadline';
+    else if (controller.signal.aborted) stopReason = 'aborted';
+    else stopReason = 'error';
+    const message = err instanceof Error ? err.message : String(err);
+    error = stopReason === 'error' ? message : `${stopReason}: ${message}`;
+  } finally {
+    clearTimeout(timer);
+    input.signal?.removeEventListener('abort', onAbort);
+    try {
+      await environment?.close();
+    } catch (err) {
+      error ??= `close failed: ${(err as Error).message}`;
+    }
+  }
+  if (!Number.isFinite(reward)) {
+    error ??= `environment reported a non-finite reward (${reward})`;
+    reward = 0;
+  }
+  return { reward, steps, transcript, tokens, inferenceMs, durationMs: performance.now() - started, stopReason, error: error?.slice(0, 2000) ?? null };
+}

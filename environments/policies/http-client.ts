@@ -1,0 +1,181 @@
+/**
+ * The HTTP policy: a client of an OpenAI-compatible `POST {baseUrl}/chat/completions` endpoint (our
+ * trainer's server, or anybody's). A bearer token, a timeout per request, retries with jittered
+ * exponential back-off on 429, 5xx and network errors (honouring Retry-After), and HTTP 409 turned into
+ * IterationClosedError so an episode of a closed iteration stops at once instead of retrying.
+ */
+import { z } from 'zod';
+import type { ChatMessage, Policy, PolicyContext, PolicyReply, ToolCall } from '../../shared/ports/policy.ts';
+import { deriveSeed } from '../random.ts';
+import { IterationClosedError, PolicyHttpError } from './http-errors.ts';
+
+export const HttpPolicyOptions = z.object({
+  /** Up to the API version, e.g. http://127.0.0.1:8080/v1 (the OpenAI SDK's convention). */
+  baseUrl: z.url(),
+  model: z.string().min(1).max(200),
+  token: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(5).default(0),
+  topP: z.number().gt(0).max(1).default(1),
+  /** 0 leaves top-k off; only sent when set (it is not part of the OpenAI API). */
+  topK: z.number().int().min(0).default(0),
+  maxTokens: z.number().int().min(1).max(32_768).default(32),
+  /** Seeds each request's sampling as a function of (seed, step), so an episode replays exactly. */
+  seed: z.number().int().min(0).max(0xffffffff).optional(),
+  timeoutMs: z.number().int().min(1).max(3_600_000).default(60_000),
+  /** Attempts after the first one. */
+  retries: z.number().int().min(0).max(20).default(5),
+  backoffBaseMs: z.number().min(0).default(200),
+  backoffMaxMs: z.number().min(0).default(10_000),
+  /** A Retry-After longer than this is cut to it (a server asking for minutes would stall the episode). */
+  retryAfterMaxMs: z.number().min(0).default(30_000),
+});
+export type HttpPolicyOptions = z.input<typeof HttpPolicyOptions>;
+
+const ChatCompletion = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullable().optional(),
+          tool_calls: z
+            .array(z.object({ type: z.string().optional(), function: z.object({ name: z.string(), arguments: z.string().default('{}') }) }))
+            .nullable()
+            .optional(),
+        }),
+      }),
+    )
+    .min(1),
+  usage: z.object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) }).nullable().optional(),
+});
+
+/** A failure worth another try (429, 5xx, a network error or timeout), with the server's wish if any. */
+class Retryable extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+    readonly retryAfterMs: number | null,
+  ) {
+    super(message);
+  }
+}
+
+/** Retry-After is seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (value === null || value.trim() === '') return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/** "Equal jitter": between half and all of the exponential step, so a burst of clients spreads apart. */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = Math.random): number {
+  const step = Math.min(maxMs, baseMs * 2 ** attempt);
+  return step / 2 + random() * (step / 2);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** `tool_calls[].function.arguments` is a JSON string; a malformed one is kept as the raw string for the environment to reject. */
+function parseToolArguments(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+export class HttpPolicy implements Policy {
+  private readonly options: z.infer<typeof HttpPolicyOptions>;
+  private readonly url: string;
+
+  constructor(options: HttpPolicyOptions) {
+    this.options = HttpPolicyOptions.parse(options);
+    this.url = `${this.options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  }
+
+  async act(messages: ChatMessage[], context: PolicyContext): Promise<PolicyReply> {
+    const started = performance.now();
+    const o = this.options;
+    const body = JSON.stringify({
+      model: o.model,
+      messages,
+      temperature: o.temperature,
+      top_p: o.topP,
+      max_tokens: o.maxTokens,
+      ...(o.topK > 0 ? { top_k: o.topK } : {}),
+      ...(o.seed !== undefined ? { seed: deriveSeed(o.seed, context.step) } : {}),
+      ...(context.tools?.length ? { tools: context.tools.map((t) => ({ type: 'function', function: t })) } : {}),
+    });
+    let last: Retryable | null = null;
+    for (let attempt = 0; attempt <= o.retries; attempt++) {
+      if (attempt > 0 && last) {
+        const wait = last.retryAfterMs !== null ? Math.min(last.retryAfterMs, o.retryAfterMaxMs) : backoffMs(attempt - 1, o.backoffBaseMs, o.backoffMaxMs);
+        await sleep(wait, context.signal);
+      }
+      try {
+        const completion = await this.request(body, attempt + 1, context.signal);
+        const message = completion.choices[0].message;
+        const toolCalls: ToolCall[] = (message.tool_calls ?? []).map((c) => ({ name: c.function.name, arguments: parseToolArguments(c.function.arguments) }));
+        return {
+          text: message.content ?? '',
+          ...(toolCalls.length ? { toolCalls } : {}),
+          tokens: { prompt: completion.usage?.prompt_tokens ?? 0, completion: completion.usage?.completion_tokens ?? 0 },
+          // Wall time of the call, back-off included: what the episode actually waited for its action.
+          inferenceMs: performance.now() - started,
+        };
+      } catch (err) {
+        if (!(err instanceof Retryable)) throw err;
+        last = err;
+      }
+    }
+    throw new PolicyHttpError(`${this.url}: ${last?.message ?? 'failed'} (gave up after ${o.retries + 1} attempts)`, last?.status ?? null, o.retries + 1);
+  }
+
+  /** One attempt: the parsed completion, or Retryable / a final error. */
+  private async request(body: string, attempts: number, signal?: AbortSignal): Promise<z.infer<typeof ChatCompletion>> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    let response: Response;
+    try {
+      response = await fetch(this.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
+        body,
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+    } catch (err) {
+      // The caller's abort is final; a timeout or a refused connection is worth another try.
+      if (signal?.aborted) throw signal.reason;
+      const why = timeout.aborted ? `timed out after ${this.options.timeoutMs} ms` : `network error: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`;
+      throw new Retryable(why, null, null);
+    }
+    const text = await response.text().catch(() => '');
+    if (response.status === 409) throw new IterationClosedError(text.slice(0, 500));
+    if (response.status === 429 || response.status >= 500) {
+      throw new Retryable(`HTTP ${response.status}: ${text.slice(0, 300)}`, response.status, parseRetryAfter(response.headers.get('retry-after')));
+    }
+    if (!response.ok) throw new PolicyHttpError(`${this.url}: HTTP ${response.status}: ${text.slice(0, 500)}`, response.status, attempts);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new PolicyHttpError(`${this.url}: the response is not JSON: ${text.slice(0, 200)}`, response.status, attempts);
+    }
+    const parsed = ChatCompletion.safeParse(json);
+    if (!parsed.success) throw new PolicyHttpError(`${this.url}: not a chat completion: ${z.prettifyError(parsed.error)}`, response.status, attempts);
+    return parsed.data;
+  }
+}
