@@ -1,0 +1,143 @@
+/**
+ * The ObjectStore on S3 (or any S3-compatible server: `endpoint` + `forcePathStyle`).
+ *
+ * Create-only writes have two lines of defence:
+ *  1. a HEAD first, so a re-delivered episode whose record already landed is refused on any server;
+ *  2. `PutObject` with `IfNoneMatch: '*'`, which AWS S3 evaluates atomically (412 when the key exists),
+ *     so of two racing writers exactly one wins.
+ * Servers that ignore If-None-Match (s3rver does) keep only (1): two writers racing inside the same
+ * few milliseconds may both "win", the second overwriting the first. The key is still one per
+ * (run, iteration, member, task), so the reader counts it once either way; see docs/CLOUD.md.
+ *
+ * Throttling (503 SlowDown) and 5xx are retried by the SDK's own retry strategy with back-off and
+ * jitter; `maxAttempts` and `retryMode` configure it.
+ */
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { z } from 'zod';
+import type { ObjectStore, PutOptions } from '../ports/object-store.ts';
+import { assertStoreKey, assertStorePrefix } from './store-key.ts';
+
+export const S3StoreConfig = z
+  .object({
+    bucket: z.string().min(3).max(63),
+    region: z.string().min(1).default('us-east-1'),
+    /** An S3-compatible server instead of AWS, e.g. `http://127.0.0.1:4569`. */
+    endpoint: z.url().optional(),
+    /** `endpoint/bucket/key` instead of `bucket.endpoint/key`: what most S3-compatible servers need. */
+    forcePathStyle: z.boolean().default(false),
+    /** Attempts per request, first one included; 500/502/503/504 and SlowDown are retried. */
+    maxAttempts: z.number().int().min(1).max(20).default(5),
+    /** `adaptive` also rate-limits the client itself after throttling responses. */
+    retryMode: z.enum(['standard', 'adaptive']).default('standard'),
+    /** Static credentials (S3-compatible servers); otherwise the SDK's default provider chain. */
+    credentials: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }).optional(),
+    /** Keys per ListObjectsV2 page (S3's own limit and default is 1000). */
+    listPageSize: z.number().int().min(1).max(1000).optional(),
+  })
+  .strict();
+export type S3StoreConfig = z.infer<typeof S3StoreConfig>;
+export type S3StoreConfigInput = z.input<typeof S3StoreConfig>;
+
+/** How many times a create-only PUT is retried after AWS's 409 ConditionalRequestConflict. */
+const CONFLICT_RETRIES = 3;
+
+function status(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+function errorName(err: unknown): string | undefined {
+  return (err as { name?: string } | null)?.name;
+}
+
+export class S3ObjectStore implements ObjectStore {
+  readonly config: S3StoreConfig;
+  readonly client: S3Client;
+
+  constructor(config: S3StoreConfigInput) {
+    this.config = S3StoreConfig.parse(config);
+    const { region, endpoint, forcePathStyle, maxAttempts, retryMode, credentials } = this.config;
+    this.client = new S3Client({
+      region,
+      endpoint,
+      forcePathStyle,
+      maxAttempts,
+      retryMode,
+      credentials,
+      // Checksums only where S3 requires them: S3-compatible servers often reject the newer headers.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+  }
+
+  async put(key: string, body: Uint8Array | string, options: PutOptions = {}): Promise<boolean> {
+    assertStoreKey(key);
+    const input = {
+      Bucket: this.config.bucket,
+      Key: key,
+      Body: body,
+      ContentType: options.contentType ?? (key.endsWith('.json') ? 'application/json' : 'application/octet-stream'),
+    };
+    if (!options.ifAbsent) {
+      await this.client.send(new PutObjectCommand(input));
+      return true;
+    }
+    if (await this.exists(key)) return false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.client.send(new PutObjectCommand({ ...input, IfNoneMatch: '*' }));
+        return true;
+      } catch (err) {
+        if (status(err) === 412 || errorName(err) === 'PreconditionFailed') return false;
+        // A concurrent conditional write to the same key is in flight; retrying resolves to 412 or success.
+        if ((status(err) === 409 || errorName(err) === 'ConditionalRequestConflict') && attempt < CONFLICT_RETRIES) continue;
+        throw err;
+      }
+    }
+  }
+
+  async exists(key: string): Promise<boolean> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+      return true;
+    } catch (err) {
+      if (status(err) === 404 || errorName(err) === 'NotFound' || errorName(err) === 'NoSuchKey') return false;
+      throw err;
+    }
+  }
+
+  async get(key: string): Promise<Uint8Array | null> {
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+      if (!res.Body) return new Uint8Array();
+      return await res.Body.transformToByteArray();
+    } catch (err) {
+      if (status(err) === 404 || errorName(err) === 'NoSuchKey') return null;
+      throw err;
+    }
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    assertStorePrefix(prefix);
+    // A Set, not an array: keys are counted once even if a server repeated one across pages.
+    const keys = new Set<string>();
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: this.config.listPageSize }),
+      );
+      for (const object of page.Contents ?? []) if (object.Key !== undefined) keys.add(object.Key);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+  }
+}

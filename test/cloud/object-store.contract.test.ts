@@ -1,0 +1,159 @@
+/**
+ * One contract, both adapters: the filesystem store and the S3 store against a real s3rver on a
+ * random loopback port. Where the adapters legitimately differ (s3rver ignores If-None-Match, so the
+ * S3 adapter's create-only is atomic only against servers that honour it) the suite says so by
+ * capability instead of skipping the check.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+
+const text = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
+
+interface Subject {
+  name: string;
+  /** AWS S3 decides If-None-Match atomically; s3rver ignores it, leaving the adapter's HEAD check. */
+  atomicCreateOnly: boolean;
+  /** s3rver may fail (not tear) a read racing an overwrite of the same key; AWS S3 and fs do not. */
+  readsSurviveOverwrite: boolean;
+  open(): Promise<ObjectStore>;
+}
+
+let dir: string;
+let s3: LocalS3;
+let bucketNo = 0;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'esopt-store-'));
+  s3 = await startLocalS3('esopt-contract');
+});
+afterAll(async () => {
+  await s3?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const subjects: Subject[] = [
+  { name: 'fs', atomicCreateOnly: true, readsSurviveOverwrite: true, open: async () => new FsObjectStore(join(dir, `s${bucketNo++}`)) },
+  {
+    name: 's3 (s3rver)',
+    atomicCreateOnly: false,
+    readsSurviveOverwrite: false,
+    // A fresh bucket per test. (s3rver cannot serve truncated pages on OpenSSL 3, see s3-store.test.ts.)
+    open: async () => {
+      const store = new S3ObjectStore({ ...s3.storeConfig, bucket: `esopt-t${bucketNo++}`});
+      await store.client.send(new CreateBucketCommand({ Bucket: store.config.bucket }));
+      return store;
+    },
+  },
+];
+
+describe.each(subjects)('ObjectStore contract: $name', (subject) => {
+  it('round-trips strings and bytes, and answers null for a missing key', async () => {
+    const store = await subject.open();
+    expect(await store.put('a/b.json', '{"x":1}')).toBe(true);
+    expect(text(await store.get('a/b.json'))).toBe('{"x":1}');
+    const bytes = new Uint8Array([0, 255, 1, 128, 7]);
+    await store.put('a/c.bin', bytes);
+    expect(Array.from((await store.get('a/c.bin'))!)).toEqual(Array.from(bytes));
+    expect(await store.get('a/missing.json')).toBeNull();
+    expect(await store.get('a')).toBeNull();
+  });
+
+  it('overwrites by default; create-only refuses an existing key and keeps the first body', async () => {
+    const store = await subject.open();
+    await store.put('k.json', 'one');
+    await store.put('k.json', 'two');
+    expect(text(await store.get('k.json'))).toBe('two');
+    expect(await store.put('c.json', 'first', { ifAbsent: true })).toBe(true);
+    expect(await store.put('c.json', 'second', { ifAbsent: true })).toBe(false);
+    expect(text(await store.get('c.json'))).toBe('first');
+  });
+
+  it('lists every key under a prefix once, in lexical order', async () => {
+    const store = await subject.open();
+    const keys = ['r/x/2.json', 'r/x/10.json', 'r/x/1.json', 'r/y/1.json', 'r/xa.json', 'other/1.json', 'r/x/sub/deep.json'];
+    for (const k of keys) await store.put(k, k);
+    expect(await store.list('r/x/')).toEqual(['r/x/1.json', 'r/x/10.json', 'r/x/2.json', 'r/x/sub/deep.json']);
+    // A prefix may end mid-name, as in S3.
+    expect(await store.list('r/x')).toEqual(['r/x/1.json', 'r/x/10.json', 'r/x/2.json', 'r/x/sub/deep.json', 'r/xa.json']);
+    expect(await store.list('')).toEqual([...keys].sort());
+    expect(await store.list('nothing/')).toEqual([]);
+  });
+
+  it('deletes, and deleting a missing key is not an error', async () => {
+    const store = await subject.open();
+    await store.put('d/1.json', '1');
+    await store.delete('d/1.json');
+    expect(await store.get('d/1.json')).toBeNull();
+    expect(await store.list('d/')).toEqual([]);
+    await expect(store.delete('d/1.json')).resolves.toBeUndefined();
+    // After a delete, create-only may create again.
+    expect(await store.put('d/1.json', 'again', { ifAbsent: true })).toBe(true);
+  });
+
+  it('rejects keys that could escape the store or alias another key', async () => {
+    const store = await subject.open();
+    for (const bad of ['../x.json', 'a/../b.json', '/abs.json', 'a//b.json', 'a/./b.json', '', 'a\\b.json', '.esopt-tmp/x']) {
+      await expect(store.put(bad, 'x'), bad).rejects.toThrow(/invalid store key/);
+    }
+  });
+
+  it('concurrent create-only writers of one key leave exactly one object', async () => {
+    const store = await subject.open();
+    const bodies = Array.from({ length: 12 }, (_, i) => `writer-${i}-${'x'.repeat(10_000)}`);
+    const won = await Promise.all(bodies.map((b) => store.put('race/key.json', b, { ifAbsent: true })));
+    const winners = won.filter(Boolean).length;
+    if (subject.atomicCreateOnly) expect(winners).toBe(1);
+    else expect(winners).toBeGreaterThanOrEqual(1);
+    expect(await store.list('race/')).toEqual(['race/key.json']);
+    const body = text(await store.get('race/key.json'));
+    expect(bodies).toContain(body);
+    if (subject.atomicCreateOnly) expect(body).toBe(bodies[won.indexOf(true)]);
+    // Whatever happened in the race, a later create-only write is refused.
+    expect(await store.put('race/key.json', 'late', { ifAbsent: true })).toBe(false);
+  });
+
+  it('readers never see a torn object while writers overwrite it', async () => {
+    const store = await subject.open();
+    const bodies = ['a', 'b', 'c', 'd'].map((c) => c.repeat(50_000));
+    await store.put('torn.bin', bodies[0]);
+    const writes = Promise.all(bodies.map((b) => store.put('torn.bin', b)));
+    const reads = await Promise.allSettled(Array.from({ length: 8 }, () => store.get('torn.bin')));
+    await writes;
+    for (const r of reads) {
+      if (r.status === 'fulfilled') expect(bodies).toContain(text(r.value));
+      else expect(subject.readsSurviveOverwrite, String(r.reason)).toBe(false);
+    }
+    expect(text(await store.get('torn.bin'))).toHaveLength(50_000);
+  });
+});
+
+describe('FsObjectStore across processes', () => {
+  it('exactly one of several processes wins a create-only write', async () => {
+    const root = join(dir, 'multi-process');
+    const script = `
+      const { FsObjectStore } = await import(${JSON.stringify(new URL('../../shared/store/fs.ts', import.meta.url).href)});
+      const won = await new FsObjectStore(${JSON.stringify(root)}).put('one/key.json', 'pid-' + process.pid, { ifAbsent: true });
+      process.stdout.write(won ? 'won' : 'lost');`;
+    const runs = Array.from({ length: 4 }, () =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.on('error', reject);
+        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+      }),
+    );
+    const results = await Promise.all(runs);
+    expect(results.filter((r) => r === 'won')).toHaveLength(1);
+    expect(results.filter((r) => r === 'lost')).toHaveLength(3);
+    expect(await new FsObjectStore(root).list('')).toEqual(['one/key.json']);
+  });
+});
