@@ -16,6 +16,8 @@ export function jsonSchemas(): Record<string, unknown> {
     UpdateRecord: S.UpdateRecord,
     CheckpointMeta: S.CheckpointMeta,
     LogEntry: S.LogEntry,
+    MetricsRow: S.MetricsRow,
+    EvaluationResult: S.EvaluationResult,
   };
   return Object.fromEntries(Object.entries(named).map(([k, v]) => [k, z.toJSONSchema(v, { io: 'input', unrepresentable: 'any' })]));
 }

@@ -3,3 +3,4 @@ export * from './run-config.ts';
 export * from './manifest.ts';
 export * from './episode.ts';
 export * from './checkpoint.ts';
+export * from './metrics.ts';

@@ -40,5 +40,9 @@ export const UpdateRecord = z.object({
   thetaHashBefore: z.string(),
   thetaHashAfter: z.string(),
   ignored: z.object({ duplicates: z.number().int().min(0), failed: z.number().int().min(0), invalid: z.number().int().min(0) }),
+  /** The failed episodes that were left out of the update (or given `failedEpisodeReward`), with their errors. */
+  failures: z.array(z.object({ member: MemberIndex, task: TaskId, error: z.string() })).default([]),
+  /** Keys under the rewards prefix that were not a usable record, and why. */
+  invalidRecords: z.array(z.object({ key: z.string(), reason: z.string() })).default([]),
 });
 export type UpdateRecord = z.infer<typeof UpdateRecord>;

@@ -65,6 +65,10 @@ export const RunConfig = z
     checkpointInterval: z.number().int().min(1).default(10),
     /** Failed episodes are excluded from the update unless given a reward here. */
     failedEpisodeReward: z.number().finite().nullable().default(null),
+    /** An episode with at least this reward counts as a success (train success rate and evaluation). */
+    successThreshold: z.number().finite().default(1),
+    /** Episodes run at once by the embedded worker pool. */
+    workers: z.number().int().min(1).max(1024).default(8),
     seed: Seed.default(0),
   })
   .strict();
