@@ -8,6 +8,7 @@
  *   runs/{run}/iterations/{k}/update.json
  *   runs/{run}/checkpoints/{k}/meta.json | weights.bin
  *   runs/{run}/log.jsonl
+ *   runs/{run}/metrics/{k}.json | evaluations/{k}.json | report.json | curve.svg
  */
 import { Id, Iteration, MemberRef } from './schemas/index.ts';
 
@@ -44,6 +45,11 @@ export const keys = {
   checkpointMeta: (run: string, k: number) => `${keys.checkpoints(run)}${iter(k)}/meta.json`,
   checkpointWeights: (run: string, k: number) => `${keys.checkpoints(run)}${iter(k)}/weights.bin`,
   log: (run: string) => `${keys.run(run)}log.jsonl`,
+  metricsRow: (run: string, k: number) => `${keys.run(run)}metrics/${iter(k)}.json`,
+  /** The evaluation of θ_k (k updates applied). */
+  evaluationOf: (run: string, k: number) => `${keys.run(run)}evaluations/${iter(k)}.json`,
+  report: (run: string) => `${keys.run(run)}report.json`,
+  curve: (run: string) => `${keys.run(run)}curve.svg`,
   evaluation: (evaluation: string) => `evaluations/${id(evaluation, 'evaluation id')}/`,
 };
 

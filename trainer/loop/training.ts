@@ -1,0 +1,337 @@
+/**
+ * The ES loop. Per iteration k:
+ *   manifest → population live on the server → fan-out → collect from the store (quorum + deadline, or
+ *   all arrived) → tell → θ updated in place → UpdateRecord → log entry → checkpoint when due → metrics row.
+ * Everything a later iteration depends on is in the store, so a run killed at any point resumes exactly:
+ * θ is rebuilt from the newest verified checkpoint replayed through the log, an update that was recorded
+ * but not yet logged is replayed from its UpdateRecord (never re-collected, so no late record sneaks in),
+ * and an iteration that never recorded an update re-dispatches only the episodes whose records are missing.
+ */
+import { ask, tell, type ParameterSegment } from '../../shared/es.ts';
+import { keys } from '../../shared/keys.ts';
+import type { Fanout } from '../../shared/ports/fanout.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import {
+  EvaluationResult,
+  IterationManifest,
+  MetricsRow,
+  RunConfig,
+  UpdateRecord,
+  type EpisodeRequest,
+  type PolicyEndpoint,
+  RewardRecord,
+  type TaskRef,
+} from '../../shared/schemas/index.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import type { EnvironmentDefinition } from '../../environments/environment.ts';
+import type { Population } from '../engine.ts';
+import { appendLog, loadLatestCheckpoint, readLog, writeCheckpoint } from './checkpoints.ts';
+import { classifyRecords, type Classification } from './classify-records.ts';
+import { pollRecords } from './collect.ts';
+import { episodeSeed, iterationTaskSeed } from './episode-seed.ts';
+import { evaluate } from './evaluation.ts';
+import type { FaultHook } from './fault-points.ts';
+import { applyLogEntry, logEntryFor, normalizedOf } from './weight-update.ts';
+
+/** θ: views onto the live weights (the engine's segments) and a hook to refresh after they change. */
+export interface WeightHost {
+  segments(): ParameterSegment[];
+  commitUpdate(): Promise<void>;
+}
+
+/** Whatever serves members (the inference service): told which population is live. */
+export interface PopulationHost {
+  setPopulation(p: Population | null): void;
+}
+
+export interface TrainingOptions {
+  run: string;
+  config: RunConfig;
+  store: ObjectStore;
+  fanout: Fanout;
+  weights: WeightHost;
+  population: PopulationHost;
+  /** Where an episode of `model` (base or member-k-i) reaches its policy. */
+  policy: (model: string) => PolicyEndpoint;
+  environment: EnvironmentDefinition;
+  pollMs?: number;
+  faults?: FaultHook;
+  onStart?: (info: { resumedAt: number; replayed: number; skippedCheckpoints: Array<{ iteration: number; reason: string }> }) => void;
+  onIteration?: (row: MetricsRow) => void;
+  onEvaluation?: (result: EvaluationResult) => void;
+}
+
+export interface TrainingResult {
+  run: string;
+  rows: MetricsRow[];
+  evaluations: EvaluationResult[];
+  thetaHash: string;
+  resumedAt: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+async function getJson<T>(store: ObjectStore, key: string, schema: { parse: (v: unknown) => T }): Promise<T | null> {
+  const body = await store.get(key);
+  return body ? schema.parse(JSON.parse(decoder.decode(body))) : null;
+}
+
+function putJson(store: ObjectStore, key: string, value: unknown, ifAbsent = false): Promise<boolean> {
+  return store.put(key, encoder.encode(JSON.stringify(value)), { ifAbsent, contentType: 'application/json' });
+}
+
+/** The run's config as stored by its first start; `train --resume` continues with exactly this one. */
+export async function readRunConfig(store: ObjectStore, run: string): Promise<RunConfig | null> {
+  return getJson(store, keys.config(run), RunConfig);
+}
+
+function sumCosts(records: readonly RewardRecord[]): RewardRecord['cost'] {
+  return records.reduce((a, r) => ({ usd: a.usd + r.cost.usd, lambdaGbSeconds: a.lambdaGbSeconds + r.cost.lambdaGbSeconds, gpuSeconds: a.gpuSeconds + r.cost.gpuSeconds }), {
+    usd: 0,
+    lambdaGbSeconds: 0,
+    gpuSeconds: 0,
+  });
+}
+
+export async function train(o: TrainingOptions): Promise<TrainingResult> {
+  const { run, config, store, fanout, weights, population, environment } = o;
+  const pollMs = o.pollMs ?? 100;
+  const faults: FaultHook = o.faults ?? (() => {});
+  const options = environment.optionsSchema.parse(config.environment.options);
+  const segments = weights.segments();
+
+  const stored = await readRunConfig(store, run);
+  if (stored && JSON.stringify(stored) !== JSON.stringify(config)) throw new Error(`run ${run} exists with a different config; resume it with its own config or pick another run id`);
+  if (!stored) await putJson(store, keys.config(run), config, true);
+
+  // ---- restore θ: newest verified checkpoint, then the log, then any recorded-but-unlogged update ----
+  const loaded = await loadLatestCheckpoint(store, run, segments);
+  let next = loaded?.meta.iteration ?? 0;
+  if (!loaded) {
+    const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
+    if (first && first.thetaHash !== hashTheta(segments)) throw new Error(`the model's θ_0 (${hashTheta(segments)}) is not run ${run}'s θ_0 (${first.thetaHash})`);
+  }
+  let replayed = 0;
+  for (const entry of await readLog(store, run)) {
+    if (entry.iteration < next) continue;
+    if (entry.iteration !== next) throw new Error(`log jumps from iteration ${next - 1} to ${entry.iteration}`);
+    applyLogEntry(segments, entry, config.mode);
+    const h = hashTheta(segments);
+    if (h !== entry.thetaHashAfter) throw new Error(`replaying iteration ${entry.iteration} gave θ ${h}, the log says ${entry.thetaHashAfter}`);
+    next++;
+    replayed++;
+  }
+  for (;;) {
+    if (next >= config.iterations) break;
+    const update = await getJson(store, keys.update(run, next), UpdateRecord);
+    if (!update) break;
+    const manifest = await getJson(store, keys.manifest(run, next), IterationManifest);
+    if (!manifest) throw new Error(`iteration ${next} has an update record but no manifest`);
+    const entry = logEntryFor(config, next, manifest.members, update.normalizedRewards, update.thetaHashAfter);
+    applyLogEntry(segments, entry, config.mode);
+    const h = hashTheta(segments);
+    if (h !== update.thetaHashAfter) throw new Error(`replaying the update record of iteration ${next} gave θ ${h}, it says ${update.thetaHashAfter}`);
+    await appendLog(store, run, entry);
+    if (!(await store.get(keys.metricsRow(run, next)))) await putJson(store, keys.metricsRow(run, next), await rowFromUpdate(manifest, update));
+    next++;
+    replayed++;
+  }
+  if (replayed > 0 || loaded) await weights.commitUpdate();
+  o.onStart?.({ resumedAt: next, replayed, skippedCheckpoints: loaded?.skipped ?? [] });
+
+  const evalTasks: TaskRef[] = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
+  const evaluations: EvaluationResult[] = [];
+  const evaluationOf = async (k: number): Promise<EvaluationResult> => {
+    const existing = await getJson(store, keys.evaluationOf(run, k), EvaluationResult);
+    if (existing) return existing;
+    const result = await evaluate({ store, fanout, run, config, iteration: k, thetaHash: hashTheta(segments), tasks: evalTasks, policy: o.policy('base'), pollMs });
+    await putJson(store, keys.evaluationOf(run, k), result);
+    o.onEvaluation?.(result);
+    return result;
+  };
+
+  for (let k = next; k < config.iterations; k++) {
+    const evaluation = k === 0 || k % config.evalInterval === 0 ? await evaluationOf(k) : null;
+    const row = await iteration(k, evaluation);
+    await putJson(store, keys.metricsRow(run, k), row);
+    o.onIteration?.(row);
+  }
+  await evaluationOf(config.iterations);
+
+  const rows: MetricsRow[] = [];
+  for (let k = 0; k < config.iterations; k++) {
+    const row = await getJson(store, keys.metricsRow(run, k), MetricsRow);
+    if (row) rows.push(row);
+  }
+  for (let k = 0; k <= config.iterations; k++) {
+    const e = await getJson(store, keys.evaluationOf(run, k), EvaluationResult);
+    if (e) evaluations.push(e);
+  }
+  return { run, rows, evaluations, thetaHash: hashTheta(segments), resumedAt: next };
+
+  /** One iteration, from manifest to checkpoint; returns its metrics row. */
+  async function iteration(k: number, evaluation: EvaluationResult | null): Promise<MetricsRow> {
+    const t0 = performance.now();
+    const thetaHashBefore = hashTheta(segments);
+    let manifest = await getJson(store, keys.manifest(run, k), IterationManifest);
+    if (manifest && manifest.thetaHash !== thetaHashBefore) throw new Error(`iteration ${k}'s manifest was made for θ ${manifest.thetaHash}, but θ is ${thetaHashBefore}`);
+    if (!manifest) {
+      const tasks = environment.sampleTasks('train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, k), options).map((t) => ({ id: t.id, task: t.task }));
+      const now = Date.now();
+      manifest = IterationManifest.parse({
+        run,
+        iteration: k,
+        runSeed: config.seed,
+        thetaHash: thetaHashBefore,
+        sigma: config.es.sigma,
+        mode: config.mode,
+        rank: config.rank,
+        members: ask(config.es),
+        tasks,
+        episodesPerMember: tasks.length,
+        quorum: config.quorum,
+        deadline: new Date(now + config.deadlineMs).toISOString(),
+        createdAt: new Date(now).toISOString(),
+      });
+      await putJson(store, keys.manifest(run, k), manifest, true);
+    }
+    const m = manifest;
+    population.setPopulation({ runSeed: m.runSeed, iteration: k, sigma: m.sigma, rank: m.rank, members: m.members });
+    const tManifest = performance.now();
+
+    // Fan out only the episodes whose records are not already in the store (all of them, unless resuming).
+    const prefix = keys.rewards(run, k);
+    const present = new Set(await store.list(prefix));
+    const deadlineAt = Date.now() + config.deadlineMs;
+    const requests: EpisodeRequest[] = [];
+    for (const member of m.members) {
+      m.tasks.forEach((t, ti) => {
+        if (present.has(keys.reward(run, k, member.index, t.id))) return;
+        requests.push({
+          run,
+          iteration: k,
+          member: member.index,
+          task: { id: t.id, value: t.task },
+          environment: config.environment,
+          policy: o.policy(`member-${k}-${member.index}`),
+          generation: config.generation,
+          seed: episodeSeed(config.seed, k, member.index, ti),
+          deadline: new Date(deadlineAt).toISOString(),
+        });
+      });
+    }
+    const stragglers = new AbortController();
+    let settledAt: number | null = null;
+    let lost = 0;
+    const settled = (requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, signal: stragglers.signal }) : Promise.resolve([]))
+      .then((outcomes) => {
+        // A synchronous adapter that reports a failure wrote no record: that episode will never arrive.
+        lost = outcomes.filter((x) => !x.ok && !x.record).length;
+      })
+      .catch(() => {})
+      .finally(() => {
+        settledAt = performance.now();
+      });
+    await faults('after-fanout', k);
+
+    const expected = m.members.length * m.tasks.length;
+    let classification: Classification | null = null;
+    const snapshot = await pollRecords(store, prefix, {
+      pollMs,
+      settled,
+      done: (objects, isSettled) => {
+        classification = classifyRecords(m, objects, config.failedEpisodeReward);
+        const c = classification;
+        if (c.arrived >= expected) return true;
+        if (isSettled && c.arrived + lost >= expected) return true;
+        const now = Date.now();
+        if (now >= deadlineAt && c.counted.length >= config.quorum * expected) return true;
+        // Past the deadline every episode has been abandoned; half a deadline more is the grace for stores to catch up.
+        return now >= deadlineAt + config.deadlineMs / 2 || (isSettled && now >= deadlineAt);
+      },
+    });
+    const tClosed = performance.now();
+    stragglers.abort(new Error(`iteration ${k} closed`));
+    population.setPopulation(null);
+    await settled;
+    const c = classification ?? classifyRecords(m, snapshot, config.failedEpisodeReward);
+
+    // ---- update ----
+    const told = tell(m.members, c.rewards, { alpha: config.es.alpha, shaping: config.es.shaping });
+    const normalized = normalizedOf(told);
+    const entry = logEntryFor(config, k, m.members, normalized, '');
+    applyLogEntry(segments, entry, config.mode);
+    await weights.commitUpdate();
+    const thetaHashAfter = hashTheta(segments);
+    await faults('after-update', k);
+    const update: UpdateRecord = {
+      run,
+      iteration: k,
+      counted: c.counted.map((r) => ({ member: r.member, task: r.task })),
+      memberRewards: told.counted.map((member, i) => ({ member, reward: told.memberRewards[i] })),
+      normalizedRewards: normalized,
+      thetaHashBefore,
+      thetaHashAfter,
+      ignored: { duplicates: c.duplicates, failed: config.failedEpisodeReward === null ? c.failures.length : 0, invalid: c.invalid.length },
+      failures: c.failures,
+      invalidRecords: c.invalid,
+    };
+    if (!(await putJson(store, keys.update(run, k), update, true))) throw new Error(`iteration ${k} already has an update record: is another trainer running this run?`);
+    await faults('after-update-record', k);
+    await appendLog(store, run, { ...entry, thetaHashAfter });
+    const tUpdated = performance.now();
+
+    if ((k + 1) % config.checkpointInterval === 0 || k + 1 === config.iterations) {
+      await writeCheckpoint(store, run, k + 1, segments, () => faults('mid-checkpoint', k));
+      await faults('after-checkpoint', k);
+    }
+    const tDone = performance.now();
+    const episodesEnd = Math.min(settledAt ?? tClosed, tClosed);
+    return MetricsRow.parse({
+      ...statsOf(m, c.counted.map((r) => r.record), c, thetaHashAfter, evaluation),
+      durations: {
+        manifest: tManifest - t0,
+        episodes: episodesEnd - tManifest,
+        collect: tClosed - episodesEnd,
+        update: tUpdated - tClosed,
+        checkpoint: tDone - tUpdated,
+        total: tDone - t0,
+      },
+    });
+  }
+
+  function statsOf(m: IterationManifest, records: readonly RewardRecord[], c: Pick<Classification, 'failures' | 'invalid'>, thetaHashAfter: string, evaluation: EvaluationResult | null): Omit<MetricsRow, 'durations'> {
+    const rewards = records.map((r) => (r.error === null ? r.reward : (config.failedEpisodeReward ?? 0)));
+    return {
+      run,
+      iteration: m.iteration,
+      expected: m.members.length * m.tasks.length,
+      counted: records.length,
+      failed: c.failures.length,
+      invalid: c.invalid.length,
+      meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
+      maxReward: rewards.length ? Math.max(...rewards) : null,
+      successRate: rewards.length ? rewards.filter((r) => r >= config.successThreshold).length / rewards.length : null,
+      tokens: records.reduce((a, r) => ({ prompt: a.prompt + r.tokens.prompt, completion: a.completion + r.tokens.completion }), { prompt: 0, completion: 0 }),
+      cost: sumCosts(records),
+      thetaHashAfter,
+      evaluation,
+      finishedAt: new Date().toISOString(),
+    };
+  }
+
+  /** The metrics row of an iteration finished by replaying its UpdateRecord (its timings were lost with the process). */
+  async function rowFromUpdate(m: IterationManifest, update: UpdateRecord): Promise<MetricsRow> {
+    const records: RewardRecord[] = [];
+    for (const { member, task } of update.counted) {
+      const r = await getJson(store, keys.reward(run, m.iteration, member, task), RewardRecord);
+      if (r) records.push(r);
+    }
+    const evaluation = await getJson(store, keys.evaluationOf(run, m.iteration), EvaluationResult);
+    return MetricsRow.parse({
+      ...statsOf(m, records, { failures: update.failures, invalid: update.invalidRecords }, update.thetaHashAfter, evaluation),
+      durations: { manifest: 0, episodes: 0, collect: 0, update: 0, checkpoint: 0, total: 0 },
+    });
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * The OpenAI-compatible HTTP API of the trainer (hono): chat completions for `base` and every member of the
+ * live iteration, `/v1/models`, `/healthz` and Prometheus `/metrics`. Bearer auth when a token is given.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { z } from 'zod';
+import type { ChatMessage } from '../../shared/ports/policy.ts';
+import type { GenerateResult, GenerateRow } from '../engine.ts';
+import { QueueFullError, RequestAbortedError, StaleMemberError } from './batcher.ts';
+import { BASE_MODEL, memberModelName, resolveModel } from './model-name.ts';
+import { ChatCompletionRequest, type ChatCompletion, type ChatCompletionChunk, type ErrorBody } from './openai-schema.ts';
+import type { InferenceService } from './service.ts';
+
+export interface AppOptions {
+  /** When set, every route but /healthz needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Per-request limit from arrival to the last token. */
+  requestTimeoutMs: number;
+  /** Completion budget when the request names none. */
+  defaultMaxTokens: number;
+}
+
+function errorBody(message: string, type: string, code: string | null = null, param: string | null = null): ErrorBody {
+  return { error: { message, type, param, code } };
+}
+
+/** Compare digests, not the strings: equal length, so timingSafeEqual never throws and leaks nothing. */
+function tokenMatches(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+function zodPaths(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`).join('; ');
+}
+
+function toChatMessages(req: ChatCompletionRequest): ChatMessage[] {
+  return req.messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: m.content ?? '' }));
+}
+
+export function createInferenceApp(service: InferenceService, options: AppOptions): Hono {
+  const app = new Hono();
+  const { engine, metrics, batcher } = service;
+  const fingerprint = `esopt-${engine.mode}`;
+
+  app.get('/healthz', (c) => c.json({ ok: true, mode: engine.mode, liveIteration: service.population?.iteration ?? null, queueDepth: batcher.depth }));
+
+  if (options.token !== undefined) {
+    const expected = options.token;
+    app.use('*', async (c, next) => {
+      const header = c.req.header('authorization') ?? '';
+      const m = /^Bearer (.+)$/.exec(header);
+      if (!m || !tokenMatches(m[1], expected)) {
+        return c.json(errorBody('missing or wrong bearer token (Authorization: Bearer <ESOPT_TOKEN>)', 'invalid_request_error', 'invalid_api_key'), 401, {
+          'WWW-Authenticate': 'Bearer',
+        });
+      }
+      await next();
+    });
+  }
+
+  app.get('/metrics', (c) => c.text(metrics.render(), 200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }));
+
+  app.get('/v1/models', (c) => {
+    const created = Math.floor(Date.now() / 1000);
+    const live = service.population;
+    const ids = [BASE_MODEL, ...(live ? live.members.map((m) => memberModelName(live.iteration, m.index)) : [])];
+    return c.json({ object: 'list', data: ids.map((id) => ({ id, object: 'model', created, owned_by: 'esopt' })) });
+  });
+
+  app.post('/v1/chat/completions', async (c) => {
+    const arrived = performance.now();
+    const finish = <R extends Response>(res: R): R => {
+      metrics.request(res.status, (performance.now() - arrived) / 1000);
+      return res;
+    };
+    const fail = (status: 400 | 404 | 409 | 429 | 499 | 500 | 504, body: ErrorBody, headers?: Record<string, string>): Response =>
+      finish(c.json(body, status as 400, headers));
+
+    let raw: unknown;
+    try {
+      raw = await c.req.json();
+    } catch {
+      return fail(400, errorBody('request body is not valid JSON', 'invalid_request_error'));
+    }
+    const parsed = ChatCompletionRequest.safeParse(raw);
+    if (!parsed.success) {
+      const first = parsed.error.issues[0]?.path.join('.') || null;
+      return fail(400, errorBody(`invalid request: ${zodPaths(parsed.error)}`, 'invalid_request_error', 'invalid_request', first));
+    }
+    const req = parsed.data;
+    const resolved = resolveModel(req.model, service.population);
+    if (!resolved.ok) {
+      return fail(resolved.status, errorBody(resolved.message, 'invalid_request_error', resolved.status === 404 ? 'model_not_found' : 'iteration_not_live', 'model'));
+    }
+
+    const messages = toChatMessages(req);
+    const promptTokens = engine.countTokens(messages);
+    const room = engine.contextLength - promptTokens;
+    const asked = req.max_completion_tokens ?? req.max_tokens ?? null;
+    if (room < 1 || (asked !== null && asked > room)) {
+      return fail(
+        400,
+        errorBody(`the prompt has ${promptTokens} tokens; with max_tokens ${asked ?? 1} that exceeds the context of ${engine.contextLength}`, 'invalid_request_error', 'context_length_exceeded', 'messages'),
+      );
+    }
+    const timeout = AbortSignal.timeout(options.requestTimeoutMs);
+    const signal = AbortSignal.any([c.req.raw.signal, timeout]);
+    const row: GenerateRow = {
+      messages,
+      member: resolved.selector,
+      sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, seed: req.seed ?? (Math.random() * 0x100000000) >>> 0 },
+      maxNewTokens: asked ?? Math.min(options.defaultMaxTokens, room),
+      stop: req.stop == null ? [] : typeof req.stop === 'string' ? [req.stop] : req.stop,
+      signal,
+    };
+
+    let result: GenerateResult;
+    try {
+      result = await batcher.submit(row);
+    } catch (err) {
+      if (err instanceof QueueFullError) {
+        return fail(429, errorBody(err.message, 'rate_limit_error', 'queue_full'), { 'Retry-After': String(err.retryAfterSeconds) });
+      }
+      if (err instanceof StaleMemberError) return fail(409, errorBody(err.message, 'invalid_request_error', 'iteration_not_live', 'model'));
+      if (err instanceof RequestAbortedError) return abortResponse();
+      return fail(500, errorBody(`generation failed: ${(err as Error).message}`, 'server_error'));
+    }
+    if (result.finishReason === 'abort') return abortResponse();
+
+    function abortResponse(): Response {
+      if (timeout.aborted) return fail(504, errorBody(`request timed out after ${options.requestTimeoutMs} ms`, 'timeout_error', 'timeout'));
+      // The client went away; nobody reads this, but the status is what the metrics count.
+      return fail(499, errorBody('client closed the request', 'invalid_request_error', 'client_closed'));
+    }
+
+    const id = `chatcmpl-${randomUUID()}`;
+    const created = Math.floor(Date.now() / 1000);
+    const finishReason = result.finishReason;
+    const usage = { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, total_tokens: result.promptTokens + result.completionTokens };
+
+    if (!req.stream) {
+      const body: ChatCompletion = {
+        id,
+        object: 'chat.completion',
+        created,
+        model: req.model,
+        system_fingerprint: fingerprint,
+        choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, logprobs: null, finish_reason: finishReason }],
+        usage,
+      };
+      return finish(c.json(body));
+    }
+    return finish(streamCompletion(c, { id, created, model: req.model, fingerprint, text: result.text, finishReason, usage: req.stream_options?.include_usage ? usage : null }));
+  });
+
+  app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, 'invalid_request_error', 'not_found'), 404));
+  app.onError((err, c) => c.json(errorBody(`internal error: ${err.message}`, 'server_error'), 500));
+  return app;
+}
+
+interface StreamParts {
+  id: string;
+  created: number;
+  model: string;
+  fingerprint: string;
+  text: string;
+  finishReason: 'stop' | 'length';
+  usage: ChatCompletion['usage'] | null;
+}
+
+/**
+ * OpenAI's stream: a role chunk, the content, a chunk carrying finish_reason, then (with
+ * stream_options.include_usage) a usage chunk with no choices, then `[DONE]`. With include_usage every
+ * chunk carries `usage: null` except the last, as OpenAI does.
+ */
+function streamCompletion(c: Context, p: StreamParts): Response {
+  const base = { id: p.id, object: 'chat.completion.chunk' as const, created: p.created, model: p.model, system_fingerprint: p.fingerprint };
+  const withUsage = p.usage !== null ? { usage: null } : {};
+  const chunks: ChatCompletionChunk[] = [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...withUsage },
+    ...(p.text.length > 0 ? [{ ...base, choices: [{ index: 0, delta: { content: p.text }, logprobs: null, finish_reason: null }], ...withUsage }] : []),
+    { ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: p.finishReason }], ...withUsage },
+    ...(p.usage !== null ? [{ ...base, choices: [], usage: p.usage }] : []),
+  ];
+  return streamSSE(c, async (stream) => {
+    for (const chunk of chunks) {
+      if (stream.aborted) return;
+      await stream.writeSSE({ data: JSON.stringify(chunk) });
+    }
+    await stream.writeSSE({ data: '[DONE]' });
+  });
+}
