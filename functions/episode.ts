@@ -1,0 +1,209 @@
+/**
+ * The Episode function: the one piece of code that turns an EpisodeRequest into a RewardRecord, run
+ * by AWS Lambda (`handler`) and by the local worker pool (`createEpisodeHandler`) alike.
+ *
+ * For every request: skip it if its record already exists (Lambda's async invoke delivers at least
+ * once), run the episode against the policy endpoint, and write one RewardRecord create-only under
+ * `keys.reward(run, iteration, member, task)`. A malformed event is logged and answered with a clear
+ * error instead of throwing, so Lambda does not retry it and nothing upstream crashes.
+ */
+import { pino } from 'pino';
+import { z } from 'zod';
+import { CostPrices, episodeCost, type CostPricesInput } from '../shared/cost.ts';
+import { keys } from '../shared/keys.ts';
+import type { ObjectStore } from '../shared/ports/object-store.ts';
+import type { Policy } from '../shared/ports/policy.ts';
+import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
+import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
+import type { EnvironmentDefinition } from '../environments/environment.ts';
+import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
+import { loadEnvironment, parseWith } from '../environments/index.ts';
+import { HttpPolicy } from '../environments/policies/http-client.ts';
+import { EpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
+
+/**
+ * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
+ * policies instead of a model: for CPU-only simulations of the cloud path (`esopt dev cloud`,
+ * `esopt bench fanout`). Everything else is an OpenAI-compatible endpoint.
+ */
+const SCRIPTED = /^scripted:(?:\/\/)?(oracle|random)$/;
+
+export interface EpisodeLog {
+  info(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface EpisodeHandlerOptions {
+  store: ObjectStore;
+  /** Where `policy.tokenEnv` is looked up: the bearer token never travels in the event. */
+  env: Record<string, string | undefined>;
+  /** Memory of the worker for the cost estimate; 0 for local workers. */
+  memoryMb: number;
+  /** Whether each invocation pays Lambda's request price (false for the local pool). */
+  billedPerInvocation: boolean;
+  prices?: CostPricesInput;
+  log?: EpisodeLog;
+  /** Aborts every episode in flight (the local pool's cancellation). */
+  signal?: AbortSignal;
+}
+
+function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 10)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(event)'}: ${i.message}`)
+    .join('; ');
+}
+
+async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, env: EpisodeHandlerOptions['env'], deadline: number): Promise<Policy> {
+  const scripted = SCRIPTED.exec(request.policy.baseUrl);
+  if (scripted) {
+    const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
+    const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
+    return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
+  }
+  let token: string | undefined;
+  if (request.policy.tokenEnv) {
+    token = env[request.policy.tokenEnv];
+    if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
+  }
+  return new HttpPolicy({
+    baseUrl: request.policy.baseUrl,
+    model: request.policy.model,
+    token,
+    temperature: request.generation.temperature,
+    topP: request.generation.topP,
+    topK: request.generation.topK,
+    maxTokens: request.generation.maxTokens,
+    seed: request.seed,
+    // No single call may outlive the episode's deadline.
+    timeoutMs: Math.max(1, Math.min(60_000, deadline - Date.now())),
+  });
+}
+
+/** An episode that never got to run (unknown environment, bad task, missing token) still gets a record. */
+function failedResult(err: unknown, started: number): EpisodeResult {
+  return {
+    reward: 0,
+    steps: 0,
+    transcript: [],
+    tokens: { prompt: 0, completion: 0 },
+    inferenceMs: 0,
+    durationMs: performance.now() - started,
+    stopReason: 'error',
+    error: (err instanceof Error ? err.message : String(err)).slice(0, 2000),
+  };
+}
+
+export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: unknown) => Promise<EpisodeResponse> {
+  const prices = CostPrices.parse(options.prices ?? {});
+  const log = options.log ?? pino({ name: 'esopt-episode' });
+  const { store } = options;
+
+  async function one(request: EpisodeRequest, batchSize: number): Promise<EpisodeOutcome> {
+    const key = keys.reward(request.run, request.iteration, request.member, request.task.id);
+    const base = { key, written: false, duplicate: false, closed: false, reward: null, error: null };
+    if ((await store.get(key)) !== null) {
+      log.info({ key }, 'record exists already: duplicate delivery, episode skipped');
+      return { ...base, duplicate: true };
+    }
+    const started = performance.now();
+    const deadline = Date.parse(request.deadline);
+    let result: EpisodeResult;
+    try {
+      const definition = await loadEnvironment(request.environment.name);
+      const policy = await policyFor(request, definition, options.env, deadline);
+      result = await runEpisode({
+        definition,
+        task: request.task.value,
+        options: request.environment.options,
+        policy,
+        seed: request.seed,
+        deadline,
+        signal: options.signal,
+      });
+    } catch (err) {
+      result = failedResult(err, started);
+    }
+    if (result.stopReason === 'iteration-closed') {
+      log.info({ key, error: result.error }, 'iteration closed: episode stopped, no record written');
+      return { ...base, closed: true, error: result.error };
+    }
+    const record = RewardRecord.parse({
+      run: request.run,
+      iteration: request.iteration,
+      member: request.member,
+      task: request.task.id,
+      reward: result.reward,
+      steps: result.steps,
+      tokens: result.tokens,
+      durations: { episodeMs: result.durationMs, inferenceMs: result.inferenceMs },
+      cost: episodeCost(
+        {
+          durationMs: result.durationMs,
+          memoryMb: options.memoryMb,
+          completionTokens: result.tokens.completion,
+          episodesPerInvocation: options.billedPerInvocation ? batchSize : 0,
+        },
+        prices,
+      ),
+      error: result.error,
+      transcriptKey: null,
+      writtenAt: new Date().toISOString(),
+    });
+    const written = await store.put(key, JSON.stringify(record), { ifAbsent: true, contentType: 'application/json' });
+    log.info({ key, written, reward: record.reward, steps: record.steps, error: record.error }, written ? 'reward written' : 'record appeared meanwhile: duplicate delivery');
+    return { ...base, written, duplicate: !written, reward: record.reward, error: record.error };
+  }
+
+  return async (event) => {
+    const parsed = EpisodeEvent.safeParse(event);
+    if (!parsed.success) {
+      const error = `invalid episode event: ${describeZodError(parsed.error)}`;
+      log.error({ error }, 'malformed event rejected');
+      return { ok: false, error };
+    }
+    const requests = 'episodes' in parsed.data ? parsed.data.episodes : [parsed.data];
+    // Episodes of one invocation run side by side: each mostly waits on inference.
+    const outcomes = await Promise.all(requests.map((r) => one(r, requests.length)));
+    return { ok: true, outcomes };
+  };
+}
+
+/** The Lambda's configuration, from the environment sst.config.ts gives it. */
+export const EpisodeFunctionEnv = z.object({
+  ESOPT_BUCKET: z.string().min(3),
+  /** Only for S3-compatible servers (the dev endpoint); AWS needs neither. */
+  ESOPT_S3_ENDPOINT: z.url().optional(),
+  ESOPT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
+  AWS_REGION: z.string().min(1).default('us-east-1'),
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: z.coerce.number().int().min(128).default(1024),
+  /** JSON of CostPrices, to re-price without a deploy. */
+  ESOPT_COST_PRICES: z.string().optional(),
+});
+
+export function storeSpecFromEnv(env: z.infer<typeof EpisodeFunctionEnv>): StoreSpec {
+  return StoreSpec.parse({
+    kind: 's3',
+    bucket: env.ESOPT_BUCKET,
+    region: env.AWS_REGION,
+    endpoint: env.ESOPT_S3_ENDPOINT,
+    forcePathStyle: env.ESOPT_S3_FORCE_PATH_STYLE === 'true',
+  });
+}
+
+let lambdaHandler: ((event: unknown) => Promise<EpisodeResponse>) | undefined;
+
+/** The AWS Lambda entry point (`functions/episode.handler` in sst.config.ts). */
+export async function handler(event: unknown): Promise<EpisodeResponse> {
+  if (!lambdaHandler) {
+    const env = EpisodeFunctionEnv.parse(process.env);
+    lambdaHandler = createEpisodeHandler({
+      store: openStore(storeSpecFromEnv(env)),
+      env: process.env,
+      memoryMb: env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
+      billedPerInvocation: true,
+      prices: env.ESOPT_COST_PRICES ? CostPrices.parse(JSON.parse(env.ESOPT_COST_PRICES)) : undefined,
+    });
+  }
+  return lambdaHandler(event);
+}
