@@ -3,7 +3,7 @@
  * base model and any member of the current population from it. The inference server, the ES loop and the
  * in-process Policy adapter all code against this interface; trainer/model/create-engine.ts builds one.
  */
-import type { ParameterSegment } from '../shared/es.ts';
+import type { Coefficient, ParameterSegment } from '../shared/es.ts';
 import type { ChatMessage } from '../shared/ports/policy.ts';
 import type { Member, ModelSpec } from '../shared/schemas/index.ts';
 
@@ -60,6 +60,16 @@ export interface Population {
 
 export type PerturbationMode = 'full' | 'lowrank';
 
+export interface EngineUpdate {
+  runSeed: number;
+  iteration: number;
+  /** From shared/es.ts `tell`. */
+  coefficients: Coefficient[];
+  /** Low-rank only: the rank the population was drawn with. */
+  rank: number;
+  decay?: number;
+}
+
 export interface Engine {
   readonly mode: PerturbationMode;
   /** Context window in tokens (prompt + completion). */
@@ -75,6 +85,12 @@ export interface Engine {
   segments(): ParameterSegment[];
   /** After θ changed in place: refresh whatever depends on it (sessions, caches) without reloading. */
   commitUpdate(): Promise<void>;
+  /**
+   * The ES update of one iteration in this engine's mode, then commitUpdate: full mode applies
+   * θ ← (1−decay)·θ + Σ coef_j·ε_j over all segments (shared applyDenseUpdate); low-rank mode folds
+   * Σ coef_j·A_j B_jᵀ/√r into each perturbed matrix (shared accumulateLowRank) with the population's rank.
+   */
+  applyUpdate(update: EngineUpdate): Promise<void>;
   countTokens(messages: ChatMessage[]): number;
   close(): Promise<void>;
 }

@@ -1,0 +1,146 @@
+/**
+ * Batched autoregressive decoding with a KV cache over any decoder with the HF/optimum IO names. Prompts
+ * are left-padded (attention_mask 0, position ids counted over real tokens only), one prefill pass, then
+ * one token per row per step, the `present.*` outputs fed back as `past_key_values.*`. Rows stop on an
+ * end-of-sequence token, a stop string, their token budget or their abort signal.
+ */
+import * as ort from 'onnxruntime-node';
+import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
+import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
+import { sampleToken } from './sampler.ts';
+
+export interface DecoderShape {
+  layers: number;
+  kvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  hasPositionIds: boolean;
+}
+
+export interface PreparedRow {
+  promptIds: number[];
+  sampling: SamplingOptions;
+  maxNewTokens: number;
+  stop: string[];
+  /** 0/1 over the vocabulary, end-of-sequence ids already allowed. */
+  allowed?: Uint8Array;
+  signal?: AbortSignal;
+}
+
+export interface DecodeContext {
+  session: ort.InferenceSession;
+  shape: DecoderShape;
+  tokenizer: ChatTokenizer;
+  eosIds: ReadonlySet<number>;
+  padId: number;
+  /** Extra inputs for every step: weights (full mode) or per-row low-rank factors (batch = rows.length). */
+  extraFeeds: Record<string, ort.Tensor>;
+}
+
+interface RowState {
+  tokens: number[];
+  text: string;
+  done: FinishReason | null;
+}
+
+export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Promise<GenerateResult[]> {
+  const B = rows.length;
+  const { shape } = ctx;
+  const width = Math.max(...rows.map((r) => r.promptIds.length));
+  const ids = new BigInt64Array(B * width).fill(BigInt(ctx.padId));
+  let mask: number[][] = rows.map((r) => [...new Array<number>(width - r.promptIds.length).fill(0), ...new Array<number>(r.promptIds.length).fill(1)]);
+  const positions = new BigInt64Array(B * width);
+  const nextPosition = new Array<number>(B);
+  rows.forEach((r, b) => {
+    const pad = width - r.promptIds.length;
+    r.promptIds.forEach((id, j) => {
+      ids[b * width + pad + j] = BigInt(id);
+      positions[b * width + pad + j] = BigInt(j);
+    });
+    nextPosition[b] = r.promptIds.length;
+  });
+
+  let past: Record<string, ort.Tensor> = {};
+  for (let l = 0; l < shape.layers; l++) {
+    for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [B, shape.kvHeads, 0, shape.headDim]);
+  }
+  const state: RowState[] = rows.map((r) => ({ tokens: [], text: '', done: r.maxNewTokens <= 0 ? 'length' : null }));
+  let inputIds = new ort.Tensor('int64', ids, [B, width]);
+  let positionIds = new ort.Tensor('int64', positions, [B, width]);
+  let seq = width;
+
+  for (let step = 0; state.some((s) => s.done === null); step++) {
+    const total = mask[0].length;
+    const feeds: Record<string, ort.Tensor> = {
+      ...ctx.extraFeeds,
+      ...past,
+      input_ids: inputIds,
+      attention_mask: new ort.Tensor('int64', BigInt64Array.from(mask.flat(), BigInt), [B, total]),
+    };
+    if (shape.hasPositionIds) feeds.position_ids = positionIds;
+    const out = await ctx.session.run(feeds);
+    const logits = out.logits.data as Float32Array;
+    const V = shape.vocabSize;
+    const next = new BigInt64Array(B).fill(BigInt(ctx.padId));
+    const nextPos = new BigInt64Array(B);
+    rows.forEach((r, b) => {
+      const s = state[b];
+      nextPos[b] = BigInt(nextPosition[b]);
+      if (s.done !== null) return;
+      if (r.signal?.aborted) {
+        s.done = 'abort';
+        return;
+      }
+      const base = (b * seq + seq - 1) * V;
+      const token = sampleToken(logits.subarray(base, base + V), r.sampling, step, r.allowed);
+      s.tokens.push(token);
+      next[b] = BigInt(token);
+      nextPosition[b]++;
+      if (ctx.eosIds.has(token)) {
+        s.done = 'stop';
+        return;
+      }
+      if (r.stop.length > 0) {
+        const text = ctx.tokenizer.decode(s.tokens);
+        const cut = firstStop(text, r.stop);
+        if (cut >= 0) {
+          s.text = text.slice(0, cut);
+          s.done = 'stop';
+          return;
+        }
+      }
+      if (s.tokens.length >= r.maxNewTokens) s.done = 'length';
+    });
+    out.logits.dispose?.();
+    past = {};
+    for (let l = 0; l < shape.layers; l++) {
+      for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`];
+    }
+    mask = mask.map((m) => [...m, 1]);
+    inputIds = new ort.Tensor('int64', next, [B, 1]);
+    positionIds = new ort.Tensor('int64', nextPos, [B, 1]);
+    seq = 1;
+  }
+
+  return rows.map((r, b) => {
+    const s = state[b];
+    const stopped = s.done === 'stop' && r.stop.length > 0 && firstStop(ctx.tokenizer.decode(s.tokens), r.stop) >= 0;
+    return {
+      text: stopped ? s.text : ctx.tokenizer.decode(s.tokens),
+      tokenIds: s.tokens,
+      promptTokens: r.promptIds.length,
+      completionTokens: s.tokens.length,
+      finishReason: s.done ?? 'length',
+    };
+  });
+}
+
+function firstStop(text: string, stops: readonly string[]): number {
+  let first = -1;
+  for (const s of stops) {
+    if (s.length === 0) continue;
+    const i = text.indexOf(s);
+    if (i >= 0 && (first < 0 || i < first)) first = i;
+  }
+  return first;
+}

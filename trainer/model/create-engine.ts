@@ -1,0 +1,236 @@
+/**
+ * The Engine on onnxruntime-node. One LoadedModel (built preset or export directory) holds θ; the graph is
+ * rewritten for the run's perturbation mode:
+ *   full     θ as graph inputs; a member is served by perturbing θ in place (exactly undoable), running
+ *            its rows, restoring. Queued rows are grouped by member so θ switches once per member per call.
+ *   lowrank  W stays an initializer; per-row factor inputs carry each row's member, so one forward pass
+ *            serves rows of many members. The update is folded into W and the session rebuilt in-process.
+ */
+import * as ort from 'onnxruntime-node';
+import { applyDenseUpdate, layoutSegments, type ParameterSegment } from '../../shared/es.ts';
+import { accumulateLowRank } from '../../shared/lowrank.ts';
+import type { ChatMessage } from '../../shared/ports/policy.ts';
+import type { Member } from '../../shared/schemas/index.ts';
+import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, MemberSelector, PerturbationMode, Population } from '../engine.ts';
+import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import { perturb, restore } from '../perturbation/exact-perturbation.ts';
+import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../perturbation/lowrank-factors.ts';
+import { lowRankRewrite, type LowRankTarget } from '../perturbation/lowrank-graph.ts';
+import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
+import { eosTokenIds, headDim, kvHeads } from './config.ts';
+import type { LoadedModel } from './model-dir.ts';
+import { encodeModel, type ModelProto } from './onnx/proto.ts';
+import { openModel } from './open-model.ts';
+
+export class ContextLengthError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ContextLengthError';
+  }
+}
+
+export async function createSession(model: ModelProto, options: Pick<EngineOptions, 'executionProvider' | 'threads'>, what: string): Promise<ort.InferenceSession> {
+  const provider = options.executionProvider ?? 'cpu';
+  try {
+    return await ort.InferenceSession.create(encodeModel(model), {
+      executionProviders: [provider],
+      graphOptimizationLevel: 'all',
+      ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+    });
+  } catch (err) {
+    throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
+  }
+}
+
+export async function createEngine(options: EngineOptions): Promise<Engine> {
+  const model = openModel(options.model);
+  return OnnxEngine.create(model, options);
+}
+
+export class OnnxEngine implements Engine {
+  private population: Population | null = null;
+  private factorCache: FactorCache | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly segmentList: ParameterSegment[];
+  private readonly shape: DecoderShape;
+  private readonly eosIds: Set<number>;
+  private readonly padId: number;
+  readonly contextLength: number;
+
+  private constructor(
+    readonly mode: PerturbationMode,
+    private readonly model: LoadedModel,
+    private session: ort.InferenceSession,
+    private readonly graph: ModelProto,
+    private readonly targets: LowRankTarget[],
+    private readonly options: EngineOptions,
+  ) {
+    const c = model.config;
+    this.segmentList = layoutSegments(model.weights);
+    this.shape = {
+      layers: c.num_hidden_layers,
+      kvHeads: kvHeads(c),
+      headDim: headDim(c),
+      vocabSize: c.vocab_size,
+      hasPositionIds: graph.graph.input.some((i) => i.name === 'position_ids'),
+    };
+    const eos = model.tokenizer.eosToken === undefined ? undefined : model.tokenizer.tokenId(model.tokenizer.eosToken);
+    this.eosIds = new Set([...eosTokenIds(c), ...(eos === undefined ? [] : [eos])]);
+    this.padId = c.pad_token_id ?? [...this.eosIds][0] ?? 0;
+    this.contextLength = c.max_position_embeddings;
+  }
+
+  static async create(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
+    const what = `${model.dir}/model.onnx`;
+    if (options.mode === 'full') {
+      const graph = weightsAsInputs(model.graph, model.weights);
+      return new OnnxEngine('full', model, await createSession(graph, options, what), graph, [], options);
+    }
+    const { model: graph, targets } = lowRankRewrite(model.graph, model.weights, what);
+    return new OnnxEngine('lowrank', model, await createSession(graph, options, what), graph, targets, options);
+  }
+
+  /** The model's tokenizer (chat template, encode/decode). */
+  get tokenizer() {
+    return this.model.tokenizer;
+  }
+
+  setPopulation(p: Population | null): void {
+    this.population = p;
+    this.factorCache = p && this.mode === 'lowrank' ? new FactorCache(this.targets, p) : null;
+  }
+
+  segments(): ParameterSegment[] {
+    return this.segmentList;
+  }
+
+  countTokens(messages: ChatMessage[]): number {
+    return this.model.tokenizer.encodeChat(messages).length;
+  }
+
+  /** Run `task` after everything queued before it: generation, updates and refreshes never overlap. */
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  generate(rows: GenerateRow[]): Promise<GenerateResult[]> {
+    const prepared = rows.map((r) => this.prepare(r));
+    const members = rows.map((r) => this.resolveMember(r.member));
+    return this.exclusive(() => (this.mode === 'full' ? this.generateFull(prepared, members) : this.generateLowRank(prepared, members)));
+  }
+
+  private resolveMember(sel: MemberSelector): Member | null {
+    if (sel.kind === 'base') return null;
+    const p = this.population;
+    if (!p || p.iteration !== sel.iteration) throw new Error(`member-${sel.iteration}-${sel.index} is not in the current population${p ? ` (iteration ${p.iteration})` : ''}`);
+    const m = p.members.find((x) => x.index === sel.index);
+    if (!m) throw new Error(`member-${sel.iteration}-${sel.index} is not in the current population of ${p.members.length}`);
+    return m;
+  }
+
+  private prepare(row: GenerateRow): PreparedRow {
+    let ids = row.promptIds ?? (row.messages ? this.model.tokenizer.encodeChat(row.messages) : undefined);
+    if (!ids || ids.length === 0) throw new Error('a generate row needs non-empty messages or promptIds');
+    const V = this.shape.vocabSize;
+    const bad = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= V);
+    if (bad !== undefined) throw new Error(`prompt token id ${bad} is outside the vocabulary (0..${V - 1})`);
+    const budget = this.contextLength - row.maxNewTokens;
+    if (ids.length > budget) {
+      if (this.options.contextPolicy !== 'truncate-left' || budget < 1) {
+        throw new ContextLengthError(`prompt of ${ids.length} tokens + max ${row.maxNewTokens} new tokens exceeds the context length ${this.contextLength}`);
+      }
+      ids = ids.slice(ids.length - budget);
+    }
+    let allowed: Uint8Array | undefined;
+    if (row.allowedTokenIds) {
+      allowed = new Uint8Array(V);
+      for (const id of row.allowedTokenIds) {
+        if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`allowed token id ${id} is outside the vocabulary (0..${V - 1})`);
+        allowed[id] = 1;
+      }
+      for (const id of this.eosIds) allowed[id] = 1;
+    }
+    return { promptIds: ids, sampling: row.sampling, maxNewTokens: row.maxNewTokens, stop: row.stop, allowed, signal: row.signal };
+  }
+
+  private decodeContext(extraFeeds: Record<string, ort.Tensor>) {
+    return { session: this.session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds };
+  }
+
+  private weightFeeds(): Record<string, ort.Tensor> {
+    return Object.fromEntries(this.model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
+  }
+
+  private async inBatches(indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
+    const max = this.options.maxBatch ?? 32;
+    for (let i = 0; i < indices.length; i += max) {
+      const chunk = indices.slice(i, i + max);
+      const results = await decodeBatch(this.decodeContext(feeds(chunk)), chunk.map((k) => rows[k]));
+      chunk.forEach((k, j) => (out[k] = results[j]));
+    }
+  }
+
+  private async generateFull(rows: PreparedRow[], members: Array<Member | null>): Promise<GenerateResult[]> {
+    const out = new Array<GenerateResult>(rows.length);
+    const groups = new Map<number, number[]>(); // member index (−1 = base) → row indices, in arrival order
+    members.forEach((m, i) => groups.set(m ? m.index : -1, [...(groups.get(m ? m.index : -1) ?? []), i]));
+    const feeds = this.weightFeeds();
+    for (const [index, rowIdx] of groups) {
+      const member = index < 0 ? null : members[rowIdx[0]]!;
+      const p = this.population!;
+      const perturbation = member ? perturb(this.segmentList, { runSeed: p.runSeed, iteration: p.iteration, member: member.noiseIndex }, member.sign * p.sigma) : null;
+      try {
+        await this.inBatches(rowIdx, rows, out, () => feeds);
+      } finally {
+        if (perturbation) restore(this.segmentList, perturbation);
+      }
+    }
+    return out;
+  }
+
+  private async generateLowRank(rows: PreparedRow[], members: Array<Member | null>): Promise<GenerateResult[]> {
+    const out = new Array<GenerateResult>(rows.length);
+    const all = rows.map((_, i) => i);
+    await this.inBatches(all, rows, out, (chunk) =>
+      this.factorCache ? this.factorCache.feeds(chunk.map((k) => members[k])) : zeroFactorFeeds(this.targets, chunk.length, 1),
+    );
+    return out;
+  }
+
+  commitUpdate(): Promise<void> {
+    return this.exclusive(() => this.refresh());
+  }
+
+  private async refresh(): Promise<void> {
+    if (this.mode === 'full') return; // the session reads θ from the live arrays on every run
+    // The graph's initializer bytes are views onto θ, so re-encoding picks up the update.
+    const fresh = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
+    const old = this.session;
+    this.session = fresh;
+    await old.release();
+  }
+
+  applyUpdate(u: EngineUpdate): Promise<void> {
+    return this.exclusive(async () => {
+      if (this.mode === 'full') {
+        applyDenseUpdate(this.segmentList, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+        return;
+      }
+      const offsets = lowRankOffsets(this.targets, u.rank);
+      this.targets.forEach((t, j) => {
+        const W = this.model.weights[t.weight].data;
+        if (u.decay) for (let i = 0; i < W.length; i++) W[i] *= 1 - u.decay;
+        accumulateLowRank(W, t.m, t.n, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));
+      });
+      this.factorCache = null;
+      await this.refresh();
+      if (this.population) this.setPopulation(this.population);
+    });
+  }
+
+  close(): Promise<void> {
+    return this.exclusive(() => this.session.release());
+  }
+}

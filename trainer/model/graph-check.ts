@@ -1,0 +1,44 @@
+/**
+ * Checks that a decoder graph speaks the IO contract of Hugging Face / optimum decoder exports (the one
+ * generation loop serves built and downloaded models alike), with errors that name the tensor or op.
+ */
+import { eosTokenIds, type ModelConfig } from './config.ts';
+import { DataType, DataTypeName, type ModelProto, type ValueInfoProto } from './onnx/proto.ts';
+
+const KNOWN_DOMAINS = new Set(['', 'ai.onnx', 'com.microsoft']);
+
+function elemType(v: ValueInfoProto): number | undefined {
+  return v.type?.tensorType?.elemType;
+}
+
+export function checkDecoderGraph(model: ModelProto, config: ModelConfig, file: string): void {
+  const g = model.graph;
+  const initializers = new Set(g.initializer.map((t) => t.name));
+  const inputs = new Map(g.input.filter((i) => !initializers.has(i.name)).map((i) => [i.name, i]));
+  const outputs = new Map(g.output.map((o) => [o.name, o]));
+  const need = (map: Map<string, ValueInfoProto>, name: string, kind: string, type: number) => {
+    const v = map.get(name);
+    if (!v) throw new Error(`${file}: graph has no ${kind} "${name}" (expected the Hugging Face / optimum decoder IO names)`);
+    const t = elemType(v);
+    if (t !== undefined && t !== type) throw new Error(`${file}: ${kind} "${name}" is ${DataTypeName[t] ?? t}, expected ${DataTypeName[type]}`);
+  };
+  need(inputs, 'input_ids', 'input', DataType.INT64);
+  need(inputs, 'attention_mask', 'input', DataType.INT64);
+  need(outputs, 'logits', 'output', DataType.FLOAT);
+  const expected = new Set(['input_ids', 'attention_mask', 'position_ids']);
+  for (let i = 0; i < config.num_hidden_layers; i++) {
+    for (const kv of ['key', 'value']) {
+      need(inputs, `past_key_values.${i}.${kv}`, 'input', DataType.FLOAT);
+      need(outputs, `present.${i}.${kv}`, 'output', DataType.FLOAT);
+      expected.add(`past_key_values.${i}.${kv}`);
+    }
+  }
+  for (const name of inputs.keys()) {
+    if (!expected.has(name)) throw new Error(`${file}: unexpected graph input "${name}" (esopt feeds input_ids, attention_mask, position_ids and past_key_values.{0..${config.num_hidden_layers - 1}}.key|value; merged decoders with use_cache_branch are not supported)`);
+  }
+  for (const n of g.node) {
+    const domain = n.domain ?? '';
+    if (!KNOWN_DOMAINS.has(domain)) throw new Error(`${file}: node "${n.name ?? n.opType}" uses op ${domain}.${n.opType}, a domain onnxruntime's CPU provider does not implement`);
+  }
+  if (config.vocab_size < 1 || eosTokenIds(config).some((id) => id >= config.vocab_size)) throw new Error(`${file.replace(/model\.onnx$/, 'config.json')}: eos_token_id outside vocab_size ${config.vocab_size}`);
+}

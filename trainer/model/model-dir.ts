@@ -1,0 +1,144 @@
+/**
+ * Model directories in the Hugging Face / optimum export layout: model.onnx (+ external data),
+ * config.json, tokenizer.json, tokenizer_config.json. `saveModelDir` writes built models in exactly this
+ * layout and `loadModelDir` reads built and downloaded ones through the same path. Errors name the file,
+ * the tensor or the op.
+ */
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { join, normalize, relative } from 'node:path';
+import { ChatTokenizer } from './chat-tokenizer.ts';
+import { ModelConfig } from './config.ts';
+import { checkDecoderGraph } from './graph-check.ts';
+import { bytesOf, DataType, DataTypeName, decodeModel, encodeModel, type ModelProto, type TensorProto } from './onnx/proto.ts';
+import { isPerturbable } from './perturbable.ts';
+import type { NamedTensor } from './weights.ts';
+
+export const MODEL_FILE = 'model.onnx';
+export const DATA_FILE = 'model.onnx_data';
+const REQUIRED = [MODEL_FILE, 'config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
+/** Tensors at least this large go to the external data file (as optimum does for big tensors). */
+const EXTERNAL_MIN_BYTES = 1024;
+
+export interface LoadedModel {
+  dir: string;
+  config: ModelConfig;
+  tokenizer: ChatTokenizer;
+  /** The graph with every initializer's data inline (external data read in). */
+  graph: ModelProto;
+  /** The perturbable θ in canonical (initializer) order; views onto the graph's initializer data. */
+  weights: NamedTensor[];
+}
+
+export interface SaveInput {
+  config: ModelConfig;
+  graph: ModelProto;
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+}
+
+export function saveModelDir(dir: string, m: SaveInput): void {
+  mkdirSync(dir, { recursive: true });
+  const chunks: Uint8Array[] = [];
+  let offset = 0;
+  const initializer = m.graph.graph.initializer.map((t): TensorProto => {
+    const raw = t.rawData;
+    if (!raw || raw.length < EXTERNAL_MIN_BYTES) return t;
+    const pad = (64 - (offset % 64)) % 64; // keep tensors 64-byte aligned, as onnx's external-data writer does
+    if (pad) chunks.push(new Uint8Array(pad));
+    offset += pad;
+    const entry = { ...t, rawData: undefined, dataLocation: 1, externalData: [{ key: 'location', value: DATA_FILE }, { key: 'offset', value: String(offset) }, { key: 'length', value: String(raw.length) }] };
+    chunks.push(raw);
+    offset += raw.length;
+    return entry;
+  });
+  const graph = { ...m.graph, graph: { ...m.graph.graph, initializer } };
+  writeFileSync(join(dir, DATA_FILE), Buffer.concat(chunks));
+  writeFileSync(join(dir, MODEL_FILE), encodeModel(graph));
+  writeFileSync(join(dir, 'config.json'), `${JSON.stringify(m.config, null, 2)}\n`);
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(m.tokenizerJson));
+  writeFileSync(join(dir, 'tokenizer_config.json'), `${JSON.stringify(m.tokenizerConfig, null, 2)}\n`);
+}
+
+function readJson(dir: string, file: string): Record<string, unknown> {
+  const text = readFileSync(join(dir, file), 'utf8');
+  try {
+    const v: unknown = JSON.parse(text);
+    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
+    return v as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`${join(dir, file)}: ${(err as Error).message}`);
+  }
+}
+
+export function loadModelDir(dir: string): LoadedModel {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`model directory ${dir} does not exist`);
+  const missing = REQUIRED.filter((f) => !existsSync(join(dir, f)));
+  if (missing.length) throw new Error(`model directory ${dir} is missing ${missing.join(', ')}`);
+
+  const parsed = ModelConfig.safeParse(readJson(dir, 'config.json'));
+  if (!parsed.success) {
+    throw new Error(`${join(dir, 'config.json')}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  }
+  const config = parsed.data;
+  const tokenizer = new ChatTokenizer(readJson(dir, 'tokenizer.json'), readJson(dir, 'tokenizer_config.json'), join(dir, 'tokenizer.json'));
+
+  const modelPath = join(dir, MODEL_FILE);
+  const graph = decodeModel(readFileSync(modelPath), modelPath);
+  for (const t of graph.graph.initializer) loadTensorData(dir, t);
+  checkDecoderGraph(graph, config, modelPath);
+
+  const weights: NamedTensor[] = [];
+  for (const t of graph.graph.initializer) {
+    if (!isPerturbable(t, graph.graph)) continue;
+    const raw = t.rawData as Uint8Array;
+    weights.push({ name: t.name, dims: t.dims, data: new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4) });
+  }
+  if (weights.length === 0) throw new Error(`${modelPath}: no perturbable fp32 weights found (MatMul/Gemm weights, Gather tables, *.weight/*.bias)`);
+  return { dir, config, tokenizer, graph, weights };
+}
+
+/**
+ * Bring a tensor's data inline as aligned raw bytes: external data is read from its file, typed fields are
+ * converted. Unsupported dtypes fail here, naming the tensor.
+ */
+function loadTensorData(dir: string, t: TensorProto): void {
+  const bytesPer: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };
+  const size = bytesPer[t.dataType];
+  if (t.dataType === DataType.FLOAT16 || t.dataType === DataType.BFLOAT16) {
+    throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" is ${DataTypeName[t.dataType]}; esopt runs fp32 exports only (see docs/MODEL.md on fp16/bf16)`);
+  }
+  if (size === undefined) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has unsupported dtype ${DataTypeName[t.dataType] ?? t.dataType}`);
+  const count = t.dims.reduce((a, b) => a * b, 1);
+  const out = new Uint8Array(count * size);
+  if (t.dataLocation === 1) {
+    const entry = (k: string) => t.externalData?.find((e) => e.key === k)?.value;
+    const location = entry('location');
+    if (!location) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" is external but names no location`);
+    const file = normalize(join(dir, location));
+    if (relative(dir, file).startsWith('..')) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" points outside the model directory (${location})`);
+    if (!existsSync(file)) throw new Error(`${file}: missing external data file (needed by initializer "${t.name}")`);
+    const offset = Number(entry('offset') ?? 0);
+    const length = Number(entry('length') ?? out.length);
+    if (length !== out.length) throw new Error(`${file}: initializer "${t.name}" has ${length} bytes of external data, expected ${out.length} for dims [${t.dims.join(', ')}]`);
+    if (offset + length > statSync(file).size) throw new Error(`${file}: initializer "${t.name}" reads past the end of the file (offset ${offset}, length ${length})`);
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, out, 0, length, offset);
+    } finally {
+      closeSync(fd);
+    }
+  } else if (t.rawData && t.rawData.length) {
+    if (t.rawData.length !== out.length) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has ${t.rawData.length} bytes, expected ${out.length}`);
+    out.set(t.rawData);
+  } else if (t.dataType === DataType.FLOAT && t.floatData?.length) out.set(bytesOf(Float32Array.from(t.floatData)));
+  else if (t.dataType === DataType.INT64 && t.int64Data?.length) out.set(bytesOf(BigInt64Array.from(t.int64Data.map(BigInt))));
+  else if (t.dataType === DataType.INT32 && t.int32Data?.length) out.set(bytesOf(Int32Array.from(t.int32Data)));
+  else if (count !== 0 && (t.dataType === DataType.BOOL || t.dataType === DataType.UINT8 || t.dataType === DataType.INT8) && t.int32Data?.length) out.set(Uint8Array.from(t.int32Data));
+  else if (count !== 0) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has no data`);
+  t.rawData = out;
+  t.dataLocation = 0;
+  t.externalData = [];
+  t.floatData = [];
+  t.int32Data = [];
+  t.int64Data = [];
+}

@@ -1,0 +1,30 @@
+/**
+ * A model from the run config: a built preset (graph, weights and tokenizer made in memory from a seed) or
+ * an export directory read by the loader. Both come out as the same LoadedModel.
+ */
+import type { ModelSpec } from '../../shared/schemas/index.ts';
+import { buildDecoder } from './build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer.ts';
+import { ChatTokenizer } from './chat-tokenizer.ts';
+import { checkDecoderGraph } from './graph-check.ts';
+import { loadModelDir, saveModelDir, type LoadedModel } from './model-dir.ts';
+import { PRESETS, type PresetName } from './presets.ts';
+import { initDecoderWeights } from './weights.ts';
+
+export function buildPreset(preset: PresetName, seed: number): LoadedModel {
+  const config = PRESETS[preset];
+  const weights = initDecoderWeights(config, seed);
+  const graph = buildDecoder(config, weights);
+  checkDecoderGraph(graph, config, `preset ${preset}`);
+  return { dir: `preset:${preset}`, config, tokenizer: new ChatTokenizer(byteTokenizerJson(), byteTokenizerConfig()), graph, weights };
+}
+
+/** Write a built preset as an export directory (the layout `loadModelDir` reads). */
+export function savePreset(dir: string, preset: PresetName, seed: number): void {
+  const config = PRESETS[preset];
+  saveModelDir(dir, { config, graph: buildDecoder(config, initDecoderWeights(config, seed)), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+}
+
+export function openModel(spec: ModelSpec): LoadedModel {
+  return 'preset' in spec ? buildPreset(spec.preset, spec.seed) : loadModelDir(spec.dir);
+}

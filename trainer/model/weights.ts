@@ -1,0 +1,71 @@
+/**
+ * The named tensors of a Llama-style decoder, in the canonical order that lays them out in ε's stream,
+ * with a deterministic initialisation keyed by a seed (drawn from the shared noise generator, so the same
+ * seed gives the same bits on every machine).
+ */
+import { fillNoise } from '../../shared/noise.ts';
+import { headDim, kvHeads, type ModelConfig } from './config.ts';
+
+export interface NamedTensor {
+  name: string;
+  /** ONNX layout: MatMul weights are [in, out]. */
+  dims: number[];
+  data: Float32Array;
+}
+
+/** Noise-key words reserved for initialisation: no ES iteration uses them. */
+const INIT_ITERATION = 0xfffffff0;
+
+export interface TensorSpec {
+  name: string;
+  dims: number[];
+  init: 'normal' | 'ones';
+  std?: number;
+}
+
+export function decoderTensorSpecs(c: ModelConfig): TensorSpec[] {
+  const d = c.hidden_size;
+  const hd = headDim(c);
+  const q = c.num_attention_heads * hd;
+  const kv = kvHeads(c) * hd;
+  const f = c.intermediate_size ?? 4 * d;
+  const std = 0.02;
+  const residualStd = std / Math.sqrt(2 * c.num_hidden_layers);
+  const specs: TensorSpec[] = [{ name: 'model.embed_tokens.weight', dims: [c.vocab_size, d], init: 'normal', std }];
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    const p = `model.layers.${i}`;
+    specs.push(
+      { name: `${p}.input_layernorm.weight`, dims: [d], init: 'ones' },
+      { name: `${p}.self_attn.q_proj.weight`, dims: [d, q], init: 'normal', std },
+      { name: `${p}.self_attn.k_proj.weight`, dims: [d, kv], init: 'normal', std },
+      { name: `${p}.self_attn.v_proj.weight`, dims: [d, kv], init: 'normal', std },
+      { name: `${p}.self_attn.o_proj.weight`, dims: [q, d], init: 'normal', std: residualStd },
+      { name: `${p}.post_attention_layernorm.weight`, dims: [d], init: 'ones' },
+      { name: `${p}.mlp.gate_proj.weight`, dims: [d, f], init: 'normal', std },
+      { name: `${p}.mlp.up_proj.weight`, dims: [d, f], init: 'normal', std },
+      { name: `${p}.mlp.down_proj.weight`, dims: [f, d], init: 'normal', std: residualStd },
+    );
+  }
+  specs.push({ name: 'model.norm.weight', dims: [d], init: 'ones' }, { name: 'lm_head.weight', dims: [d, c.vocab_size], init: 'normal', std });
+  return specs;
+}
+
+export function initDecoderWeights(c: ModelConfig, seed: number): NamedTensor[] {
+  let offset = 0;
+  return decoderTensorSpecs(c).map((s) => {
+    const size = s.dims.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(size);
+    if (s.init === 'ones') data.fill(1);
+    else {
+      fillNoise(data, { runSeed: seed >>> 0, iteration: INIT_ITERATION, member: 0 }, offset);
+      const std = s.std ?? 0.02;
+      for (let i = 0; i < size; i++) data[i] *= std;
+    }
+    offset += size;
+    return { name: s.name, dims: s.dims, data };
+  });
+}
+
+export function parameterCount(tensors: ReadonlyArray<{ data: Float32Array }>): number {
+  return tensors.reduce((a, t) => a + t.data.length, 0);
+}

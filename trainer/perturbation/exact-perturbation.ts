@@ -1,0 +1,91 @@
+/**
+ * Full mode's perturb/restore, bit-exact. Plain θ += δ then θ −= δ in float32 leaves up to one rounding
+ * error per cycle, and over many members those random-walk past 1e-6·RMS(θ). Here perturbing chooses, for
+ * each element, a float32 t next to θ+δ that the restore rule fl32(t − δ) maps back to θ exactly (RN(θ+δ)
+ * or one of its neighbours, which changes the perturbation by at most one ulp of t). When no such t exists
+ * (t lands in a higher binade than θ and its coarser grid skips θ), the element's θ is saved in a small
+ * sparse list and written back on restore. So restore is exact for every element, every cycle; the extra
+ * memory is the sparse list, measured as `fixupFraction`.
+ */
+import type { ParameterSegment } from '../../shared/es.ts';
+import type { NoiseKey } from '../../shared/noise.ts';
+import { forEachNoiseWindow } from './noise-windows.ts';
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** The float32 after x (toward +∞ when up), for finite x. */
+function nextFloat(x: number, up: boolean): number {
+  f32[0] = x;
+  if (x === 0) {
+    u32[0] = up ? 1 : 0x80000001;
+    return f32[0];
+  }
+  if (x > 0 === up) u32[0]++;
+  else u32[0]--;
+  return f32[0];
+}
+
+export interface Perturbation {
+  key: NoiseKey;
+  c: number;
+  /** Per segment: indices whose θ could not round-trip, and their saved values. */
+  fixups: Array<{ index: Uint32Array; value: Float32Array }>;
+  fixupCount: number;
+}
+
+class GrowList {
+  index = new Uint32Array(16);
+  value = new Float32Array(16);
+  length = 0;
+  push(i: number, v: number): void {
+    if (this.length === this.index.length) {
+      const idx = new Uint32Array(this.length * 2);
+      idx.set(this.index);
+      this.index = idx;
+      const val = new Float32Array(this.length * 2);
+      val.set(this.value);
+      this.value = val;
+    }
+    this.index[this.length] = i;
+    this.value[this.length++] = v;
+  }
+}
+
+/** θ ← θ + c·ε_key (rounded so it can be undone exactly); returns what `restore` needs. */
+export function perturb(segments: readonly ParameterSegment[], key: NoiseKey, c: number): Perturbation {
+  const lists = segments.map(() => new GrowList());
+  forEachNoiseWindow(segments, key, (si, from, eps, epsFrom, count) => {
+    const theta = segments[si].data;
+    const list = lists[si];
+    for (let k = 0; k < count; k++) {
+      const i = from + k;
+      const x = theta[i];
+      const d = c * eps[epsFrom + k];
+      let t = Math.fround(x + d);
+      if (Math.fround(t - d) !== x) {
+        const up = nextFloat(t, true);
+        const down = nextFloat(t, false);
+        if (Math.fround(up - d) === x) t = up;
+        else if (Math.fround(down - d) === x) t = down;
+        else list.push(i, x);
+      }
+      theta[i] = t;
+    }
+  });
+  const fixups = lists.map((l) => ({ index: l.index.slice(0, l.length), value: l.value.slice(0, l.length) }));
+  return { key, c, fixups, fixupCount: fixups.reduce((a, f) => a + f.index.length, 0) };
+}
+
+/** Undo `perturb` exactly: θ ← fl32(t − c·ε), then the saved elements. */
+export function restore(segments: readonly ParameterSegment[], p: Perturbation): void {
+  const { c } = p;
+  forEachNoiseWindow(segments, p.key, (si, from, eps, epsFrom, count) => {
+    const theta = segments[si].data;
+    for (let k = 0; k < count; k++) theta[from + k] = theta[from + k] - c * eps[epsFrom + k];
+  });
+  segments.forEach((s, si) => {
+    const f = p.fixups[si];
+    for (let k = 0; k < f.index.length; k++) s.data[f.index[k]] = f.value[k];
+  });
+}

@@ -1,0 +1,20 @@
+/**
+ * Full mode's graph: the perturbable initializers become graph inputs, so each run reads θ straight from
+ * the Float32Arrays the trainer perturbs, restores and updates in place (no session reload per member).
+ */
+import { DataType, type ModelProto } from '../model/onnx/proto.ts';
+import { valueInfo } from '../model/onnx/graph-builder.ts';
+import type { NamedTensor } from '../model/weights.ts';
+
+export function weightsAsInputs(model: ModelProto, weights: readonly NamedTensor[]): ModelProto {
+  const names = new Set(weights.map((w) => w.name));
+  const g = model.graph;
+  return {
+    ...model,
+    graph: {
+      ...g,
+      initializer: g.initializer.filter((t) => !names.has(t.name)),
+      input: [...g.input.filter((i) => !names.has(i.name)), ...weights.map((w) => valueInfo(w.name, DataType.FLOAT, w.dims))],
+    },
+  };
+}
