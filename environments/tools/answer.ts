@@ -12,7 +12,7 @@ function numberIn(value: string | number): number | null {
 }
 
 export function normaliseText(value: string | number): string {
-  return String(value).trim().toLowerCase().replace(/\s+/g, ' ').replace(/^["'`]+|["'`]+$/g, '').replace(/\.$/, '').trim();
+  return String(value).toLowerCase().replace(/\s+/g, ' ').replace(/^[\s"'`]+|[\s"'`.]+$/g, '');
 }
 
 export function answerMatches(given: string | number, expected: string | number): boolean {
