@@ -12,6 +12,13 @@ export const EpisodeBatch = z.object({ episodes: z.array(EpisodeRequest).min(1).
 export const EpisodeEvent = z.union([EpisodeRequest, EpisodeBatch]);
 export type EpisodeEvent = z.input<typeof EpisodeEvent>;
 
+/** Parses against the one shape the event claims (`episodes` or not), so errors name its field paths. */
+export function parseEpisodeEvent(event: unknown) {
+  const claimsBatch = typeof event === 'object' && event !== null && 'episodes' in event;
+  const parsed = claimsBatch ? EpisodeBatch.safeParse(event) : EpisodeRequest.safeParse(event);
+  return parsed.success ? { success: true as const, requests: 'episodes' in parsed.data ? parsed.data.episodes : [parsed.data] } : { success: false as const, error: parsed.error };
+}
+
 export const EpisodeOutcome = z.object({
   key: z.string(),
   /** This invocation wrote the record (false when it was there already, or nothing was written). */

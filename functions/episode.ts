@@ -19,7 +19,7 @@ import type { EnvironmentDefinition } from '../environments/environment.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
 import { loadEnvironment, parseWith } from '../environments/index.ts';
 import { HttpPolicy } from '../environments/policies/http-client.ts';
-import { EpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
+import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 
 /**
  * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
@@ -156,13 +156,13 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
   }
 
   return async (event) => {
-    const parsed = EpisodeEvent.safeParse(event);
+    const parsed = parseEpisodeEvent(event);
     if (!parsed.success) {
       const error = `invalid episode event: ${describeZodError(parsed.error)}`;
       log.error({ error }, 'malformed event rejected');
       return { ok: false, error };
     }
-    const requests = 'episodes' in parsed.data ? parsed.data.episodes : [parsed.data];
+    const { requests } = parsed;
     // Episodes of one invocation run side by side: each mostly waits on inference.
     const outcomes = await Promise.all(requests.map((r) => one(r, requests.length)));
     return { ok: true, outcomes };

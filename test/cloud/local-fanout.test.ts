@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await fanout?.close();
-  hang?.closeAllConnections?.();
+  (hang as unknown as import('node:http').Server | undefined)?.closeAllConnections();
   await new Promise((resolve) => hang?.close(resolve));
   await rm(dir, { recursive: true, force: true });
 });
