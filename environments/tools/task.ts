@@ -20,6 +20,11 @@ export const ToolsTask = z
     z.object({ kind: z.literal('order-weight'), db: Seed, person: Person, unit: z.enum(['lb', 'oz', 'g']) }).strict(),
   ])
   .superRefine((task, ctx) => {
+    const names = generateDatabase(task.db).people.map((p) => p.name.split(' ')[0]);
+    if (!names.some((n) => n.toLowerCase() === task.person.trim().toLowerCase())) {
+      ctx.addIssue({ code: 'custom', path: ['person'], message: `database ${task.db} has no person "${task.person}" (its people: ${names.join(', ')})` });
+      return;
+    }
     try {
       solveToolsTask(task);
     } catch (err) {

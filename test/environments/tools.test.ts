@@ -156,7 +156,7 @@ describe('tools', () => {
   it('tasks are validated: an unknown person or kind is a clear error', () => {
     const r = ToolsTask.safeParse({ ...TASK, person: 'Zelda' });
     expect(r.success).toBe(false);
-    expect(r.error!.issues[0]).toMatchObject({ path: ['person'], message: expect.stringMatching(/no person named "Zelda"/) });
+    expect(r.error!.issues[0]).toMatchObject({ path: ['person'], message: expect.stringMatching(/database 12345 has no person "Zelda" \(its people: /) });
     expect(ToolsTask.safeParse({ ...TASK, kind: 'poem' }).success).toBe(false);
     expect(ToolsTask.safeParse({ ...TASK, currency: 'BTC' }).success).toBe(false);
   });
