@@ -45,6 +45,7 @@ export class ChatTokenizer {
   }
 
   decode(ids: number[]): string {
+    if (ids.length === 0) return '';
     return this.tokenizer.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false });
   }
 

@@ -115,7 +115,7 @@ export class OnnxEngine implements Engine {
     return run;
   }
 
-  generate(rows: GenerateRow[]): Promise<GenerateResult[]> {
+  async generate(rows: GenerateRow[]): Promise<GenerateResult[]> {
     const prepared = rows.map((r) => this.prepare(r));
     const members = rows.map((r) => this.resolveMember(r.member));
     return this.exclusive(() => (this.mode === 'full' ? this.generateFull(prepared, members) : this.generateLowRank(prepared, members)));

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { applyDenseUpdate, ask, layoutSegments, perturbDense, type ParameterSegment } from '../../shared/es.ts';
+import { applyNoise } from '../../shared/noise.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import { createEngine } from '../../trainer/model/create-engine.ts';
+import { PRESETS } from '../../trainer/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import { perturb, restore } from '../../trainer/perturbation/exact-perturbation.ts';
+import { forEachNoiseWindow } from '../../trainer/perturbation/noise-windows.ts';
+
+const c = PRESETS.tiny;
+
+function rms(segments: readonly ParameterSegment[]): number {
+  let ss = 0;
+  let n = 0;
+  for (const s of segments) for (const v of s.data) (ss += v * v), n++;
+  return Math.sqrt(ss / n);
+}
+
+function maxDrift(a: readonly ParameterSegment[], b: readonly Float32Array[]): number {
+  let m = 0;
+  a.forEach((s, i) => s.data.forEach((v, j) => (m = Math.max(m, Math.abs(v - b[i][j])))));
+  return m;
+}
+
+describe('full mode perturb/restore', () => {
+  it('noise windows visit each θ element with its own ε, as applyNoise does', () => {
+    const segs = layoutSegments([5000, 1, 70000, 3].map((n, i) => ({ name: `t${i}`, data: new Float32Array(n) })));
+    const viaWindows = segs.map((s) => new Float32Array(s.data.length));
+    forEachNoiseWindow(segs, { runSeed: 1, iteration: 2, member: 3 }, (si, from, eps, epsFrom, count) => {
+      for (let k = 0; k < count; k++) viaWindows[si][from + k] += eps[epsFrom + k];
+    });
+    segs.forEach((s, i) => {
+      applyNoise(s.data, { runSeed: 1, iteration: 2, member: 3 }, 1, s.offset);
+      expect(Array.from(viaWindows[i])).toEqual(Array.from(s.data));
+    });
+  });
+
+  it('1,000 perturb/restore cycles leave θ bit-identical (plain subtraction would drift past the bound)', () => {
+    // a norm (all ones: the worst case for rounding) and two projections of the tiny model
+    const picked = initDecoderWeights(c, 8).filter((w) => /layers\.0\.(input_layernorm|self_attn\.q_proj|mlp\.down_proj)/.test(w.name));
+    const exact = layoutSegments(picked.map((w) => ({ name: w.name, data: w.data.slice() })));
+    const plain = layoutSegments(picked.map((w) => ({ name: w.name, data: w.data.slice() })));
+    const original = picked.map((w) => w.data.slice());
+    const bound = 1e-6 * rms(exact);
+    for (let cycle = 0; cycle < 1000; cycle++) {
+      const key = { runSeed: 3, iteration: cycle >> 4, member: cycle & 15 };
+      const c = (cycle % 2 ? -1 : 1) * 0.002;
+      restore(exact, perturb(exact, key, c));
+      perturbDense(plain, key, c);
+      perturbDense(plain, key, -c);
+    }
+    expect(maxDrift(exact, original)).toBe(0);
+    expect(maxDrift(plain, original)).toBeGreaterThan(bound);
+  });
+
+  it('a perturbed θ is θ + c·ε to within one float32 rounding per element', () => {
+    const [w] = initDecoderWeights(c, 8);
+    const segs = layoutSegments([{ name: w.name, data: w.data.slice() }]);
+    const dense = w.data.slice();
+    applyNoise(dense, { runSeed: 1, iteration: 1, member: 1 }, 0.002);
+    const p = perturb(segs, { runSeed: 1, iteration: 1, member: 1 }, 0.002);
+    let worst = 0; // |perturbed − RN(θ+δ)| in units of RN(θ+δ)'s relative ulp
+    for (let i = 0; i < dense.length; i++) worst = Math.max(worst, Math.abs(segs[0].data[i] - dense[i]) / (Math.abs(dense[i]) * 2 ** -23 + 1e-45));
+    expect(worst).toBeLessThanOrEqual(2);
+    expect(p.fixupCount).toBeLessThan(dense.length * 0.1);
+  });
+});
+
+describe('full-mode engine', () => {
+  it('serves members by perturbing in place, restores θ exactly, and matches a model built with θ + σ·sign·ε', async () => {
+    const engine = await createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full' });
+    const members = ask({ population: 4, antithetic: true });
+    engine.setPopulation({ runSeed: 5, iteration: 2, sigma: 0.05, rank: 1, members });
+    const hash = hashTheta(engine.segments());
+    const row = (index: number | null) => ({
+      promptIds: [256, 60, 61, 62],
+      member: index === null ? ({ kind: 'base' } as const) : ({ kind: 'member', iteration: 2, index } as const),
+      sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 },
+      maxNewTokens: 12,
+      stop: [],
+    });
+    const results = await engine.generate([row(1), row(null), row(3), row(1)]);
+    expect(hashTheta(engine.segments())).toBe(hash);
+    expect(results[3].tokenIds).toEqual(results[0].tokenIds);
+
+    // member 3 = noise 1, sign −1, as a separately built dense model
+    const dense = initDecoderWeights(c, 9);
+    layoutSegments(dense).forEach((s) => applyNoise(s.data, { runSeed: 5, iteration: 2, member: 1 }, -0.05, s.offset));
+    const reference = await createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full' });
+    reference.segments().forEach((s, i) => s.data.set(dense[i].data));
+    const [expected] = await reference.generate([row(null)]);
+    expect(results[2].tokenIds).toEqual(expected.tokenIds);
+    expect(results[2].tokenIds).not.toEqual(results[1].tokenIds);
+    await Promise.all([engine.close(), reference.close()]);
+  });
+
+  it('applyUpdate is the shared dense update over every segment', async () => {
+    const engine = await createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full' });
+    const expected = layoutSegments(initDecoderWeights(c, 9));
+    const coefficients = [{ noiseIndex: 0, coef: 0.01 }, { noiseIndex: 3, coef: -0.02 }];
+    applyDenseUpdate(expected, 5, 2, coefficients, { decay: 0.1 });
+    await engine.applyUpdate({ runSeed: 5, iteration: 2, coefficients, rank: 1, decay: 0.1 });
+    expect(hashTheta(engine.segments())).toBe(hashTheta(expected));
+    await engine.close();
+  });
+});
