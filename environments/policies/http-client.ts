@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { ChatMessage, Policy, PolicyContext, PolicyReply, ToolCall } from '../../shared/ports/policy.ts';
+import type { GenerationOptions, PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../random.ts';
 import { IterationClosedError, PolicyHttpError } from './http-errors.ts';
 
@@ -105,6 +106,32 @@ export class HttpPolicy implements Policy {
   constructor(options: HttpPolicyOptions) {
     this.options = HttpPolicyOptions.parse(options);
     this.url = `${this.options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  }
+
+  /**
+   * The client an EpisodeRequest describes: its endpoint, its generation options and its seed. The
+   * bearer token is read from the environment variable the endpoint names (never sent in events).
+   */
+  static fromEndpoint(
+    endpoint: PolicyEndpoint,
+    generation: GenerationOptions,
+    seed: number,
+    extra: Partial<Pick<HttpPolicyOptions, 'timeoutMs' | 'retries' | 'backoffBaseMs' | 'backoffMaxMs' | 'retryAfterMaxMs'>> = {},
+    env: Record<string, string | undefined> = process.env,
+  ): HttpPolicy {
+    const token = endpoint.tokenEnv ? env[endpoint.tokenEnv] : undefined;
+    if (endpoint.tokenEnv && !token) throw new Error(`environment variable ${endpoint.tokenEnv} (the policy endpoint's token) is not set`);
+    return new HttpPolicy({
+      baseUrl: endpoint.baseUrl,
+      model: endpoint.model,
+      ...(token ? { token } : {}),
+      temperature: generation.temperature,
+      topP: generation.topP,
+      topK: generation.topK,
+      maxTokens: generation.maxTokens,
+      seed,
+      ...extra,
+    });
   }
 
   async act(messages: ChatMessage[], context: PolicyContext): Promise<PolicyReply> {

@@ -27,6 +27,8 @@ export class SudokuEnvironment implements Environment {
   private cells: number[] = [];
   private moves = 0;
   private done = true;
+  /** "4 at row 1, column 3": what the last valid move did, for the next observation. */
+  private lastPlaced = '';
 
   constructor(
     task: SudokuTask,
@@ -68,8 +70,6 @@ export class SudokuEnvironment implements Environment {
   }
 
   async close(): Promise<void> {}
-
-  private lastPlaced = '';
 
   /** Applies a move; returns why it is invalid, or null. */
   private apply(text: string): string | null {

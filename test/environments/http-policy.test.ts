@@ -171,6 +171,15 @@ describe('HttpPolicy', () => {
     expect(requests).toHaveLength(1);
   });
 
+  it('is built from an EpisodeRequest endpoint, with the token from the variable it names', async () => {
+    script.push(ok('x'));
+    const generation = { temperature: 0.7, topP: 0.9, topK: 5, maxTokens: 12 };
+    const p = HttpPolicy.fromEndpoint({ baseUrl, model: 'member-2-0', tokenEnv: 'RUN_TOKEN' }, generation, 9, fast, { RUN_TOKEN: 't0k' });
+    await p.act(messages, { step: 0 });
+    expect(requests[0]).toMatchObject({ authorization: 'Bearer t0k', body: { model: 'member-2-0', temperature: 0.7, top_p: 0.9, top_k: 5, max_tokens: 12 } });
+    expect(() => HttpPolicy.fromEndpoint({ baseUrl, model: 'base', tokenEnv: 'MISSING_TOKEN' }, generation, 0, {}, {})).toThrow(/MISSING_TOKEN .* is not set/);
+  });
+
   it('Retry-After and back-off arithmetic', () => {
     expect(parseRetryAfter('2')).toBe(2000);
     expect(parseRetryAfter(new Date(10_000).toUTCString(), 4_000)).toBe(6000);
