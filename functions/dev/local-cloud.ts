@@ -1,0 +1,77 @@
+/**
+ * The cloud on one machine: s3rver as the bucket and the dev invoke endpoint as Lambda, the endpoint
+ * running the real Episode handler against the real S3 adapter. What `esopt dev cloud` and
+ * `esopt bench fanout` drive through the S3 and Lambda adapters, exactly as they would drive AWS.
+ */
+import { createEpisodeHandler, type EpisodeLog } from '../episode.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import type { CostPricesInput } from '../../shared/cost.ts';
+import { startInvokeEndpoint, type InvokeEndpoint } from './invoke-endpoint.ts';
+import type { InvokeFaultsInput } from './invoke-faults.ts';
+import { startLocalS3, type LocalS3 } from './s3-server.ts';
+
+export const EPISODE_FUNCTION = 'Episode';
+
+/** What the handler reported, summed over every delivery (duplicates included). */
+export interface HandlerTally {
+  written: number;
+  /** Deliveries whose record was already there: absorbed by the handler's check or create-only put. */
+  duplicates: number;
+  closed: number;
+  rejectedEvents: number;
+}
+
+export interface LocalCloud {
+  s3: LocalS3;
+  store: S3ObjectStore;
+  invoke: InvokeEndpoint;
+  tally: HandlerTally;
+  close(): Promise<void>;
+}
+
+export async function startLocalCloud(options: { faults?: InvokeFaultsInput; env?: Record<string, string | undefined>; memoryMb?: number; prices?: CostPricesInput; log?: EpisodeLog } = {}): Promise<LocalCloud> {
+  const s3 = await startLocalS3('esopt-dev-cloud');
+  const store = new S3ObjectStore(s3.storeConfig);
+  const handle = createEpisodeHandler({
+    store,
+    env: options.env ?? process.env,
+    memoryMb: options.memoryMb ?? 1024,
+    billedPerInvocation: true,
+    prices: options.prices,
+    log: options.log ?? { info() {}, error() {} },
+  });
+  const tally: HandlerTally = { written: 0, duplicates: 0, closed: 0, rejectedEvents: 0 };
+  let invoke: InvokeEndpoint;
+  try {
+    invoke = await startInvokeEndpoint(
+      {
+        [EPISODE_FUNCTION]: async (event) => {
+          const response = await handle(event);
+          if (!response.ok) tally.rejectedEvents++;
+          else
+            for (const o of response.outcomes) {
+              if (o.written) tally.written++;
+              if (o.duplicate) tally.duplicates++;
+              if (o.closed) tally.closed++;
+            }
+          return response;
+        },
+      },
+      options.faults,
+    );
+  } catch (err) {
+    await s3.close();
+    throw err;
+  }
+  return {
+    s3,
+    store,
+    invoke,
+    tally,
+    async close() {
+      await invoke.close();
+      store.client.destroy();
+      await s3.close();
+    },
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * `esopt dev cloud`: one iteration of a small sudoku run through the cloud path on this machine —
+ * the Lambda adapter (Event invokes) → the dev invoke endpoint → the Episode handler → the S3 adapter
+ * → s3rver → the reward collector. With --faults the endpoint throttles, fails, dawdles and delivers
+ * twice, and `counted` must still be the number of distinct (member, task) pairs that succeeded.
+ */
+import { z } from 'zod';
+import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
+import type { InvokeFaultsInput } from '../../../functions/dev/invoke-faults.ts';
+import { loadEnvironment } from '../../../environments/index.ts';
+import { RewardCollector } from '../../../shared/store/reward-collector.ts';
+import { iterationRequests } from '../../fanout/iteration-requests.ts';
+import { LambdaFanout } from '../../fanout/lambda.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+
+const FAULTS: InvokeFaultsInput = {
+  throttleRate: 0.2,
+  errorRate: 0.1,
+  duplicateRate: 0.3,
+  latency: { kind: 'uniform', minMs: 0, maxMs: 50 },
+};
+const TASKS_PER_MEMBER = 4;
+
+export const command: Command = {
+  name: 'dev cloud',
+  summary: 'one iteration through s3rver + the local Lambda endpoint, via the S3 and Lambda adapters',
+  usage: 'esopt dev cloud [--episodes N] [--faults] [--seed S] [--policy oracle|random|URL] [--per-invocation K] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      episodes: { type: 'string', default: '16' },
+      faults: { type: 'boolean', default: false },
+      seed: { type: 'string', default: '1' },
+      policy: { type: 'string', default: 'oracle' },
+      'per-invocation': { type: 'string', default: '1' },
+    });
+    const episodes = flag(p.values, 'episodes', z.coerce.number().int().min(1).max(10_000));
+    const seed = flag(p.values, 'seed', z.coerce.number().int().min(0).max(0xffffffff));
+    const policy = flag(p.values, 'policy', z.union([z.enum(['oracle', 'random']), z.url()]));
+    const perInvocation = flag(p.values, 'per-invocation', z.coerce.number().int().min(1).max(64));
+    const log = (m: string) => {
+      if (!p.json) io.stderr(m);
+    };
+
+    const cloud = await startLocalCloud({ faults: p.values.faults ? { ...FAULTS, seed } : { seed } });
+    const fanout = new LambdaFanout({
+      functionName: EPISODE_FUNCTION,
+      endpoint: cloud.invoke.url,
+      credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' },
+      invocationType: 'Event',
+      episodesPerInvocation: perInvocation,
+      backoffBaseMs: 20,
+      backoffMaxMs: 500,
+    });
+    try {
+      log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}${p.values.faults ? ' (faults on)' : ''}`);
+      const sudoku = await loadEnvironment('sudoku');
+      const options = sudoku.optionsSchema.parse({ size: 4 });
+      const members = Math.ceil(episodes / TASKS_PER_MEMBER);
+      const run = `dev-cloud-${seed}`;
+      const deadline = new Date(Date.now() + 120_000);
+      const requests = iterationRequests({
+        run,
+        iteration: 0,
+        runSeed: seed,
+        members: Array.from({ length: members }, (_, i) => i),
+        tasks: sudoku.sampleTasks('train', Math.min(TASKS_PER_MEMBER, episodes), seed, options),
+        environment: { name: 'sudoku', options: { size: 4 } },
+        policy: policy === 'oracle' || policy === 'random' ? { baseUrl: `scripted:${policy}` } : { baseUrl: policy, tokenEnv: 'ESOPT_TOKEN' },
+        generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 16 },
+        deadline,
+      }).slice(0, episodes);
+      log(`dispatching ${requests.length} episodes (${members} members) as Event invokes …`);
+      const outcomes = await fanout.dispatch(requests, { concurrency: 32, timeoutMs: 30_000 });
+      const notAccepted = outcomes.filter((o) => !o.ok);
+      const expected = requests.length - notAccepted.length;
+      log(`${expected} accepted; collecting rewards from the bucket …`);
+      const collector = new RewardCollector(cloud.store, run, 0);
+      const collected = await collector.until(expected, { deadline: deadline.getTime() });
+      // Let late duplicate deliveries finish too, then look once more: they must change nothing.
+      await cloud.invoke.drained();
+      const final = await collector.poll();
+      const records = (await cloud.store.list(`runs/${run}/`)).length;
+      const report = {
+        episodes: requests.length,
+        records,
+        counted: final.counted,
+        duplicates_ignored: cloud.tally.duplicates + final.duplicatesIgnored,
+        failed: final.failed + notAccepted.length + (expected - final.records.length),
+        complete: collected.complete,
+        invalid: final.invalid.length,
+        faults: {
+          enabled: p.values.faults === true,
+          invoke_calls: cloud.invoke.stats.calls,
+          throttled: cloud.invoke.stats.throttled,
+          server_errors: cloud.invoke.stats.serverErrors,
+          deliveries: cloud.invoke.stats.deliveries,
+          duplicate_deliveries: cloud.invoke.stats.duplicateDeliveries,
+          client_retries: fanout.stats.retries,
+        },
+        cost_usd: final.records.reduce((s, r) => s + r.cost.usd, 0),
+        mean_reward: final.records.length ? final.records.reduce((s, r) => s + r.reward, 0) / final.records.length : null,
+      };
+      io.stdout(
+        p.json
+          ? JSON.stringify(report)
+          : [
+              `episodes ${report.episodes}  records ${report.records}  counted ${report.counted}  duplicates ignored ${report.duplicates_ignored}  failed ${report.failed}`,
+              `invoke calls ${report.faults.invoke_calls} (throttled ${report.faults.throttled}, 5xx ${report.faults.server_errors}), deliveries ${report.faults.deliveries} (duplicates ${report.faults.duplicate_deliveries})`,
+              `mean reward ${report.mean_reward ?? 'n/a'}, estimated cost $${report.cost_usd.toExponential(3)}`,
+            ].join('\n'),
+      );
+      return report.failed === 0 && report.counted + final.failed === report.records ? 0 : 1;
+    } finally {
+      await fanout.close();
+      await cloud.close();
+    }
+  },
+};
