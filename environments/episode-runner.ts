@@ -67,6 +67,29 @@ function assistantText(reply: PolicyReply): string {
   return reply.toolCalls.map((c) => JSON.stringify({ tool: c.name, arguments: c.arguments })).join('\n');
 }
 
+/**
+ * Settles with `work`, or rejects as soon as `signal` aborts: an environment step that hangs (a page
+ * that never loads) or a policy deaf to its signal cannot hold an episode past its deadline. The work is abandoned, not cancelled;
+ * `close()` in the runner frees what it holds.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
 export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
   const started = performance.now();
   const transcript: TranscriptEntry[] = [];
@@ -96,11 +119,11 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
       const { definition } = input;
       const task = parseWith(definition.taskSchema, input.task, `${definition.name} task`);
       const options = parseWith(definition.optionsSchema, input.options ?? {}, `${definition.name} options`);
-      environment = await definition.create(task, options);
+      environment = await untilAborted(definition.create(task, options), controller.signal);
     }
     transcript.push({ kind: 'system', text: environment.systemPrompt });
     checkStop();
-    const first = await environment.reset(input.seed);
+    const first = await untilAborted(environment.reset(input.seed), controller.signal);
     transcript.push({ kind: 'observation', step: 0, text: first, done: false });
     const messages: ChatMessage[] = [
       { role: 'system', content: environment.systemPrompt },
@@ -108,7 +131,11 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
     ];
     while (steps < environment.horizon) {
       checkStop();
-      const reply = await input.policy.act(messages.slice(), { step: steps, signal: controller.signal, ...(environment.tools ? { tools: environment.tools } : {}) });
+      // Raced against the signal too, so a policy that ignores its signal cannot outlive the deadline.
+      const reply = await untilAborted(
+        input.policy.act(messages.slice(), { step: steps, signal: controller.signal, ...(environment.tools ? { tools: environment.tools } : {}) }),
+        controller.signal,
+      );
       checkStop();
       tokens.prompt += reply.tokens.prompt;
       tokens.completion += reply.tokens.completion;
@@ -121,7 +148,7 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
         tokens: reply.tokens,
         inferenceMs: reply.inferenceMs,
       });
-      const result = await environment.step(reply);
+      const result = await untilAborted(environment.step(reply), controller.signal);
       steps++;
       if (result.reward !== undefined) reward = result.reward;
       transcript.push({

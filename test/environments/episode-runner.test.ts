@@ -114,6 +114,19 @@ describe('runEpisode', () => {
     expect(await runEpisode({ environment: new Counter(3), policy: stuck, seed: 0, deadline: new Date(Date.now() + 30) })).toMatchObject({ steps: 0, stopReason: 'deadline' });
   });
 
+  it('a passed deadline also ends an environment step that hangs, or a policy deaf to its signal', async () => {
+    class Hanging extends Counter {
+      override step(): Promise<StepResult> {
+        return new Promise(() => {});
+      }
+    }
+    const env = new Hanging(3);
+    expect(await runEpisode({ environment: env, policy: constant('up'), seed: 0, deadline: Date.now() + 30 })).toMatchObject({ steps: 0, stopReason: 'deadline' });
+    expect(env.closed).toBe(1);
+    const deaf: Policy = { act: () => new Promise(() => {}) };
+    expect(await runEpisode({ environment: new Counter(3), policy: deaf, seed: 0, deadline: Date.now() + 30 })).toMatchObject({ steps: 0, stopReason: 'deadline' });
+  });
+
   it('an iteration closed by the server ends the episode cleanly with its own stop reason', async () => {
     const policy: Policy = {
       async act(_m, { step }) {
