@@ -44,7 +44,7 @@ describe('generator', () => {
     [6, 20],
     [9, 15],
     [9, 45],
-  ] as const)('%i×%i with %i blanks: exactly that many blanks and a unique solution', (size, blanks) => {
+  ] as const)('size %i with %i blanks: exactly that many blanks and a unique solution', (size, blanks) => {
     const random = new SeededRandom(7);
     for (let k = 0; k < 5; k++) {
       const puzzle = generatePuzzle(size as Size, blanks, random);
@@ -107,7 +107,7 @@ describe('episodes', () => {
     [6, 18],
     [9, 15],
     [9, 40],
-  ] as const)('the oracle earns reward 1 on every generated %i×%i task with %i blanks', async (size, blanks) => {
+  ] as const)('the oracle earns reward 1 on every generated task of size %i with %i blanks', async (size, blanks) => {
     const o = options({ size, blanks });
     const tasks = [...sudoku.sampleTasks('train', 4, 11, o), ...sudoku.sampleTasks('eval', 4, 11, o)];
     for (const { task } of tasks) {
