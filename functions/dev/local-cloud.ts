@@ -31,7 +31,8 @@ export interface LocalCloud {
 
 export async function startLocalCloud(options: { faults?: InvokeFaultsInput; env?: Record<string, string | undefined>; memoryMb?: number; prices?: CostPricesInput; log?: EpisodeLog } = {}): Promise<LocalCloud> {
   const s3 = await startLocalS3('esopt-dev-cloud');
-  const store = new S3ObjectStore(s3.storeConfig);
+  // Many episodes write at once: enough sockets that writes do not queue inside the SDK.
+  const store = new S3ObjectStore({ ...s3.storeConfig, maxSockets: 512 });
   const handle = createEpisodeHandler({
     store,
     env: options.env ?? process.env,

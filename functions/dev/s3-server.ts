@@ -44,6 +44,7 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
       region: 'us-east-1',
       forcePathStyle: true,
       maxAttempts: 5,
+      maxSockets: 50,
       retryMode: 'standard',
       // s3rver checks signatures against its fixed development key pair.
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },

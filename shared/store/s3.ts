@@ -20,6 +20,8 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { z } from 'zod';
 import type { ObjectStore, PutOptions } from '../ports/object-store.ts';
 import { assertStoreKey, assertStorePrefix } from './store-key.ts';
@@ -38,6 +40,8 @@ export const S3StoreConfig = z
     retryMode: z.enum(['standard', 'adaptive']).default('standard'),
     /** Static credentials (S3-compatible servers); otherwise the SDK's default provider chain. */
     credentials: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }).optional(),
+    /** Connections to the server at once; the SDK's default of 50 queues a large fan-out's writes. */
+    maxSockets: z.number().int().min(1).max(10_000).default(50),
     /** Keys per ListObjectsV2 page (S3's own limit and default is 1000). */
     listPageSize: z.number().int().min(1).max(1000).optional(),
   })
@@ -61,7 +65,7 @@ export class S3ObjectStore implements ObjectStore {
 
   constructor(config: S3StoreConfigInput) {
     this.config = S3StoreConfig.parse(config);
-    const { region, endpoint, forcePathStyle, maxAttempts, retryMode, credentials } = this.config;
+    const { region, endpoint, forcePathStyle, maxAttempts, retryMode, credentials, maxSockets } = this.config;
     this.client = new S3Client({
       region,
       endpoint,
@@ -69,6 +73,7 @@ export class S3ObjectStore implements ObjectStore {
       maxAttempts,
       retryMode,
       credentials,
+      requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }) },
       // Checksums only where S3 requires them: S3-compatible servers often reject the newer headers.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',

@@ -10,6 +10,8 @@
  * back-off, so the policy is ours and visible: the SDK's own retries are switched off.
  */
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { DispatchOptions, DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
@@ -31,6 +33,8 @@ export const LambdaFanoutOptions = z
     retries: z.number().int().min(0).max(50).default(8),
     backoffBaseMs: z.number().min(0).default(100),
     backoffMaxMs: z.number().min(0).default(10_000),
+    /** Connections at once; keep it ≥ the dispatch concurrency or invokes queue inside the SDK. */
+    maxSockets: z.number().int().min(1).max(10_000).default(256),
   })
   .strict();
 export type LambdaFanoutOptionsInput = z.input<typeof LambdaFanoutOptions>;
@@ -63,8 +67,14 @@ export class LambdaFanout implements Fanout {
 
   constructor(options: LambdaFanoutOptionsInput) {
     this.options = LambdaFanoutOptions.parse(options);
-    const { region, endpoint, credentials } = this.options;
-    this.client = new LambdaClient({ region, endpoint, credentials, maxAttempts: 1 });
+    const { region, endpoint, credentials, maxSockets } = this.options;
+    this.client = new LambdaClient({
+      region,
+      endpoint,
+      credentials,
+      maxAttempts: 1,
+      requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }) },
+    });
   }
 
   async dispatch(requests: EpisodeRequest[], options: DispatchOptions): Promise<DispatchOutcome[]> {

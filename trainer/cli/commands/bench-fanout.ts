@@ -1,0 +1,164 @@
+/**
+ * `esopt bench fanout`: two measurements, side by side in one run.
+ *
+ *  scaling — episodes/s of a CPU-light environment (9×9 sudoku, scripted oracle) through the local
+ *    pool with N worker processes, divided by N × the rate with one worker, for N = 1 … cores.
+ *  overhead_ratio — 1,000 episodes of one iteration through the Lambda adapter and the dev invoke
+ *    endpoint, whose injected latency (lognormal) stands for the episodes' own time. The trainer's own
+ *    work is what lies outside the span in which episodes run: dispatching before the first one starts,
+ *    collecting after the last one ends. overhead_ratio = (iteration − episode span) ÷ iteration.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { EPISODE_FUNCTION, startLocalCloud } from '../../../functions/dev/local-cloud.ts';
+import { loadEnvironment } from '../../../environments/index.ts';
+import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
+import { RewardCollector } from '../../../shared/store/reward-collector.ts';
+import { machineInfo, median } from '../../bench/measure.ts';
+import { iterationRequests } from '../../fanout/iteration-requests.ts';
+import { LambdaFanout } from '../../fanout/lambda.ts';
+import { LocalFanout } from '../../fanout/local.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+
+const SCALING_TARGET = 0.8;
+const OVERHEAD_TARGET = 0.05;
+
+async function sudokuRequests(run: string, size: 4 | 9, members: number, tasksPerMember: number, seed: number): Promise<EpisodeRequest[]> {
+  const sudoku = await loadEnvironment('sudoku');
+  const options = sudoku.optionsSchema.parse({ size });
+  return iterationRequests({
+    run,
+    iteration: 0,
+    runSeed: seed,
+    members: Array.from({ length: members }, (_, i) => i),
+    tasks: sudoku.sampleTasks('train', tasksPerMember, seed, options),
+    environment: { name: 'sudoku', options: { size } },
+    policy: { baseUrl: 'scripted:oracle' },
+    generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 16 },
+    deadline: new Date(Date.now() + 3_600_000),
+  });
+}
+
+async function measureScaling(maxWorkers: number, perWorker: number, repeats: number, log: (m: string) => void) {
+  const dir = await mkdtemp(join(tmpdir(), 'esopt-bench-fanout-'));
+  const points: { workers: number; episodesPerS: number }[] = [];
+  try {
+    for (let n = 1; n <= maxWorkers; n++) {
+      const pool = new LocalFanout({ workers: n, store: { kind: 'fs', root: join(dir, `w${n}`) } });
+      try {
+        await pool.warm();
+        const rates: number[] = [];
+        for (let r = 0; r < repeats + 1; r++) {
+          // A fresh run id each round: every episode really runs and writes (no duplicate skipping).
+          const requests = await sudokuRequests(`scale-${n}-${r}`, 9, n, perWorker, r);
+          const t0 = performance.now();
+          const outcomes = await pool.dispatch(requests, { concurrency: n, timeoutMs: 60_000 });
+          const seconds = (performance.now() - t0) / 1000;
+          const failed = outcomes.filter((o) => !o.ok).length;
+          if (failed) throw new Error(`${failed} episodes failed in the scaling run: ${outcomes.find((o) => !o.ok)?.error}`);
+          if (r > 0) rates.push(requests.length / seconds); // round 0 warms the workers' JIT
+        }
+        points.push({ workers: n, episodesPerS: median(rates) });
+        log(`  ${n} worker(s): ${median(rates).toFixed(1)} episodes/s`);
+      } finally {
+        await pool.close();
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  const one = points[0].episodesPerS;
+  return points.map((p) => ({ ...p, scaling: p.episodesPerS / (p.workers * one) }));
+}
+
+async function measureOverhead(episodes: number, medianMs: number, concurrency: number, log: (m: string) => void) {
+  const cloud = await startLocalCloud({
+    faults: { latency: { kind: 'lognormal', medianMs, sigma: 0.5, maxMs: medianMs * 4 }, concurrency: episodes, seed: 3 },
+  });
+  const fanout = new LambdaFanout({ functionName: EPISODE_FUNCTION, endpoint: cloud.invoke.url, credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' } });
+  try {
+    const tasks = 10;
+    const requests = (await sudokuRequests('overhead', 4, Math.ceil(episodes / tasks), tasks, 5)).slice(0, episodes);
+    log(`  ${requests.length} Event invokes, injected latency lognormal(median ${medianMs} ms, σ 0.5) …`);
+    const t0 = Date.now();
+    const outcomes = await fanout.dispatch(requests, { concurrency, timeoutMs: 30_000 });
+    const dispatchedAt = Date.now();
+    const accepted = outcomes.filter((o) => o.ok).length;
+    const got = await new RewardCollector(cloud.store, 'overhead', 0).until(accepted, { deadline: Date.now() + 600_000, pollMs: 250 });
+    const t1 = Date.now();
+    const { firstStartMs, lastEndMs } = cloud.invoke.stats;
+    if (!got.complete || firstStartMs === null || lastEndMs === null) throw new Error(`only ${got.records.length} of ${accepted} records arrived`);
+    const iterationMs = t1 - t0;
+    const spanMs = lastEndMs - firstStartMs;
+    return {
+      episodes: requests.length,
+      counted: got.counted,
+      iteration_ms: iterationMs,
+      episode_span_ms: spanMs,
+      dispatch_ms: dispatchedAt - t0,
+      before_first_episode_ms: firstStartMs - t0,
+      collect_after_last_episode_ms: t1 - lastEndMs,
+      overhead_ratio: (iterationMs - spanMs) / iterationMs,
+    };
+  } finally {
+    await fanout.close();
+    await cloud.close();
+  }
+}
+
+export const command: Command = {
+  name: 'bench fanout',
+  summary: 'local pool scaling with N workers, and the trainer overhead of a 1,000-episode Lambda iteration',
+  usage: 'esopt bench fanout [--max-workers N] [--per-worker E] [--repeats R] [--episodes 1000] [--median-ms 2000] [--concurrency 64] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      'max-workers': { type: 'string' },
+      'per-worker': { type: 'string', default: '60' },
+      repeats: { type: 'string', default: '3' },
+      episodes: { type: 'string', default: '1000' },
+      'median-ms': { type: 'string', default: '2000' },
+      concurrency: { type: 'string', default: '64' },
+    });
+    const cores = availableParallelism();
+    const maxWorkers = flag(p.values, 'max-workers', z.coerce.number().int().min(1).max(256).default(cores));
+    const perWorker = flag(p.values, 'per-worker', z.coerce.number().int().min(1).max(10_000));
+    const repeats = flag(p.values, 'repeats', z.coerce.number().int().min(1).max(20));
+    const episodes = flag(p.values, 'episodes', z.coerce.number().int().min(1).max(100_000));
+    const medianMs = flag(p.values, 'median-ms', z.coerce.number().min(1).max(600_000));
+    const concurrency = flag(p.values, 'concurrency', z.coerce.number().int().min(1).max(10_000));
+    const log = (m: string) => {
+      if (!p.json) io.stderr(m);
+    };
+
+    log(`scaling: local pool, 9×9 sudoku with the scripted oracle, ${perWorker} episodes per worker, N = 1 … ${maxWorkers}`);
+    const points = await measureScaling(maxWorkers, perWorker, repeats, log);
+    log('overhead: Lambda adapter → dev invoke endpoint → handler → s3rver → collector');
+    const overhead = await measureOverhead(episodes, medianMs, concurrency, log);
+    const scaling = points[points.length - 1].scaling;
+    const report = {
+      machine: machineInfo(),
+      scaling,
+      scaling_workers: points[points.length - 1].workers,
+      scaling_target: SCALING_TARGET,
+      scaling_points: points.map((q) => ({ workers: q.workers, episodes_per_s: q.episodesPerS, scaling: q.scaling })),
+      overhead_ratio: overhead.overhead_ratio,
+      overhead_target: OVERHEAD_TARGET,
+      overhead,
+      meets_targets: { scaling: scaling >= SCALING_TARGET, overhead: overhead.overhead_ratio <= OVERHEAD_TARGET },
+    };
+    io.stdout(
+      p.json
+        ? JSON.stringify(report)
+        : [
+            ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}`),
+            `scaling at N=${report.scaling_workers}: ${scaling.toFixed(3)} (target ≥ ${SCALING_TARGET})`,
+            `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (target ≤ ${OVERHEAD_TARGET}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
+              `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms`,
+          ].join('\n'),
+    );
+    return 0;
+  },
+};
