@@ -9,6 +9,9 @@
  *   runs/{run}/checkpoints/{k}/meta.json | weights.bin
  *   runs/{run}/log.jsonl
  *   runs/{run}/metrics/{k}.json | evaluations/{k}.json | report.json | curve.svg
+ *   runs/{run}/status.json | stop.json                     ← the API's view of a run, and a stop request
+ *   evaluations/{id}/request.json | status.json | plan.json ← a pay-per-episode evaluation (records: runs/{id}/…)
+ *   idempotency/{sha256}.json                               ← a POST's stored response, by Idempotency-Key
  */
 import { Id, Iteration, MemberRef } from './schemas/index.ts';
 
@@ -51,6 +54,16 @@ export const keys = {
   report: (run: string) => `${keys.run(run)}report.json`,
   curve: (run: string) => `${keys.run(run)}curve.svg`,
   evaluation: (evaluation: string) => `evaluations/${id(evaluation, 'evaluation id')}/`,
+  runStatus: (run: string) => `${keys.run(run)}status.json`,
+  stopRequest: (run: string) => `${keys.run(run)}stop.json`,
+  evaluationRequest: (evaluation: string) => `${keys.evaluation(evaluation)}request.json`,
+  evaluationStatus: (evaluation: string) => `${keys.evaluation(evaluation)}status.json`,
+  /** The resolved task ids in order: episode i plays task i mod n. */
+  evaluationPlan: (evaluation: string) => `${keys.evaluation(evaluation)}plan.json`,
+  idempotency: (hash: string) => {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
+    return `idempotency/${hash}.json`;
+  },
 };
 
 export interface RewardKey {
@@ -72,4 +85,10 @@ export function parseRewardKey(key: string): RewardKey | null {
 export function parseCheckpointIteration(key: string): number | null {
   const m = /\/checkpoints\/(\d{8,})\/meta\.json$/.exec(key);
   return m ? Number(m[1]) : null;
+}
+
+/** The run id of a `runs/{run}/config.json` key (every run has one); null for any other key. */
+export function parseRunConfigKey(key: string): string | null {
+  const m = /^runs\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/config\.json$/.exec(key);
+  return m ? m[1] : null;
 }

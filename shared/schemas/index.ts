@@ -4,3 +4,4 @@ export * from './manifest.ts';
 export * from './episode.ts';
 export * from './checkpoint.ts';
 export * from './metrics.ts';
+export * from './api.ts';

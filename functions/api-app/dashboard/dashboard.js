@@ -1,0 +1,269 @@
+// The esopt dashboard: plain browser JavaScript over the API (bearer token from the URL fragment or local
+// storage), uPlot for the curves, and the run's SSE stream (read with fetch, since EventSource cannot send
+// an Authorization header) for live updates.
+/* global uPlot */
+'use strict';
+
+const state = { token: null, runId: null, rows: [], evaluations: [], charts: {}, stream: null, evaluationId: null };
+window.esoptDashboard = state;
+
+const $ = (sel) => document.querySelector(sel);
+const fmt = (x, digits = 3) => (x === null || x === undefined ? '–' : Number(x).toFixed(digits));
+const pct = (x) => (x === null || x === undefined ? '–' : `${(x * 100).toFixed(1)}%`);
+const usd = (x) => (x === null || x === undefined ? '–' : `$${Number(x).toFixed(6)}`);
+
+function showError(message) {
+  const el = $('#error');
+  el.textContent = message;
+  el.hidden = !message;
+}
+
+async function api(path, init = {}) {
+  const res = await fetch(path, { ...init, headers: { ...(init.headers || {}), Authorization: `Bearer ${state.token}` } });
+  if (res.status === 401) {
+    localStorage.removeItem('esopt-token');
+    askToken('The token was refused.');
+    throw new Error('unauthorized');
+  }
+  const body = await res.json();
+  if (!res.ok) throw new Error(body.error ? body.error.message : `HTTP ${res.status}`);
+  return body;
+}
+
+function cell(text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  return td;
+}
+
+function fillTable(selector, items, cellsOf, onClick, selectedId) {
+  const body = $(`${selector} tbody`);
+  body.replaceChildren(
+    ...items.map((item) => {
+      const tr = document.createElement('tr');
+      tr.append(...cellsOf(item));
+      if (item.id !== undefined) tr.dataset.id = item.id;
+      if (item.iteration !== undefined) tr.dataset.iteration = item.iteration;
+      if (item.index !== undefined) tr.dataset.index = item.index;
+      if (onClick) {
+        tr.className = `clickable${selectedId === item.id ? ' selected' : ''}`;
+        tr.addEventListener('click', () => onClick(item));
+      }
+      return tr;
+    }),
+  );
+}
+
+// ---------------------------------------------------------------- runs
+
+async function loadRuns() {
+  const { runs } = await api('/runs');
+  fillTable(
+    '#runs',
+    runs,
+    (r) => [
+      cell(r.id, 'text'),
+      cell(r.state, 'text'),
+      cell(r.environment, 'text'),
+      cell(`${r.completedIterations} / ${r.iterations}`),
+      cell(fmt(r.latest && r.latest.meanReward)),
+      cell(pct(r.latest && r.latest.successRate)),
+    ],
+    (r) => selectRun(r.id),
+    state.runId,
+  );
+  if (!state.runId && runs.length) await selectRun(runs[0].id);
+}
+
+function chart(name, el, series, data) {
+  if (state.charts[name]) {
+    state.charts[name].setData(data);
+    return;
+  }
+  const opts = { width: 540, height: 260, scales: { x: { time: false } }, axes: [{ label: 'iteration' }, {}], series: [{ label: 'iteration' }, ...series] };
+  state.charts[name] = new uPlot(opts, data, el);
+}
+
+function drawCharts() {
+  const rows = state.rows;
+  const iterations = rows.map((r) => r.iteration);
+  chart('reward', $('#reward-chart'), [
+    { label: 'mean reward', stroke: '#2563eb', width: 2 },
+    { label: 'max reward', stroke: '#93c5fd', dash: [4, 4] },
+  ], [iterations, rows.map((r) => r.meanReward), rows.map((r) => r.maxReward)]);
+  // The evaluation of θ_k sits at x = k; the final one (after the last update) at x = iterations.
+  const evalAt = new Map(state.evaluations.map((e) => [e.iteration, e.successRate]));
+  const xs = [...new Set([...iterations, ...state.evaluations.map((e) => e.iteration)])].sort((a, b) => a - b);
+  const trainAt = new Map(rows.map((r) => [r.iteration, r.successRate]));
+  chart('success', $('#success-chart'), [
+    { label: 'train success', stroke: '#16a34a', width: 2 },
+    { label: 'eval success', stroke: '#9333ea', width: 2, points: { show: true, size: 6 } },
+  ], [xs, xs.map((x) => (trainAt.has(x) ? trainAt.get(x) : null)), xs.map((x) => (evalAt.has(x) ? evalAt.get(x) : null))]);
+}
+
+function drawIterations() {
+  fillTable('#iterations', state.rows, (r) => [
+    cell(String(r.iteration), 'text'),
+    cell(`${r.counted} / ${r.expected}`),
+    cell(String(r.failed)),
+    cell(fmt(r.meanReward)),
+    cell(fmt(r.maxReward)),
+    cell(pct(r.successRate)),
+    cell(r.evaluation ? pct(r.evaluation.successRate) : '–'),
+    cell(String(r.tokens.prompt + r.tokens.completion)),
+    cell(usd(r.cost.usd)),
+    cell(fmt(r.durations.total, 0)),
+  ]);
+}
+
+function upsert(list, item, key) {
+  const i = list.findIndex((x) => x[key] === item[key]);
+  if (i >= 0) list[i] = item;
+  else list.push(item);
+  list.sort((a, b) => a[key] - b[key]);
+}
+
+async function selectRun(id) {
+  state.runId = id;
+  state.stream?.abort();
+  const [detail, series] = await Promise.all([api(`/runs/${id}`), api(`/runs/${id}/metrics`)]);
+  $('#run').hidden = false;
+  $('#run-id').textContent = id;
+  $('#run-state').textContent = detail.state;
+  state.rows = series.rows;
+  state.evaluations = series.evaluations;
+  drawCharts();
+  drawIterations();
+  document.querySelectorAll('#runs tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
+  follow(id);
+}
+
+/** Reads the run's SSE stream; every event updates the page. */
+async function follow(id) {
+  const controller = new AbortController();
+  state.stream = controller;
+  $('#connection').textContent = 'live';
+  try {
+    const res = await fetch(`/runs/${id}/events`, { headers: { Authorization: `Bearer ${state.token}` }, signal: controller.signal });
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let at;
+      while ((at = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, at);
+        buffer = buffer.slice(at + 2);
+        const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+        if (data) onEvent(JSON.parse(data));
+      }
+    }
+    $('#connection').textContent = 'run over';
+  } catch (err) {
+    if (!controller.signal.aborted) $('#connection').textContent = `disconnected: ${err.message}`;
+  }
+}
+
+function onEvent(event) {
+  if (event.type === 'status' && event.status) $('#run-state').textContent = event.stopRequested && event.status.state === 'running' ? 'stopping' : event.status.state;
+  if (event.type === 'iteration-started' || event.type === 'rewards') {
+    $('#run-progress').textContent = `iteration ${event.iteration}: ${event.arrived ?? 0} / ${event.expected} rewards in`;
+  }
+  if (event.type === 'update-applied') {
+    upsert(state.rows, event.row, 'iteration');
+    $('#run-progress').textContent = `iteration ${event.iteration} applied: mean reward ${fmt(event.row.meanReward)}`;
+    drawCharts();
+    drawIterations();
+  }
+  if (event.type === 'evaluation') {
+    upsert(state.evaluations, event.result, 'iteration');
+    drawCharts();
+  }
+  if (event.type === 'end') {
+    $('#run-state').textContent = event.state;
+    loadRuns().catch((err) => showError(err.message));
+  }
+}
+
+// ---------------------------------------------------------------- evaluations
+
+function modelName(m) {
+  if (m.kind === 'external') return `${m.model} @ ${new URL(m.baseUrl).host}`;
+  if (m.kind === 'checkpoint') return `${m.run}${m.iteration === undefined ? '' : `@${m.iteration}`}`;
+  return 'base';
+}
+
+async function loadEvaluations() {
+  const { evaluations } = await api('/evaluations');
+  fillTable(
+    '#evaluations',
+    evaluations,
+    (e) => [
+      cell(e.id, 'text'),
+      cell(e.status.state, 'text'),
+      cell(modelName(e.request.model), 'text'),
+      cell(e.request.environment.name, 'text'),
+      cell(`${e.summary.episodes} / ${e.request.episodes}`),
+      cell(`${pct(e.summary.successRate)} (${pct(e.summary.interval.low)}–${pct(e.summary.interval.high)})`),
+      cell(usd(e.summary.totalCostUsd)),
+      cell(usd(e.summary.meanCostUsdPerEpisode)),
+      cell(e.summary.stopReason ?? '–', 'text'),
+    ],
+    (e) => selectEvaluation(e.id),
+    state.evaluationId,
+  );
+}
+
+async function selectEvaluation(id) {
+  state.evaluationId = id;
+  const view = await api(`/evaluations/${id}`);
+  $('#evaluation').hidden = false;
+  $('#evaluation-id').textContent = id;
+  $('#evaluation-note').textContent = view.summary.note;
+  fillTable('#episodes', view.episodes, (e) => [
+    cell(String(e.index), 'text'),
+    cell(e.task, 'text'),
+    cell(fmt(e.reward)),
+    cell(e.success ? 'yes' : 'no'),
+    cell(String(e.steps)),
+    cell(String(e.tokens.prompt + e.tokens.completion)),
+    cell(fmt(e.durationMs, 0)),
+    cell(usd(e.cost.usd)),
+    cell(e.error ?? '', 'text'),
+  ]);
+  document.querySelectorAll('#evaluations tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
+}
+
+// ---------------------------------------------------------------- start
+
+function askToken(message) {
+  $('#token-form').hidden = false;
+  showError(message || '');
+}
+
+async function start() {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (fromHash) {
+    localStorage.setItem('esopt-token', fromHash);
+    history.replaceState(null, '', location.pathname);
+  }
+  state.token = localStorage.getItem('esopt-token');
+  if (!state.token) return askToken('');
+  $('#token-form').hidden = true;
+  try {
+    await Promise.all([loadRuns(), loadEvaluations()]);
+    showError('');
+    document.body.dataset.ready = 'true';
+  } catch (err) {
+    if (err.message !== 'unauthorized') showError(err.message);
+  }
+}
+
+$('#token-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  localStorage.setItem('esopt-token', $('#token-input').value.trim());
+  start();
+});
+start();

@@ -1,0 +1,19 @@
+/** What the API app is built from: ports only, so one app runs in-process and on Lambda. */
+import type { Logger } from 'pino';
+import type { CostPrices } from '../../shared/cost.ts';
+import type { EvaluationLauncher, RunLauncher } from '../../shared/ports/launchers.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+
+export interface ApiDeps {
+  store: ObjectStore;
+  /** The bearer token every non-public route needs (ESOPT_TOKEN). */
+  token: string;
+  runs: RunLauncher;
+  evaluations: EvaluationLauncher;
+  /** Whether POST /evaluations may ask for base or checkpoint models (a model host is configured). */
+  servesOwnModels: boolean;
+  prices: CostPrices;
+  log: Logger;
+  /** How often the events stream polls the store. */
+  eventPollMs: number;
+}

@@ -1,0 +1,157 @@
+/** /runs: start a run (RunConfig), list and inspect runs, stop one, follow its events. */
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { streamSSE } from 'hono/streaming';
+import { z } from 'zod';
+import { keys } from '../../shared/keys.ts';
+import { CheckpointList, Created, IdParam, MetricsSeries, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
+import { loadEnvironment } from '../../environments/index.ts';
+import type { ApiDeps } from './deps.ts';
+import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
+import { newId } from './ids.ts';
+import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
+import { runEvents } from './run-events.ts';
+import { listRunIds, readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
+import { writeJson } from './store-json.ts';
+
+const tags = ['runs'];
+const FINAL = new Set(['finished', 'stopped', 'failed']);
+
+export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
+  const { store } = deps;
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/runs',
+      tags,
+      security: secured,
+      summary: 'Start a training run',
+      request: { headers: idempotencyHeader, body: { content: { 'application/json': { schema: RunConfig } }, required: true } },
+      responses: { 201: json(Created, 'The run was created and handed to the launcher'), 400: errors[400], 401: errors[401], 409: errors[409], 422: errors[422] },
+    }),
+    async (c) => {
+      const config = c.req.valid('json');
+      let definition;
+      try {
+        definition = await loadEnvironment(config.environment.name);
+      } catch (err) {
+        throw invalidProblem([{ path: 'environment.name', message: (err as Error).message }]);
+      }
+      const options = definition.optionsSchema.safeParse(config.environment.options);
+      if (!options.success) throw invalidProblem(issuesOf(options.error, 'environment.options'));
+
+      let id = newId(config.name ?? 'run');
+      while (!(await writeJson(store, keys.config(id), config, true))) id = newId(config.name ?? 'run');
+      const now = new Date().toISOString();
+      const status: RunStatus = { run: id, state: 'requested', requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now };
+      await writeJson(store, keys.runStatus(id), status);
+      try {
+        await deps.runs.start(id);
+      } catch (err) {
+        const message = (err as Error).message.slice(0, 4000);
+        await writeJson(store, keys.runStatus(id), { ...status, state: 'failed', error: message, finishedAt: new Date().toISOString(), updatedAt: new Date().toISOString() });
+        throw err;
+      }
+      return c.json({ id }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/runs', tags, security: secured, summary: 'List runs', responses: { 200: json(RunList, 'Every run in the store, newest first'), 401: errors[401] } }),
+    async (c) => {
+      const runs = await Promise.all((await listRunIds(store)).map((id) => readRunSummary(store, id)));
+      runs.sort((a, b) => (b.requestedAt ?? '').localeCompare(a.requestedAt ?? '') || a.id.localeCompare(b.id));
+      return c.json({ runs }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/runs/{id}',
+      tags,
+      security: secured,
+      summary: 'A run: status, iteration, latest metrics, config',
+      request: { params: IdParam },
+      responses: { 200: json(RunDetail, 'The run'), 400: errors[400], 401: errors[401], 404: errors[404] },
+    }),
+    async (c) => c.json(await readRunDetail(store, c.req.valid('param').id), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/runs/{id}/stop',
+      tags,
+      security: secured,
+      summary: 'Stop a run after its current iteration',
+      request: { params: IdParam, headers: idempotencyHeader },
+      responses: { 202: json(StopAccepted, 'The stop request is recorded; the loop stops at the end of the iteration'), 400: errors[400], 401: errors[401], 404: errors[404], 409: errors[409] },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      await readConfig(store, id);
+      const status = await readStatus(store, id);
+      if (status && FINAL.has(status.state)) throw new ApiProblem(409, 'run_over', `run ${id} is ${status.state} already`);
+      await writeJson(store, keys.stopRequest(id), { run: id, requestedAt: new Date().toISOString() }, true);
+      let state = status?.state ?? 'running';
+      if (status && (status.state === 'running' || status.state === 'requested')) {
+        state = 'stopping';
+        await writeJson(store, keys.runStatus(id), { ...status, state, updatedAt: new Date().toISOString() });
+      }
+      await deps.runs.stop(id);
+      return c.json({ id, state, stopRequested: true as const }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/runs/{id}/metrics',
+      tags,
+      security: secured,
+      summary: 'The metrics series: one row per iteration, and the evaluations',
+      request: { params: IdParam },
+      responses: { 200: json(MetricsSeries, 'Rows in iteration order'), 400: errors[400], 401: errors[401], 404: errors[404] },
+    }),
+    async (c) => c.json(await readMetricsSeries(store, c.req.valid('param').id), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/runs/{id}/checkpoints',
+      tags,
+      security: secured,
+      summary: "The run's checkpoints",
+      request: { params: IdParam },
+      responses: { 200: json(CheckpointList, 'Checkpoint metadata in iteration order'), 400: errors[400], 401: errors[401], 404: errors[404] },
+    }),
+    async (c) => c.json(await readCheckpoints(store, c.req.valid('param').id), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/runs/{id}/events',
+      tags,
+      security: secured,
+      summary: 'Server-sent events: status, iteration started, rewards arriving, update applied, evaluation, end',
+      description: 'Each event\'s `event:` is its `type`, its `data:` a RunEvent as JSON. A new stream replays the run so far, then follows it live, and closes after `end`.',
+      request: { params: IdParam },
+      responses: { 200: { content: { 'text/event-stream': { schema: z.string() } }, description: 'An SSE stream of RunEvent' }, 400: errors[400], 401: errors[401], 404: errors[404] },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      await readConfig(store, id);
+      return streamSSE(c, async (stream) => {
+        const controller = new AbortController();
+        stream.onAbort(() => controller.abort());
+        let n = 0;
+        for await (const event of runEvents(store, id, { pollMs: deps.eventPollMs, signal: controller.signal })) {
+          await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(n++) });
+        }
+      });
+    },
+  );
+}
