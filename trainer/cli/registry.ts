@@ -16,4 +16,12 @@ export const registry: Entry[] = [
   { name: 'bench noise', summary: 'benchmark regenerate-and-apply noise vs numpy and a plain add', load: async () => (await import('./commands/bench-noise.ts')).command },
   { name: 'episode', summary: 'play one episode of an environment with a scripted or HTTP policy', load: async () => (await import('./commands/episode.ts')).command },
   { name: 'tasks', summary: "sample an environment's tasks from its train or eval split", load: async () => (await import('./commands/tasks.ts')).command },
+  { name: 'serve', summary: 'serve the OpenAI-compatible inference API until interrupted', load: async () => (await import('./commands/serve.ts')).command },
+  { name: 'train', summary: 'run ES training end to end on this machine (or --resume a run)', load: async () => (await import('./commands/train.ts')).command },
+  { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
+  { name: 'bench lowrank', summary: 'low-rank mode tokens/s with B members in one batch ÷ unperturbed tokens/s', load: async () => (await import('./commands/bench-lowrank.ts')).command },
+  { name: 'bench full', summary: 'full mode: member switch cost, restore drift, θ-as-inputs ÷ initializers tokens/s', load: async () => (await import('./commands/bench-full.ts')).command },
+  { name: 'bench memory', summary: 'peak RSS of training ÷ peak RSS of generating only (child processes)', load: async () => (await import('./commands/bench-memory.ts')).command },
+  { name: 'bench fanout', summary: 'benchmark local-pool scaling and the trainer overhead of a Lambda iteration', load: async () => (await import('./commands/bench-fanout.ts')).command },
+  { name: 'start', summary: 'the demo: train configs/demo.json end to end (npm start)', load: async () => (await import('./commands/start.ts')).command },
 ];

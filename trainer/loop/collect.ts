@@ -1,20 +1,19 @@
 /**
- * Collection: poll a rewards prefix of the store, reading each new object once, until the caller says it
- * has enough. Fan-out settling wakes the poller at once, so a local run does not wait out a poll interval.
+ * Collection: poll the store through a RewardCollector (each key read once, one record per (member,
+ * task)) until the caller says it may close. Fan-out settling wakes the poller at once, so a local run
+ * does not wait out a poll interval after its last episode.
  */
-import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import type { StoredObject } from './classify-records.ts';
+import type { CollectedRewards, RewardCollector } from '../../shared/store/reward-collector.ts';
 
-export interface PollOptions {
+export interface CollectOptions {
   pollMs: number;
   /** Settles when the fan-out has nothing more in flight. */
   settled: Promise<unknown>;
-  /** Decides from the snapshot (and whether fan-out has settled) whether collection may close. */
-  done: (snapshot: readonly StoredObject[], settled: boolean) => boolean;
+  /** Decides from a snapshot (and whether fan-out had settled before it was taken) whether to close. */
+  done: (snapshot: CollectedRewards, settled: boolean) => boolean;
 }
 
-export async function pollRecords(store: ObjectStore, prefix: string, options: PollOptions): Promise<StoredObject[]> {
-  const bodies = new Map<string, Uint8Array>();
+export async function collectUntil(collector: RewardCollector, options: CollectOptions): Promise<CollectedRewards> {
   let settled = false;
   let wake: (() => void) | null = null;
   void options.settled.finally(() => {
@@ -23,12 +22,7 @@ export async function pollRecords(store: ObjectStore, prefix: string, options: P
   });
   for (;;) {
     const wasSettled = settled;
-    for (const key of await store.list(prefix)) {
-      if (bodies.has(key)) continue;
-      const body = await store.get(key);
-      if (body) bodies.set(key, body);
-    }
-    const snapshot = [...bodies.entries()].map(([key, body]) => ({ key, body }));
+    const snapshot = await collector.poll();
     if (options.done(snapshot, wasSettled)) return snapshot;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, options.pollMs);

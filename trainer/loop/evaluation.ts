@@ -6,9 +6,10 @@
 import { keys, parseRewardKey } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { EvaluationResult, RewardRecord, type EpisodeRequest, type PolicyEndpoint, type RunConfig, type TaskRef } from '../../shared/schemas/index.ts';
-import { pollRecords } from './collect.ts';
-import { episodeSeed } from './episode-seed.ts';
+import { EvaluationResult, type PolicyEndpoint, type RunConfig, type TaskRef } from '../../shared/schemas/index.ts';
+import { collectUntil } from './collect.ts';
+import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { iterationRequests } from '../fanout/iteration-requests.ts';
 import { wilsonInterval } from './wilson.ts';
 
 export interface EvaluationInput {
@@ -19,47 +20,36 @@ export interface EvaluationInput {
   iteration: number;
   thetaHash: string;
   tasks: readonly TaskRef[];
-  policy: PolicyEndpoint;
+  policy: Omit<PolicyEndpoint, 'model'>;
   pollMs: number;
 }
-
-const decoder = new TextDecoder();
 
 export async function evaluate(input: EvaluationInput): Promise<EvaluationResult> {
   const { store, fanout, run, config, iteration, tasks } = input;
   const started = performance.now();
   const prefix = `${keys.rewards(run, iteration)}base/`;
   const present = new Set((await store.list(prefix)).map((k) => parseRewardKey(k)?.task));
-  const deadline = new Date(Date.now() + config.deadlineMs).toISOString();
-  const requests: EpisodeRequest[] = tasks
-    .map((t, i) => ({ t, i }))
-    .filter(({ t }) => !present.has(t.id))
-    .map(({ t, i }) => ({
-      run,
-      iteration,
-      member: 'base' as const,
-      task: { id: t.id, value: t.task },
-      environment: config.environment,
-      policy: input.policy,
-      // Greedy: the evaluation measures the policy, not the luck of sampling.
-      generation: { ...config.generation, temperature: 0 },
-      seed: episodeSeed(config.seed, iteration, 'base', i),
-      deadline,
-    }));
+  const requests = iterationRequests({
+    run,
+    iteration,
+    runSeed: config.seed,
+    members: ['base'],
+    tasks: [...tasks],
+    environment: config.environment,
+    policy: input.policy,
+    // Greedy: the evaluation measures the policy, not the luck of sampling.
+    generation: { ...config.generation, temperature: 0 },
+    deadline: new Date(Date.now() + config.deadlineMs),
+  }).filter((r) => !present.has(r.task.id));
   const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs }) : Promise.resolve([]);
-  const wanted = new Set(tasks.map((t) => keys.reward(run, iteration, 'base', t.id)));
-  const snapshot = await pollRecords(store, prefix, {
+  const collector = new RewardCollector(store, run, iteration);
+  const snapshot = await collectUntil(collector, {
     pollMs: input.pollMs,
     settled,
-    done: (objects, isSettled) => isSettled || objects.filter((o) => wanted.has(o.key)).length === wanted.size,
+    done: (c, isSettled) => isSettled || c.records.filter((r) => r.member === 'base').length >= tasks.length,
   });
   await settled;
-  const byTask = new Map<string, RewardRecord>();
-  for (const { key, body } of snapshot) {
-    if (!wanted.has(key)) continue;
-    const r = RewardRecord.safeParse(JSON.parse(decoder.decode(body)));
-    if (r.success) byTask.set(r.data.task, r.data);
-  }
+  const byTask = new Map(snapshot.records.filter((r) => r.member === 'base').map((r) => [r.task, r]));
   const perTask = tasks.map((t) => {
     const r = byTask.get(t.id);
     if (!r) return { task: t.id, reward: 0, error: 'no record arrived' };

@@ -7,7 +7,7 @@
  * but not yet logged is replayed from its UpdateRecord (never re-collected, so no late record sneaks in),
  * and an iteration that never recorded an update re-dispatches only the episodes whose records are missing.
  */
-import { ask, tell, type ParameterSegment } from '../../shared/es.ts';
+import { ask, tell } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -17,27 +17,25 @@ import {
   MetricsRow,
   RunConfig,
   UpdateRecord,
-  type EpisodeRequest,
   type PolicyEndpoint,
   RewardRecord,
   type TaskRef,
 } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
-import type { Population } from '../engine.ts';
+import type { Engine, Population } from '../engine.ts';
 import { appendLog, loadLatestCheckpoint, readLog, writeCheckpoint } from './checkpoints.ts';
 import { classifyRecords, type Classification } from './classify-records.ts';
-import { pollRecords } from './collect.ts';
-import { episodeSeed, iterationTaskSeed } from './episode-seed.ts';
+import { collectUntil } from './collect.ts';
+import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { iterationTaskSeed } from './task-seed.ts';
+import { iterationRequests } from '../fanout/iteration-requests.ts';
 import { evaluate } from './evaluation.ts';
 import type { FaultHook } from './fault-points.ts';
 import { applyLogEntry, logEntryFor, normalizedOf } from './weight-update.ts';
 
-/** θ: views onto the live weights (the engine's segments) and a hook to refresh after they change. */
-export interface WeightHost {
-  segments(): ParameterSegment[];
-  commitUpdate(): Promise<void>;
-}
+/** θ: views onto the live weights, and the update applied in the engine's own mode. */
+export type WeightHost = Pick<Engine, 'segments' | 'applyUpdate' | 'commitUpdate'>;
 
 /** Whatever serves members (the inference service): told which population is live. */
 export interface PopulationHost {
@@ -51,8 +49,8 @@ export interface TrainingOptions {
   fanout: Fanout;
   weights: WeightHost;
   population: PopulationHost;
-  /** Where an episode of `model` (base or member-k-i) reaches its policy. */
-  policy: (model: string) => PolicyEndpoint;
+  /** Where episodes reach their policy (the inference server); `model` is filled in per member. */
+  policy: Omit<PolicyEndpoint, 'model'>;
   environment: EnvironmentDefinition;
   pollMs?: number;
   faults?: FaultHook;
@@ -107,6 +105,8 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
 
   // ---- restore θ: newest verified checkpoint, then the log, then any recorded-but-unlogged update ----
   const loaded = await loadLatestCheckpoint(store, run, segments);
+  // A loaded checkpoint wrote θ behind the engine's back: let it refresh what depends on θ.
+  if (loaded) await weights.commitUpdate();
   let next = loaded?.meta.iteration ?? 0;
   if (!loaded) {
     const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
@@ -116,7 +116,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
   for (const entry of await readLog(store, run)) {
     if (entry.iteration < next) continue;
     if (entry.iteration !== next) throw new Error(`log jumps from iteration ${next - 1} to ${entry.iteration}`);
-    applyLogEntry(segments, entry, config.mode);
+    await applyLogEntry(weights, entry, config.rank);
     const h = hashTheta(segments);
     if (h !== entry.thetaHashAfter) throw new Error(`replaying iteration ${entry.iteration} gave θ ${h}, the log says ${entry.thetaHashAfter}`);
     next++;
@@ -129,7 +129,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const manifest = await getJson(store, keys.manifest(run, next), IterationManifest);
     if (!manifest) throw new Error(`iteration ${next} has an update record but no manifest`);
     const entry = logEntryFor(config, next, manifest.members, update.normalizedRewards, update.thetaHashAfter);
-    applyLogEntry(segments, entry, config.mode);
+    await applyLogEntry(weights, entry, config.rank);
     const h = hashTheta(segments);
     if (h !== update.thetaHashAfter) throw new Error(`replaying the update record of iteration ${next} gave θ ${h}, it says ${update.thetaHashAfter}`);
     await appendLog(store, run, entry);
@@ -137,7 +137,6 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     next++;
     replayed++;
   }
-  if (replayed > 0 || loaded) await weights.commitUpdate();
   o.onStart?.({ resumedAt: next, replayed, skippedCheckpoints: loaded?.skipped ?? [] });
 
   const evalTasks: TaskRef[] = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
@@ -145,7 +144,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
   const evaluationOf = async (k: number): Promise<EvaluationResult> => {
     const existing = await getJson(store, keys.evaluationOf(run, k), EvaluationResult);
     if (existing) return existing;
-    const result = await evaluate({ store, fanout, run, config, iteration: k, thetaHash: hashTheta(segments), tasks: evalTasks, policy: o.policy('base'), pollMs });
+    const result = await evaluate({ store, fanout, run, config, iteration: k, thetaHash: hashTheta(segments), tasks: evalTasks, policy: o.policy, pollMs });
     await putJson(store, keys.evaluationOf(run, k), result);
     o.onEvaluation?.(result);
     return result;
@@ -204,23 +203,17 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const prefix = keys.rewards(run, k);
     const present = new Set(await store.list(prefix));
     const deadlineAt = Date.now() + config.deadlineMs;
-    const requests: EpisodeRequest[] = [];
-    for (const member of m.members) {
-      m.tasks.forEach((t, ti) => {
-        if (present.has(keys.reward(run, k, member.index, t.id))) return;
-        requests.push({
-          run,
-          iteration: k,
-          member: member.index,
-          task: { id: t.id, value: t.task },
-          environment: config.environment,
-          policy: o.policy(`member-${k}-${member.index}`),
-          generation: config.generation,
-          seed: episodeSeed(config.seed, k, member.index, ti),
-          deadline: new Date(deadlineAt).toISOString(),
-        });
-      });
-    }
+    const requests = iterationRequests({
+      run,
+      iteration: k,
+      runSeed: config.seed,
+      members: m.members.map((x) => x.index),
+      tasks: m.tasks,
+      environment: config.environment,
+      policy: o.policy,
+      generation: config.generation,
+      deadline: new Date(deadlineAt),
+    }).filter((r) => !present.has(keys.reward(run, k, r.member, r.task.id)));
     const stragglers = new AbortController();
     let settledAt: number | null = null;
     let lost = 0;
@@ -236,13 +229,13 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     await faults('after-fanout', k);
 
     const expected = m.members.length * m.tasks.length;
+    const collector = new RewardCollector(store, run, k);
     let classification: Classification | null = null;
-    const snapshot = await pollRecords(store, prefix, {
+    await collectUntil(collector, {
       pollMs,
       settled,
-      done: (objects, isSettled) => {
-        classification = classifyRecords(m, objects, config.failedEpisodeReward);
-        const c = classification;
+      done: (snapshot, isSettled) => {
+        const c = (classification = classifyRecords(m, snapshot, config.failedEpisodeReward));
         if (c.arrived >= expected) return true;
         if (isSettled && c.arrived + lost >= expected) return true;
         const now = Date.now();
@@ -252,17 +245,18 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
       },
     });
     const tClosed = performance.now();
-    stragglers.abort(new Error(`iteration ${k} closed`));
+    // Episodes still running now are stragglers: stop them. When every record is in, the workers are only
+    // finishing up; let them, so none is killed mid-reply.
+    if (classification!.arrived < expected) stragglers.abort(new Error(`iteration ${k} closed`));
     population.setPopulation(null);
     await settled;
-    const c = classification ?? classifyRecords(m, snapshot, config.failedEpisodeReward);
+    const c: Classification = classification!;
 
     // ---- update ----
     const told = tell(m.members, c.rewards, { alpha: config.es.alpha, shaping: config.es.shaping });
     const normalized = normalizedOf(told);
     const entry = logEntryFor(config, k, m.members, normalized, '');
-    applyLogEntry(segments, entry, config.mode);
-    await weights.commitUpdate();
+    await applyLogEntry(weights, entry, config.rank);
     const thetaHashAfter = hashTheta(segments);
     await faults('after-update', k);
     const update: UpdateRecord = {

@@ -2,7 +2,8 @@
  * One ES update as a log entry, and applying it to θ. The live loop and resume both go through
  * `applyLogEntry`, so θ_k = θ_checkpoint replayed through the log is the same code path, bit for bit.
  */
-import { applyDenseUpdate, tell, type ParameterSegment, type TellResult } from '../../shared/es.ts';
+import { tell, type TellResult } from '../../shared/es.ts';
+import type { Engine } from '../engine.ts';
 import type { LogEntry, Member, RunConfig } from '../../shared/schemas/index.ts';
 
 /**
@@ -39,17 +40,17 @@ export function normalizedOf(told: TellResult): Array<{ member: number; value: n
 }
 
 /**
- * θ ← (1 − α·λ)… the dense update of the entry. The coefficients are recomputed with `tell` over the
- * normalised rewards (shaping 'none'), which sums them in the same order with the same arithmetic as
- * the original `tell`, so replay reproduces the live update exactly.
+ * Applies the entry's update to θ through the engine (dense in full mode, low-rank factors in low-rank
+ * mode). The coefficients are recomputed with `tell` over the normalised rewards (shaping 'none'), which
+ * sums them in the same order with the same arithmetic as the original `tell`, so replay reproduces the
+ * live update bit for bit. Weight decay is decoupled: θ is scaled by (1 − α·λ).
  */
-export function applyLogEntry(segments: readonly ParameterSegment[], entry: LogEntry, mode: RunConfig['mode']): void {
-  if (mode !== 'full') throw new Error(`replaying a ${mode}-mode update is not implemented yet (only full mode)`);
+export async function applyLogEntry(weights: Pick<Engine, 'applyUpdate'>, entry: LogEntry, rank: number): Promise<void> {
   if (entry.members.length !== entry.normalizedRewards.length) {
     throw new Error(`log entry of iteration ${entry.iteration} has ${entry.members.length} members but ${entry.normalizedRewards.length} rewards`);
   }
   const members = entry.members.map((m, index) => ({ index, noiseIndex: m.noiseIndex, sign: m.sign }));
   const rewards = new Map(entry.normalizedRewards.map((r, i) => [i, [r]]));
   const { coefficients } = tell(members, rewards, { alpha: entry.alpha, shaping: 'none' });
-  applyDenseUpdate(segments, entry.runSeed, entry.iteration, coefficients, { decay: entry.alpha * entry.weightDecay });
+  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients, rank, decay: entry.alpha * entry.weightDecay });
 }

@@ -20,6 +20,11 @@ export interface AppOptions {
   requestTimeoutMs: number;
   /** Completion budget when the request names none. */
   defaultMaxTokens: number;
+  /**
+   * What a prompt longer than the context gets: 400 (OpenAI's behaviour), or passed on for the engine to
+   * drop its oldest tokens — only right when the engine was built with contextPolicy 'truncate-left'.
+   */
+  contextPolicy: 'error' | 'truncate-left';
 }
 
 function errorBody(message: string, type: string, code: string | null = null, param: string | null = null): ErrorBody {
@@ -99,7 +104,8 @@ export function createInferenceApp(service: InferenceService, options: AppOption
 
     const messages = toChatMessages(req);
     const promptTokens = engine.countTokens(messages);
-    const room = engine.contextLength - promptTokens;
+    // Truncating engines keep the newest tokens, so only the completion budget has to fit.
+    const room = options.contextPolicy === 'truncate-left' ? engine.contextLength - 1 : engine.contextLength - promptTokens;
     const asked = req.max_completion_tokens ?? req.max_tokens ?? null;
     if (room < 1 || (asked !== null && asked > room)) {
       return fail(

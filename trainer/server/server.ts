@@ -24,6 +24,7 @@ export async function startInferenceServer(engine: Engine, options: ServerOption
     token: options.token,
     requestTimeoutMs: options.requestTimeoutMs ?? 120_000,
     defaultMaxTokens: options.defaultMaxTokens ?? 256,
+    contextPolicy: options.contextPolicy ?? 'error',
   });
   const host = options.host ?? '127.0.0.1';
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { ModelSpec } from '../../../shared/schemas/index.ts';
+import { createEngine } from '../../model/create-engine.ts';
+import { startInferenceServer } from '../../server/server.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+
+/** `tiny` / `small` are presets, anything else an export directory. */
+export function modelSpecFlag(value: string, seed: number): ModelSpec {
+  return value === 'tiny' || value === 'small' ? { preset: value, seed } : { dir: value };
+}
+
+export const command: Command = {
+  name: 'serve',
+  summary: 'serve the OpenAI-compatible inference API (base model only) until interrupted',
+  usage: 'esopt serve [--model tiny|small|DIR] [--seed S] [--port P] [--mode full|lowrank] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      model: { type: 'string', default: 'tiny' },
+      seed: { type: 'string', default: '0' },
+      port: { type: 'string', default: '8080' },
+      mode: { type: 'string', default: 'full' },
+    });
+    const seed = flag(p.values, 'seed', z.coerce.number().int().min(0).max(0xffffffff));
+    const model = modelSpecFlag(flag(p.values, 'model', z.string().min(1)), seed);
+    const port = flag(p.values, 'port', z.coerce.number().int().min(0).max(65535));
+    const mode = flag(p.values, 'mode', z.enum(['full', 'lowrank']));
+    const engine = await createEngine({ model, mode });
+    const token = process.env.ESOPT_TOKEN || undefined;
+    const server = await startInferenceServer(engine, { port, token });
+    const info = { url: server.url, openaiBaseUrl: `${server.url}/v1`, mode, model, auth: token ? 'bearer (ESOPT_TOKEN)' : 'none' };
+    io.stdout(p.json ? JSON.stringify(info) : `serving ${JSON.stringify(model)} (${mode}) at ${info.openaiBaseUrl} — auth: ${info.auth}; Ctrl-C stops`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await server.close();
+    await engine.close();
+    return 0;
+  },
+};
