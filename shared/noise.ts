@@ -11,6 +11,7 @@
  *
  * `applyNoise` adds c·ε[a:b] into θ (or into a Float64 accumulator) in place, with O(1) scratch state.
  */
+import { WasmNoiseKernel } from './noise-wasm/wasm-noise.ts';
 import { philox4x32 } from './philox.ts';
 
 export const CHUNK = 4096;
@@ -52,21 +53,30 @@ const R = 3.442619855899;
   for (let i = 0; i < ZN; i++) XN[i] = KN[i] * WN[i];
 })();
 
+const seedBlock = new Uint32Array(4);
+
+/** The xoshiro128** state (s0..s3) that starts `chunk` of the stream of `key`: one Philox4x32-10 block. */
+function seedChunk(key: NoiseKey, chunk: number, state: Int32Array): void {
+  philox4x32(chunk >>> 0, Math.floor(chunk / 2 ** 32) >>> 0, key.member >>> 0, key.iteration >>> 0, key.runSeed >>> 0, SALT, seedBlock);
+  for (let k = 0; k < 4; k++) state[k] = seedBlock[k] | 0;
+  if ((state[0] | state[1] | state[2] | state[3]) === 0) state[0] = 1; // xoshiro's one forbidden state
+}
+
 /** Generator state for one chunk. The hot loop copies it into locals; this object serves skips and the slow path. */
 class ChunkStream {
   s0 = 0;
   s1 = 0;
   s2 = 0;
   s3 = 0;
-  private readonly block = new Uint32Array(4);
+
+  private readonly state = new Int32Array(4);
 
   seed(key: NoiseKey, chunk: number): void {
-    philox4x32(chunk >>> 0, Math.floor(chunk / 2 ** 32) >>> 0, key.member >>> 0, key.iteration >>> 0, key.runSeed >>> 0, SALT, this.block);
-    this.s0 = this.block[0] | 0;
-    this.s1 = this.block[1] | 0;
-    this.s2 = this.block[2] | 0;
-    this.s3 = this.block[3] | 0;
-    if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1; // xoshiro's one forbidden state
+    seedChunk(key, chunk, this.state);
+    this.s0 = this.state[0];
+    this.s1 = this.state[1];
+    this.s2 = this.state[2];
+    this.s3 = this.state[3];
   }
 
   /** xoshiro128**: one signed 32-bit output. */
@@ -180,11 +190,8 @@ function chunkKernel(key: NoiseKey, pos: number, n: number, out: Float32Array | 
   }
 }
 
-/** out[dest : dest+count] += c·ε[offset : offset+count], one stream chunk at a time. */
-function forEachChunk(key: NoiseKey, offset: number, count: number, out: Float32Array | Float64Array, dest: number, c: number): void {
-  checkKey(key);
-  if (!Number.isInteger(offset) || offset < 0) throw new RangeError(`noise offset must be a non-negative integer, got ${offset}`);
-  if (!Number.isInteger(count) || count < 0) throw new RangeError(`noise count must be a non-negative integer, got ${count}`);
+/** out[dest : dest+count] += c·ε[offset : offset+count] with the JavaScript kernel, one stream chunk at a time. */
+function applyJs(key: NoiseKey, offset: number, count: number, out: Float32Array | Float64Array, dest: number, c: number): void {
   let pos = offset;
   const end = offset + count;
   while (pos < end) {
@@ -192,6 +199,29 @@ function forEachChunk(key: NoiseKey, offset: number, count: number, out: Float32
     chunkKernel(key, pos, stop - pos, out, dest + (pos - offset), c);
     pos = stop;
   }
+}
+
+/**
+ * The WebAssembly SIMD kernel (shared/noise-wasm/): the same stream bit for bit, several times faster.
+ * It is handed the stream's definition (tables, chunk seeding) rather than importing it from here.
+ */
+const wasmKernel = WasmNoiseKernel.create({ W: WN, X: XN, F: FN, seedChunk });
+
+export type NoiseKernelName = 'wasm' | 'js';
+
+/** The kernel `applyNoise`, `fillNoise` and `noise` use: wasm wherever WebAssembly SIMD is available. */
+export const activeNoiseKernel: NoiseKernelName = wasmKernel ? 'wasm' : 'js';
+
+/** out[dest : dest+count] += c·ε[offset : offset+count] with the named kernel (tests cross-check the two). */
+export function applyNoiseWith(kernel: NoiseKernelName, out: Float32Array | Float64Array, key: NoiseKey, c: number, offset: number, dest: number, count: number): void {
+  checkKey(key);
+  if (!Number.isInteger(offset) || offset < 0) throw new RangeError(`noise offset must be a non-negative integer, got ${offset}`);
+  if (!Number.isInteger(count) || count < 0) throw new RangeError(`noise count must be a non-negative integer, got ${count}`);
+  if (!Number.isInteger(dest) || dest < 0 || dest + count > out.length) throw new RangeError(`noise destination [${dest}, ${dest + count}) outside an array of length ${out.length}`);
+  if (kernel === 'wasm') {
+    if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
+    wasmKernel.apply(key, offset, count, out, dest, c);
+  } else applyJs(key, offset, count, out, dest, c);
 }
 
 /** ε[offset : offset+count] of one member as a new Float32Array. */
@@ -204,7 +234,7 @@ export function noise(key: NoiseKey, count: number, offset = 0): Float32Array {
 /** Fill `out` with ε[offset : offset+out.length]. */
 export function fillNoise(out: Float32Array | Float64Array, key: NoiseKey, offset = 0): void {
   out.fill(0);
-  forEachChunk(key, offset, out.length, out, 0, 1);
+  applyNoiseWith(activeNoiseKernel, out, key, 1, offset, 0, out.length);
 }
 
 /**
@@ -213,5 +243,5 @@ export function fillNoise(out: Float32Array | Float64Array, key: NoiseKey, offse
  */
 export function applyNoise(theta: Float32Array | Float64Array, key: NoiseKey, c: number, offset = 0, start = 0, end = theta.length): void {
   if (start < 0 || end > theta.length || start > end) throw new RangeError(`applyNoise range [${start}, ${end}) outside θ of length ${theta.length}`);
-  forEachChunk(key, offset + start, end - start, theta, start, c);
+  applyNoiseWith(activeNoiseKernel, theta, key, c, offset + start, start, end - start);
 }

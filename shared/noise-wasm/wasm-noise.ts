@@ -1,0 +1,116 @@
+/**
+ * Runs the WebAssembly noise kernel (kernel.ts) behind the same contract as the JavaScript kernel in
+ * shared/noise.ts: out[dest + k] += c·ε[pos + k], for float32 and float64 targets, bit-identical.
+ *
+ * The stream's definition (ziggurat tables, chunk seeding) is passed in by shared/noise.ts, so this
+ * folder does not import it back. θ lives outside wasm memory, so each group of up to four chunks is
+ * copied in, updated there and copied back (two memcpys, cheaper than a JavaScript add loop).
+ */
+import { buildNoiseKernel, CHUNK_ELEMENTS, EXP2_COUNT, LANES, LAYOUT } from './kernel.ts';
+import { webAssembly } from './webassembly-api.ts';
+
+export interface ZigguratDefinition {
+  /** Per layer: width W[i] (value = j·W[i]), acceptance threshold X[i] (fast path iff |j·W[i]| < X[i]), F[i] = f(x_i). */
+  W: Float64Array;
+  X: Float64Array;
+  F: Float64Array;
+  /** Writes the xoshiro128** state (s0..s3) that starts `chunk` of the stream of `key`. */
+  seedChunk(key: NoiseKeyLike, chunk: number, state: Int32Array): void;
+}
+
+export interface NoiseKeyLike {
+  runSeed: number;
+  iteration: number;
+  member: number;
+}
+
+interface KernelExports {
+  memory: { buffer: ArrayBuffer };
+  gen(n: number): void;
+  apply32(block: number, eps: number, len: number, c: number): void;
+  apply64(block: number, eps: number, len: number, c: number): void;
+}
+
+/** The least m ≥ 0 with fl(m·w) ≥ x: |j| < KT ⟺ fl(|j|·w) < x, since fl(m·w) is non-decreasing in m. */
+function integerThreshold(w: number, x: number): number {
+  let lo = 0;
+  let hi = 2 ** 25;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (mid * w >= x) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+export class WasmNoiseKernel {
+  private readonly i32: Int32Array;
+  private readonly f32: Float32Array;
+  private readonly f64: Float64Array;
+  private readonly laneState = new Int32Array(4);
+
+  private constructor(
+    private readonly kernel: KernelExports,
+    private readonly zig: ZigguratDefinition,
+  ) {
+    const buffer = kernel.memory.buffer;
+    this.i32 = new Int32Array(buffer);
+    this.f32 = new Float32Array(buffer);
+    this.f64 = new Float64Array(buffer);
+    const stride = LAYOUT.zigStride;
+    for (let i = 0; i < zig.W.length; i++) {
+      const at = LAYOUT.zig + i * stride;
+      this.f64[at / 8] = zig.W[i];
+      this.i32[(at + 8) / 4] = integerThreshold(zig.W[i], zig.X[i]);
+      this.f64[(at + 16) / 8] = zig.F[i];
+      this.f64[(at + 24) / 8] = i > 0 ? zig.F[i - 1] : Number.NaN; // layer 0 never reads F[−1]: it takes the tail
+    }
+    for (let m = 0; m < EXP2_COUNT; m++) this.f64[LAYOUT.exp2 / 8 + m] = 2 ** (-m / 32);
+  }
+
+  /** The kernel, or null where WebAssembly SIMD is unavailable. */
+  static create(zig: ZigguratDefinition): WasmNoiseKernel | null {
+    const wasm = webAssembly;
+    if (!wasm) return null;
+    const bytes = buildNoiseKernel();
+    // SIMD128 is part of the validated feature set: an engine without it rejects the module here.
+    if (!wasm.validate(bytes)) return null;
+    const instance = new wasm.Instance(new wasm.Module(bytes), { math: { exp: Math.exp, log: Math.log } });
+    return new WasmNoiseKernel(instance.exports as unknown as KernelExports, zig);
+  }
+
+  /** out[dest + k] += c·ε_key[pos + k] for k < count. */
+  apply(key: NoiseKeyLike, pos: number, count: number, out: Float32Array | Float64Array, dest: number, c: number): void {
+    const wide = out instanceof Float64Array;
+    const mem = wide ? this.f64 : this.f32;
+    const block = LAYOUT.block / (wide ? 8 : 4);
+    const start = pos;
+    const end = pos + count;
+    while (pos < end) {
+      const first = Math.floor(pos / CHUNK_ELEMENTS);
+      const last = Math.min(first + LANES, Math.ceil(end / CHUNK_ELEMENTS));
+      this.seed(key, first, last - first);
+      const stop = Math.min(end, last * CHUNK_ELEMENTS);
+      // One chunk: generate only up to where it is needed; several: every lane but the last is needed whole.
+      this.kernel.gen(last - first === 1 ? stop - first * CHUNK_ELEMENTS : CHUNK_ELEMENTS);
+      const len = stop - pos;
+      const at = dest + (pos - start);
+      mem.set(out.subarray(at, at + len), block);
+      const eps = LAYOUT.eps + (pos - first * CHUNK_ELEMENTS) * 4;
+      if (wide) this.kernel.apply64(LAYOUT.block, eps, len, c);
+      else this.kernel.apply32(LAYOUT.block, eps, len, c);
+      out.set(mem.subarray(block, block + len), at);
+      pos = stop;
+    }
+  }
+
+  /** Lane l starts chunk first + l; lanes past `used` repeat lane 0 (their output is not read). */
+  private seed(key: NoiseKeyLike, first: number, used: number): void {
+    const s = this.laneState;
+    const base = LAYOUT.state / 4;
+    for (let l = 0; l < LANES; l++) {
+      if (l < used) this.zig.seedChunk(key, first + l, s);
+      for (let k = 0; k < 4; k++) this.i32[base + 4 * k + l] = s[k];
+    }
+  }
+}
