@@ -37,6 +37,11 @@ export interface EpisodeHandlerOptions {
   store: ObjectStore;
   /** Where `policy.tokenEnv` is looked up: the bearer token never travels in the event. */
   env: Record<string, string | undefined>;
+  /**
+   * When set, a token is only ever sent to these origins (the deployed trainer's URL), so an event
+   * naming some other endpoint cannot make the function hand the secret to it.
+   */
+  tokenOrigins?: string[];
   /** Memory of the worker for the cost estimate; 0 for local workers. */
   memoryMb: number;
   /** Whether each invocation pays Lambda's request price (false for the local pool). */
@@ -54,7 +59,7 @@ function describeZodError(error: z.ZodError): string {
     .join('; ');
 }
 
-async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, env: EpisodeHandlerOptions['env'], deadline: number): Promise<Policy> {
+async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number): Promise<Policy> {
   const scripted = SCRIPTED.exec(request.policy.baseUrl);
   if (scripted) {
     const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
@@ -63,7 +68,11 @@ async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinit
   }
   let token: string | undefined;
   if (request.policy.tokenEnv) {
-    token = env[request.policy.tokenEnv];
+    const origin = new URL(request.policy.baseUrl).origin;
+    if (options.tokenOrigins && !options.tokenOrigins.includes(origin)) {
+      throw new Error(`refusing to send the trainer token to ${origin}: this function only talks to ${options.tokenOrigins.join(', ')}`);
+    }
+    token = options.env[request.policy.tokenEnv];
     if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
   }
   return new HttpPolicy({
@@ -111,7 +120,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     let result: EpisodeResult;
     try {
       const definition = await loadEnvironment(request.environment.name);
-      const policy = await policyFor(request, definition, options.env, deadline);
+      const policy = await policyFor(request, definition, options, deadline);
       result = await runEpisode({
         definition,
         task: request.task.value,
@@ -172,6 +181,10 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
 /** The Lambda's configuration, from the environment sst.config.ts gives it. */
 export const EpisodeFunctionEnv = z.object({
   ESOPT_BUCKET: z.string().min(3),
+  /** The trainer's OpenAI-compatible base URL; the only origin the token is sent to. */
+  ESOPT_TRAINER_URL: z.url().optional(),
+  /** The bearer token, named by `policy.tokenEnv` in the requests the trainer sends. */
+  ESOPT_TRAINER_TOKEN: z.string().min(1).optional(),
   /** Only for S3-compatible servers (the dev endpoint); AWS needs neither. */
   ESOPT_S3_ENDPOINT: z.url().optional(),
   ESOPT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
@@ -200,6 +213,7 @@ export async function handler(event: unknown): Promise<EpisodeResponse> {
     lambdaHandler = createEpisodeHandler({
       store: openStore(storeSpecFromEnv(env)),
       env: process.env,
+      tokenOrigins: env.ESOPT_TRAINER_URL ? [new URL(env.ESOPT_TRAINER_URL).origin] : undefined,
       memoryMb: env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
       billedPerInvocation: true,
       prices: env.ESOPT_COST_PRICES ? CostPrices.parse(JSON.parse(env.ESOPT_COST_PRICES)) : undefined,
