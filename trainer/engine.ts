@@ -36,6 +36,8 @@ export interface GenerateRow {
   stop: string[];
   /** Only these token ids may be generated (the end-of-sequence token is always allowed). */
   allowedTokenIds?: number[];
+  /** Keep generating past end-of-sequence tokens (benchmarks that need a fixed token count). */
+  ignoreEos?: boolean;
   signal?: AbortSignal;
 }
 

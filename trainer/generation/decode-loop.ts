@@ -24,6 +24,7 @@ export interface PreparedRow {
   stop: string[];
   /** 0/1 over the vocabulary, end-of-sequence ids already allowed. */
   allowed?: Uint8Array;
+  ignoreEos?: boolean;
   signal?: AbortSignal;
 }
 
@@ -96,7 +97,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       s.tokens.push(token);
       next[b] = BigInt(token);
       nextPosition[b]++;
-      if (ctx.eosIds.has(token)) {
+      if (!r.ignoreEos && ctx.eosIds.has(token)) {
         s.done = 'stop';
         return;
       }

@@ -1,0 +1,172 @@
+import * as ort from 'onnxruntime-node';
+import { z } from 'zod';
+import { layoutSegments, perturbDense } from '../../../shared/es.ts';
+import type { ParameterSegment } from '../../../shared/es.ts';
+import { machineInfo, median, timeMs } from '../../bench/measure.ts';
+import { headDim, kvHeads } from '../../model/config.ts';
+import { createSession } from '../../model/create-engine.ts';
+import { buildPreset } from '../../model/open-model.ts';
+import { encodeModel } from '../../model/onnx/proto.ts';
+import { parameterCount } from '../../model/weights.ts';
+import { benchRows, tokensPerSecond } from '../../generation/throughput.ts';
+import { perturb, restore } from '../../perturbation/exact-perturbation.ts';
+import { weightsAsInputs } from '../../perturbation/weights-as-inputs.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+function rms(segments: readonly ParameterSegment[]): number {
+  let ss = 0;
+  let n = 0;
+  for (const s of segments) for (let i = 0; i < s.data.length; i++) (ss += s.data[i] * s.data[i]), n++;
+  return Math.sqrt(ss / n);
+}
+
+function maxDrift(segments: readonly ParameterSegment[], original: readonly Float32Array[]): number {
+  let m = 0;
+  segments.forEach((s, k) => {
+    for (let i = 0; i < s.data.length; i++) m = Math.max(m, Math.abs(s.data[i] - original[k][i]));
+  });
+  return m;
+}
+
+export const command: Command = {
+  name: 'bench full',
+  summary: 'full mode: member switch cost ÷ one episode of generation, restore drift, and θ-as-inputs ÷ θ-as-initializers tokens/s',
+  usage: 'esopt bench full [--preset small] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-preset tiny] [--repeats 3] [--threads N] [--provider cpu|cuda] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      preset: { type: 'string', default: 'small' },
+      batches: { type: 'string', default: '1,8' },
+      'episode-tokens': { type: 'string', default: '256' },
+      'prompt-tokens': { type: 'string', default: '64' },
+      sigma: { type: 'string', default: '0.001' },
+      cycles: { type: 'string', default: '1000' },
+      'drift-preset': { type: 'string', default: 'tiny' },
+      repeats: { type: 'string', default: '3' },
+      threads: { type: 'string' },
+      provider: { type: 'string', default: 'cpu' },
+    });
+    const preset = flag(p.values, 'preset', z.enum(['tiny', 'small']));
+    const batches = flag(p.values, 'batches', z.string().regex(/^\d+(,\d+)*$/, 'comma-separated batch sizes')).split(',').map(Number);
+    const episodeTokens = flag(p.values, 'episode-tokens', int(1, 4096));
+    const promptTokens = flag(p.values, 'prompt-tokens', int(1, 1024));
+    const sigma = flag(p.values, 'sigma', z.coerce.number().positive().max(1));
+    const cycles = flag(p.values, 'cycles', int(1, 100_000));
+    const driftPreset = flag(p.values, 'drift-preset', z.enum(['tiny', 'small']));
+    const repeats = flag(p.values, 'repeats', int(1, 50));
+    const threads = flag(p.values, 'threads', int(1, 256).optional());
+    const provider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']));
+    const log = (m: string) => { if (!p.json) io.stderr(m); };
+
+    const model = buildPreset(preset, 0);
+    const c = model.config;
+    const shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, hasPositionIds: true };
+    const opts = { executionProvider: provider, threads };
+    const ctx = { shape, tokenizer: model.tokenizer, eosIds: new Set<number>(), padId: c.pad_token_id ?? 0 };
+    const segments = layoutSegments(model.weights);
+    const weightFeeds = Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
+    const withInitializers = await createSession(model.graph, opts, `preset ${preset}`);
+    const withInputs = await createSession(weightsAsInputs(model.graph, model.weights), opts, `preset ${preset} (θ as inputs)`);
+
+    // --- θ as graph inputs vs θ as initializers, same graph otherwise ---
+    const inputVsInit = [];
+    for (const B of batches) {
+      const rows = benchRows(B, promptTokens, 64, c.vocab_size);
+      const init = () => tokensPerSecond({ ...ctx, session: withInitializers, extraFeeds: {} }, rows);
+      const inputs = () => tokensPerSecond({ ...ctx, session: withInputs, extraFeeds: weightFeeds }, rows);
+      log(`batch ${B}: θ as initializers vs θ as inputs, ${repeats} interleaved rounds`);
+      await init();
+      await inputs();
+      const a: number[] = [];
+      const b: number[] = [];
+      for (let r = 0; r < repeats; r++) {
+        if (r % 2 === 0) (a.push(await init()), b.push(await inputs()));
+        else (b.push(await inputs()), a.push(await init()));
+      }
+      inputVsInit.push({ batch: B, initializer_tokens_per_s: median(a), input_tokens_per_s: median(b), ratio: median(b) / median(a) });
+      log(`  initializers ${median(a).toFixed(1)} tok/s, inputs ${median(b).toFixed(1)} tok/s`);
+    }
+
+    // --- member switch (exact perturb + restore of all θ) vs one episode of that member's tokens ---
+    log(`switch: perturb+restore ${parameterCount(model.weights)} parameters vs generating ${episodeTokens} tokens (batch 1)`);
+    const key = (r: number) => ({ runSeed: 1, iteration: 0, member: r });
+    restore(segments, perturb(segments, key(999), sigma)); // warm-up
+    const switchMs: number[] = [];
+    let fixups = 0;
+    for (let r = 0; r < repeats; r++) {
+      switchMs.push(await timeMs(() => {
+        const pert = perturb(segments, key(r), sigma);
+        fixups += pert.fixupCount;
+        restore(segments, pert);
+      }));
+    }
+    const episodeRows = benchRows(1, promptTokens, episodeTokens, c.vocab_size);
+    const episodeMs: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      episodeMs.push(await timeMs(() => tokensPerSecond({ ...ctx, session: withInputs, extraFeeds: weightFeeds }, episodeRows)));
+    }
+    // the alternative design: rebuild an initializer session with the perturbed θ once per member
+    const rebuildMs: number[] = [];
+    for (let r = 0; r < Math.min(repeats, 2); r++) {
+      rebuildMs.push(await timeMs(async () => {
+        const pert = perturb(segments, key(r), sigma);
+        const s = await ort.InferenceSession.create(encodeModel(model.graph), { executionProviders: [provider], graphOptimizationLevel: 'all' });
+        restore(segments, pert);
+        await s.release();
+      }));
+    }
+    const initEpisodeMs: number[] = [];
+    for (let r = 0; r < Math.min(repeats, 2); r++) {
+      initEpisodeMs.push(await timeMs(() => tokensPerSecond({ ...ctx, session: withInitializers, extraFeeds: {} }, episodeRows)));
+    }
+
+    // --- drift after many cycles, exact scheme vs plain subtraction ---
+    log(`drift: ${cycles} perturb/restore cycles on the ${driftPreset} preset's θ, exact scheme and plain subtraction`);
+    const driftModel = buildPreset(driftPreset, 0);
+    const exactSegs = layoutSegments(driftModel.weights.map((w) => ({ name: w.name, data: w.data.slice() })));
+    const plainSegs = layoutSegments(driftModel.weights.map((w) => ({ name: w.name, data: w.data.slice() })));
+    const original = driftModel.weights.map((w) => w.data);
+    for (let k = 0; k < cycles; k++) {
+      const cs = (k % 2 ? -1 : 1) * sigma;
+      restore(exactSegs, perturb(exactSegs, key(k), cs));
+      perturbDense(plainSegs, key(k), cs);
+      perturbDense(plainSegs, key(k), -cs);
+    }
+    const thetaRms = rms(exactSegs);
+
+    await Promise.all([withInitializers.release(), withInputs.release()]);
+    const switchRatio = median(switchMs) / median(episodeMs);
+    const out = {
+      preset,
+      parameters: parameterCount(model.weights),
+      provider,
+      sigma,
+      switch_ms: median(switchMs),
+      episode_ms: median(episodeMs),
+      episode_tokens: episodeTokens,
+      switch_ratio: switchRatio,
+      fixup_fraction: fixups / repeats / parameterCount(model.weights),
+      rebuild_session_switch_ms: median(rebuildMs),
+      rebuild_session_episode_ms: median(initEpisodeMs),
+      rebuild_session_switch_ratio: median(rebuildMs) / median(initEpisodeMs),
+      drift: maxDrift(exactSegs, original),
+      drift_plain_subtraction: maxDrift(plainSegs, original),
+      drift_bound: 1e-6 * thetaRms,
+      drift_cycles: cycles,
+      drift_preset: driftPreset,
+      input_vs_initializer: Math.min(...inputVsInit.map((r) => r.ratio)),
+      input_vs_initializer_batches: inputVsInit,
+      targets: { switch_ratio: 0.05, drift: '≤ 1e-6·RMS(θ)', input_vs_initializer: 0.95 },
+      machine: machineInfo(),
+    };
+    if (p.json) io.stdout(JSON.stringify(out, null, 2));
+    else {
+      io.stdout(`switch_ratio ${switchRatio.toFixed(3)} (switch ${out.switch_ms.toFixed(0)} ms ÷ episode ${out.episode_ms.toFixed(0)} ms; target ≤ 0.05)`);
+      io.stdout(`drift ${out.drift} after ${cycles} cycles (bound ${out.drift_bound.toExponential(2)}; plain subtraction ${out.drift_plain_subtraction.toExponential(2)})`);
+      io.stdout(`input_vs_initializer ${out.input_vs_initializer.toFixed(3)} (target ≥ 0.95); rebuild-session switch_ratio ${out.rebuild_session_switch_ratio.toFixed(3)}`);
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,61 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { machineInfo } from '../../bench/measure.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const probe = fileURLToPath(new URL('../../model/memory-probe.ts', import.meta.url));
+
+function runChild(options: Record<string, unknown>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', probe, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`memory probe (${String(options.workload)}) exited ${code}: ${err.trim().split('\n').slice(-5).join('\n')}`));
+      const parsed = z.object({ maxRssKiB: z.number() }).safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
+      if (!parsed.success) return reject(new Error(`memory probe printed no peak RSS: ${out}`));
+      resolve(parsed.data.maxRssKiB);
+    });
+  });
+}
+
+export const command: Command = {
+  name: 'bench memory',
+  summary: 'peak RSS of a child that trains (perturb, generate, restore, update) ÷ one that only generates',
+  usage: 'esopt bench memory [--mode full|lowrank] [--preset small] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      mode: { type: 'string', default: 'full' },
+      preset: { type: 'string', default: 'small' },
+      population: { type: 'string', default: '8' },
+      batch: { type: 'string', default: '4' },
+      'prompt-tokens': { type: 'string', default: '32' },
+      'new-tokens': { type: 'string', default: '32' },
+      iterations: { type: 'string', default: '3' },
+    });
+    const options = {
+      mode: flag(p.values, 'mode', z.enum(['full', 'lowrank'])),
+      preset: flag(p.values, 'preset', z.enum(['tiny', 'small'])),
+      population: flag(p.values, 'population', int(2, 1024).refine((n) => n % 2 === 0, 'must be even (antithetic pairs)')),
+      batch: flag(p.values, 'batch', int(1, 256)),
+      promptTokens: flag(p.values, 'prompt-tokens', int(1, 1024)),
+      newTokens: flag(p.values, 'new-tokens', int(1, 1024)),
+      iterations: flag(p.values, 'iterations', int(1, 100)),
+    };
+    const log = (m: string) => { if (!p.json) io.stderr(m); };
+    log(`child 1/2: generate only (${options.iterations} iterations × ${options.population} members' worth of calls)`);
+    const generate = await runChild({ ...options, workload: 'generate' });
+    log('child 2/2: train (perturb, generate, restore, update)');
+    const train = await runChild({ ...options, workload: 'train' });
+    const out = { ...options, train_peak_rss_mib: train / 1024, generate_peak_rss_mib: generate / 1024, ratio: train / generate, target: 1.05, machine: machineInfo() };
+    if (p.json) io.stdout(JSON.stringify(out, null, 2));
+    else io.stdout(`peak RSS train ${out.train_peak_rss_mib.toFixed(1)} MiB ÷ generate ${out.generate_peak_rss_mib.toFixed(1)} MiB = ratio ${out.ratio.toFixed(3)} (target ≤ 1.05)`);
+    return 0;
+  },
+};

@@ -1,0 +1,53 @@
+/**
+ * A child process for `esopt bench memory`: runs one workload on an engine and prints its peak RSS.
+ *   train     per iteration: every member generates (perturb, run, restore / per-row factors), rewards are
+ *             folded in with the shared ES core, and the update is applied to θ in place.
+ *   generate  the same generate calls with the same shapes, all on the base model, no update.
+ * Usage: node --import tsx trainer/model/memory-probe.ts '<json options>'
+ */
+import { z } from 'zod';
+import { ask, tell } from '../../shared/es.ts';
+import type { GenerateRow, MemberSelector } from '../engine.ts';
+import { createEngine } from './create-engine.ts';
+
+const Options = z.object({
+  workload: z.enum(['train', 'generate']),
+  mode: z.enum(['full', 'lowrank']),
+  preset: z.enum(['tiny', 'small']),
+  population: z.number().int().min(2),
+  batch: z.number().int().min(1),
+  promptTokens: z.number().int().min(1),
+  newTokens: z.number().int().min(1),
+  iterations: z.number().int().min(1),
+});
+
+const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
+const engine = await createEngine({ model: { preset: o.preset, seed: 0 }, mode: o.mode, maxBatch: o.population * o.batch });
+const row = (member: MemberSelector, b: number): GenerateRow => ({
+  promptIds: Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256),
+  member,
+  sampling: { temperature: 1, topP: 1, topK: 0, seed: b },
+  maxNewTokens: o.newTokens,
+  stop: [],
+  ignoreEos: true,
+});
+const sigma = 0.001;
+for (let iteration = 0; iteration < o.iterations; iteration++) {
+  const members = ask({ population: o.population, antithetic: true });
+  if (o.workload === 'train') engine.setPopulation({ runSeed: 1, iteration, sigma, rank: 1, members });
+  const select = (index: number): MemberSelector => (o.workload === 'train' ? { kind: 'member', iteration, index } : { kind: 'base' });
+  const rewards = new Map<number, number[]>();
+  // full mode serves one member at a time; low-rank serves the whole population in one batch
+  const calls = o.mode === 'full' ? members.map((m) => [m.index]) : [members.map((m) => m.index)];
+  for (const call of calls) {
+    const rows = call.flatMap((index) => Array.from({ length: o.batch }, (_, b) => ({ index, row: row(select(index), b) })));
+    const results = await engine.generate(rows.map((r) => r.row));
+    rows.forEach((r, k) => rewards.set(r.index, [...(rewards.get(r.index) ?? []), results[k].tokenIds.filter((t) => t % 2 === 0).length]));
+  }
+  if (o.workload === 'train') {
+    const { coefficients } = tell(members, rewards, { alpha: 0.01, shaping: 'zscore' });
+    await engine.applyUpdate({ runSeed: 1, iteration, coefficients, rank: 1 });
+  }
+}
+await engine.close();
+process.stdout.write(`${JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS })}\n`);
