@@ -67,6 +67,11 @@ export const RunConfig = z
     failedEpisodeReward: z.number().finite().nullable().default(null),
     /** An episode with at least this reward counts as a success (train success rate and evaluation). */
     successThreshold: z.number().finite().default(1),
+    /**
+     * Who plays the episodes: the model being trained (default), or the environment's scripted policy,
+     * whose rewards do not depend on θ — for CPU-only simulations and for exact-resume tests.
+     */
+    policy: z.enum(['model', 'scripted:random', 'scripted:oracle']).default('model'),
     /** Episodes run at once by the embedded worker pool. */
     workers: z.number().int().min(1).max(1024).default(8),
     seed: Seed.default(0),

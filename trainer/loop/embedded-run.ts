@@ -50,7 +50,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
       fanout,
       weights: engine,
       population: server.service,
-      policy: { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) },
+      policy: config.policy === 'model' ? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) } : { baseUrl: config.policy },
       environment,
       pollMs: o.pollMs,
       faults: o.faults,
