@@ -1,0 +1,53 @@
+/**
+ * The ModelHost of the local API: an Engine for the weights asked for (θ_0 of a model spec, or a run's
+ * verified checkpoint) behind an inference server on a loopback port with its own token.
+ */
+import { randomBytes } from 'node:crypto';
+import type { HostedModel, ModelHost, ServedModel } from '../../shared/ports/model-host.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { loadLatestCheckpoint } from '../loop/checkpoints.ts';
+import { readRunConfig } from '../loop/training.ts';
+import { createEngine } from '../model/create-engine.ts';
+import { startInferenceServer } from '../server/server.ts';
+
+export class LocalModelHost implements ModelHost {
+  constructor(private readonly store: ObjectStore) {}
+
+  async serve(model: HostedModel): Promise<ServedModel> {
+    let spec;
+    let mode: 'full' | 'lowrank' = 'full';
+    if (model.kind === 'base') spec = model.model;
+    else {
+      const config = await readRunConfig(this.store, model.run);
+      if (!config) throw new Error(`no run ${model.run}`);
+      spec = config.model;
+      mode = config.mode;
+    }
+    const engine = await createEngine({ model: spec, mode, contextPolicy: 'truncate-left' });
+    let iteration = 0;
+    try {
+      if (model.kind === 'checkpoint') {
+        const loaded = await loadLatestCheckpoint(this.store, model.run, engine.segments(), model.iteration ?? Infinity);
+        if (!loaded) throw new Error(`run ${model.run} has no verified checkpoint${model.iteration === undefined ? '' : ` at or before iteration ${model.iteration}`}`);
+        if (model.iteration !== undefined && loaded.meta.iteration !== model.iteration) throw new Error(`the checkpoint of iteration ${model.iteration} did not verify (newest good one: ${loaded.meta.iteration})`);
+        await engine.commitUpdate();
+        iteration = loaded.meta.iteration;
+      }
+      const token = randomBytes(24).toString('hex');
+      const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left' });
+      return {
+        baseUrl: `${server.url}/v1`,
+        model: 'base',
+        token,
+        iteration,
+        close: async () => {
+          await server.close();
+          await engine.close();
+        },
+      };
+    } catch (err) {
+      await engine.close();
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The CLI's client of the esopt HTTP API: `--api URL` (default $ESOPT_API or http://127.0.0.1:8787), the
+ * bearer token from $ESOPT_TOKEN, responses parsed with the API's own schemas, errors as one line with
+ * the server's field paths, and the run's SSE stream as an async iterator of RunEvents.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ApiError, RunEvent } from '../../shared/schemas/index.ts';
+import { flag, type Parsed } from './args.ts';
+import { UsageError } from './usage-error.ts';
+
+export const DEFAULT_API = 'http://127.0.0.1:8787';
+
+/** The `--api` flag every API command takes. */
+export const apiFlags = { api: { type: 'string' } } as const;
+
+function jsonOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    private readonly token: string,
+  ) {}
+
+  static fromFlags(values: Parsed['values'], env: NodeJS.ProcessEnv = process.env): ApiClient {
+    const url = flag(values, 'api', z.url().optional()) ?? env.ESOPT_API ?? DEFAULT_API;
+    const token = env.ESOPT_TOKEN;
+    if (!token) throw new UsageError('set ESOPT_TOKEN to the API token');
+    return new ApiClient(url.replace(/\/+$/, ''), token);
+  }
+
+  private async request(method: string, path: string, body?: unknown): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.token}` };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      // One key per command invocation: a retried request can never create a second run.
+      headers['Idempotency-Key'] = randomUUID();
+    }
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch (err) {
+      throw new Error(`cannot reach the API at ${this.baseUrl}: ${(err as Error).cause ?? (err as Error).message}`);
+    }
+    if (!res.ok) {
+      const text = await res.text();
+      const parsed = ApiError.safeParse(jsonOrNull(text));
+      const message = parsed.success ? (parsed.data.error.issues?.length ? parsed.data.error.issues.map((i) => `${i.path}: ${i.message}`).join('; ') : parsed.data.error.message) : text.slice(0, 500);
+      throw new Error(`${method} ${path} → HTTP ${res.status}: ${message}`);
+    }
+    return res;
+  }
+
+  async get<S extends z.ZodType>(path: string, schema: S): Promise<z.infer<S>> {
+    return schema.parse(await (await this.request('GET', path)).json());
+  }
+
+  async post<S extends z.ZodType>(path: string, body: unknown, schema: S): Promise<z.infer<S>> {
+    return schema.parse(await (await this.request('POST', path, body ?? {})).json());
+  }
+
+  /** The server-sent events of a run until the stream ends (after the `end` event). */
+  async *events(run: string): AsyncGenerator<RunEvent> {
+    const res = await this.request('GET', `/runs/${encodeURIComponent(run)}/events`);
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of res.body) {
+      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+      let at: number;
+      while ((at = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, at);
+        buffer = buffer.slice(at + 2);
+        const data = block
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trimStart())
+          .join('\n');
+        if (data) yield RunEvent.parse(JSON.parse(data));
+      }
+    }
+  }
+}
+
+/** The one positional id of `runs show|stop|watch <id>` and `evals show <id>`. */
+export function idArgument(positionals: string[], what: string): string {
+  if (positionals.length !== 1) throw new UsageError(`give exactly one ${what} id`);
+  const r = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/).safeParse(positionals[0]);
+  if (!r.success) throw new UsageError(`not a valid ${what} id: ${JSON.stringify(positionals[0])}`);
+  return r.data;
+}

@@ -1,0 +1,29 @@
+import { RunDetail } from '../../../shared/schemas/index.ts';
+import { parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
+
+export const command: Command = {
+  name: 'runs show',
+  summary: 'a run: state, iteration, latest metrics, config',
+  usage: 'esopt runs show <id> [--api URL] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, apiFlags, true);
+    const id = idArgument(p.positionals, 'run');
+    const run = await ApiClient.fromFlags(p.values).get(`/runs/${id}`, RunDetail);
+    if (p.json) {
+      io.stdout(JSON.stringify(run));
+      return 0;
+    }
+    const l = run.latest;
+    io.stdout(
+      [
+        `run ${run.id} (${run.environment}): ${run.state}${run.stopRequested && run.state !== 'stopped' ? ', stop requested' : ''}`,
+        `iterations: ${run.completedIterations} of ${run.iterations} done${run.current ? `; iteration ${run.current.iteration} in flight, ${run.current.arrived}/${run.current.expected} rewards in` : ''}`,
+        l ? `latest (iteration ${l.iteration}): mean reward ${l.meanReward ?? 'n/a'}, success ${l.successRate ?? 'n/a'}, ${l.counted}/${l.expected} counted, $${l.cost.usd.toFixed(6)}` : 'no iteration finished yet',
+        ...(run.status?.error ? [`error: ${run.status.error}`] : []),
+      ].join('\n'),
+    );
+    return 0;
+  },
+};

@@ -1,0 +1,17 @@
+import { StopAccepted } from '../../../shared/schemas/index.ts';
+import { parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
+
+export const command: Command = {
+  name: 'runs stop',
+  summary: 'stop a run after its current iteration',
+  usage: 'esopt runs stop <id> [--api URL] [--json]',
+  async run(argv, io) {
+    const p = parseFlags(argv, apiFlags, true);
+    const id = idArgument(p.positionals, 'run');
+    const accepted = await ApiClient.fromFlags(p.values).post(`/runs/${id}/stop`, {}, StopAccepted);
+    io.stdout(p.json ? JSON.stringify(accepted) : `run ${id}: stop requested (${accepted.state}); it ends after the current iteration`);
+    return 0;
+  },
+};
