@@ -1,0 +1,46 @@
+/** The browser port: the web environment drives pages through this, on Chromium or happy-dom. */
+import type { WebAction } from './action.ts';
+
+export interface PageVerdict {
+  done: boolean;
+  success: boolean;
+}
+
+/** One task page in its own fresh browser context. Every call may hang if the page does: callers bound them with timeouts. */
+export interface WebPage {
+  /** The text view (the bridge's rendering). */
+  observe(): Promise<string>;
+  /** Performs an action (not `done`); resolves to the reason it is impossible, or null when it was done. */
+  perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null>;
+  verdict(): Promise<PageVerdict>;
+  /** Requests the page made that were blocked (anything not to the task server). */
+  readonly blockedRequests: readonly string[];
+  /** Frees the context; safe to call twice, and gives up on a hung page rather than waiting for it. */
+  close(): Promise<void>;
+}
+
+export interface OpenPageOptions {
+  url: string;
+  /** The one origin the page may talk to (the task server). */
+  allowedOrigin: string;
+  screenLines: number;
+  /** Loading the page may take at most this long. */
+  timeoutMs: number;
+}
+
+export interface WebBackend {
+  readonly name: 'chromium' | 'happy-dom';
+  open(options: OpenPageOptions): Promise<WebPage>;
+  close(): Promise<void>;
+}
+
+/** Settles with `promise` or rejects with a TimeoutError after `ms`. */
+export class TimeoutError extends Error {}
+
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(`${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

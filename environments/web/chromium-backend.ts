@@ -1,0 +1,196 @@
+/**
+ * Real Chromium through playwright-core. One browser process per backend, reused across episodes and
+ * relaunched when it dies; a fresh context per episode. Isolation: every request that is not to the
+ * task server is aborted inside the browser (context routes, WebSockets included), and as a second
+ * wall the browser's proxy points at a closed loopback port, so nothing that slipped past a route
+ * could leave the machine either. Actions are real input events (playwright's click/fill/check/...),
+ * after the bridge has checked them against what is on screen.
+ */
+import { accessSync, constants } from 'node:fs';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { WebAction } from './action.ts';
+import { withTimeout, type OpenPageOptions, type PageVerdict, type WebBackend, type WebPage } from './backend.ts';
+import { DEFAULT_CHROMIUM } from './task.ts';
+
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+  // Loopback is never proxied; everything else goes to a port nothing listens on.
+  '--proxy-server=http://127.0.0.1:9',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+];
+
+/** Longest closing a context may take; a renderer stuck in a loop makes the browser restart instead. */
+const CLOSE_TIMEOUT_MS = 3_000;
+
+export function resolveChromium(executablePath?: string): string {
+  const path = executablePath ?? process.env.ESOPT_CHROMIUM ?? DEFAULT_CHROMIUM;
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new Error(
+      `Chromium not found at ${path}: install it (Debian: apt-get install chromium) or point ESOPT_CHROMIUM or the web option "executablePath" at a Chromium executable`,
+    );
+  }
+  return path;
+}
+
+export class ChromiumBackend implements WebBackend {
+  readonly name = 'chromium' as const;
+  private browser: Promise<Browser> | undefined;
+  readonly executablePath: string;
+
+  constructor(executablePath?: string) {
+    this.executablePath = resolveChromium(executablePath);
+  }
+
+  private launch(): Promise<Browser> {
+    const launched = chromium.launch({ executablePath: this.executablePath, args: ARGS, timeout: 30_000 }).then((browser) => {
+      browser.on('disconnected', () => {
+        if (this.browser === launched) this.browser = undefined;
+      });
+      return browser;
+    });
+    launched.catch(() => {
+      if (this.browser === launched) this.browser = undefined;
+    });
+    this.browser = launched;
+    return launched;
+  }
+
+  private async liveBrowser(): Promise<Browser> {
+    const browser = await (this.browser ?? this.launch());
+    return browser.isConnected() ? browser : this.launch();
+  }
+
+  /** The browser's process id, from the browser itself (for operators and the restart test). */
+  async browserPid(): Promise<number> {
+    const browser = await this.liveBrowser();
+    const cdp = await browser.newBrowserCDPSession();
+    try {
+      const info = (await cdp.send('SystemInfo.getProcessInfo')) as { processInfo: Array<{ type: string; id: number }> };
+      const main = info.processInfo.find((p) => p.type === 'browser');
+      if (!main) throw new Error('Chromium did not report its browser process');
+      return main.id;
+    } finally {
+      await cdp.detach().catch(() => undefined);
+    }
+  }
+
+  async open(options: OpenPageOptions): Promise<WebPage> {
+    let context: BrowserContext;
+    try {
+      context = await (await this.liveBrowser()).newContext({ serviceWorkers: 'block', acceptDownloads: false });
+    } catch {
+      // The browser died between episodes: start a new one, once.
+      context = await (await this.launch()).newContext({ serviceWorkers: 'block', acceptDownloads: false });
+    }
+    const blocked: string[] = [];
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (new URL(url).origin === options.allowedOrigin) return route.continue();
+      blocked.push(url);
+      return route.abort('blockedbyclient');
+    });
+    await context.routeWebSocket(/.*/, (ws) => {
+      blocked.push(ws.url());
+      ws.close({ code: 1008, reason: 'blocked' });
+    });
+    const page = await context.newPage();
+    // Bounds every playwright action (click, fill, ...) on this page.
+    page.setDefaultTimeout(options.timeoutMs);
+    const chromiumPage = new ChromiumPage(context, page, blocked, () => this.restart());
+    try {
+      await withTimeout(page.goto(options.url, { waitUntil: 'load', timeout: options.timeoutMs }), options.timeoutMs + 500, 'loading the page');
+      await withTimeout(page.evaluate(bridgeCall('setScreen', options.screenLines)), options.timeoutMs, 'starting the page');
+    } catch (err) {
+      await chromiumPage.close();
+      throw err;
+    }
+    return chromiumPage;
+  }
+
+  /** Kills the browser (a hung renderer would not let its context close); the next episode launches a new one. */
+  async restart(): Promise<void> {
+    const current = this.browser;
+    this.browser = undefined;
+    const browser = await current?.catch(() => undefined);
+    await withTimeout(browser?.close() ?? Promise.resolve(), CLOSE_TIMEOUT_MS, 'closing Chromium').catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.restart();
+  }
+}
+
+/**
+ * A call into the page's bridge as an expression string: the arguments travel as JSON, and no Node
+ * function source (which a TypeScript transform may have rewritten) is shipped to the page.
+ */
+function bridgeCall(method: string, ...args: unknown[]): string {
+  return `window.__esopt.${method}(${args.map((a) => JSON.stringify(a ?? null)).join(', ')})`;
+}
+
+class ChromiumPage implements WebPage {
+  private closed = false;
+
+  constructor(
+    private readonly context: BrowserContext,
+    private readonly page: Page,
+    readonly blockedRequests: string[],
+    private readonly restartBrowser: () => Promise<void>,
+  ) {}
+
+  observe(): Promise<string> {
+    return this.page.evaluate(bridgeCall('observe')) as Promise<string>;
+  }
+
+  verdict(): Promise<PageVerdict> {
+    return this.page.evaluate(bridgeCall('result')) as Promise<PageVerdict>;
+  }
+
+  async perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null> {
+    const id = 'id' in action ? action.id : null;
+    const arg = action.kind === 'scroll' ? action.direction : action.kind === 'press' ? action.key : 'text' in action ? action.text : null;
+    const problem = (await this.page.evaluate(bridgeCall('check', action.kind, id, arg))) as string | null;
+    if (problem) return problem;
+    const target = () => this.page.locator(`[data-esopt-id="${id}"]`);
+    switch (action.kind) {
+      case 'scroll':
+        await this.page.evaluate(bridgeCall('scroll', action.direction));
+        await this.page.mouse.wheel(0, action.direction === 'down' ? 400 : -400);
+        break;
+      case 'press':
+        await this.page.keyboard.press(action.key);
+        break;
+      case 'click':
+        await target().click();
+        break;
+      case 'check':
+        await target().check();
+        break;
+      case 'type':
+        await target().fill(action.text);
+        break;
+      case 'select':
+        await target().selectOption({ label: action.text });
+        break;
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await withTimeout(this.context.close(), CLOSE_TIMEOUT_MS, 'closing the browser context');
+    } catch {
+      await this.restartBrowser();
+    }
+  }
+}
