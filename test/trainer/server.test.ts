@@ -1,0 +1,225 @@
+/**
+ * The inference server over real HTTP on 127.0.0.1 with the real tiny ONNX engine: OpenAI's wire format
+ * (non-stream and SSE) field by field, model resolution (404/409), bad bodies (400 with zod paths), bearer
+ * auth (401), back-pressure (429 + Retry-After), timeouts, cancellation, /v1/models, /healthz, /metrics,
+ * and an unchanged OpenAI-compatible client (our HTTP policy) talking to it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ask } from '../../shared/es.ts';
+import { HttpPolicy } from '../../environments/policies/http-client.ts';
+import type { Engine } from '../../trainer/engine.ts';
+import { createEngine } from '../../trainer/model/create-engine.ts';
+import { ChatCompletion, ChatCompletionChunk, ErrorBody } from '../../trainer/server/openai-schema.ts';
+import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
+
+let engine: Engine;
+const servers: RunningServer[] = [];
+
+beforeAll(async () => {
+  engine = await createEngine({ model: { preset: 'tiny', seed: 0 }, mode: 'full' });
+});
+afterAll(async () => {
+  for (const s of servers) await s.close();
+  await engine.close();
+});
+
+async function serve(options: Parameters<typeof startInferenceServer>[1] = {}): Promise<RunningServer> {
+  const s = await startInferenceServer(engine, options);
+  servers.push(s);
+  return s;
+}
+
+const hello = [
+  { role: 'system', content: 'You are terse.' },
+  { role: 'user', content: 'Say hi.' },
+];
+
+function post(s: RunningServer, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  return fetch(`${s.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal,
+  });
+}
+
+/** The `data:` payloads of an SSE body, in order. */
+function sseData(text: string): string[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trim());
+}
+
+describe('inference server', () => {
+  let s: RunningServer;
+  beforeAll(async () => {
+    s = await serve();
+    s.service.setPopulation({ runSeed: 5, iteration: 3, sigma: 0.05, rank: 1, members: ask({ population: 4, antithetic: true }) });
+  });
+
+  it('answers a chat completion in OpenAI’s format, field by field', async () => {
+    const res = await post(s, { model: 'base', messages: hello, temperature: 0, max_tokens: 8 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = ChatCompletion.parse(await res.json());
+    expect(body.object).toBe('chat.completion');
+    expect(body.model).toBe('base');
+    expect(body.choices).toHaveLength(1);
+    expect(body.choices[0].index).toBe(0);
+    expect(body.choices[0].message.role).toBe('assistant');
+    expect(['stop', 'length']).toContain(body.choices[0].finish_reason);
+    expect(body.usage.prompt_tokens).toBe(engine.countTokens(hello as never));
+    expect(body.usage.completion_tokens).toBeGreaterThan(0);
+    expect(body.usage.completion_tokens).toBeLessThanOrEqual(8);
+    expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens);
+    if (body.choices[0].finish_reason === 'length') expect(body.usage.completion_tokens).toBe(8);
+  });
+
+  it('streams the same completion as SSE chunks with a usage chunk and [DONE]', async () => {
+    const req = { model: 'member-3-1', messages: hello, temperature: 0, max_tokens: 8 };
+    const plain = ChatCompletion.parse(await (await post(s, req)).json());
+    const res = await post(s, { ...req, stream: true, stream_options: { include_usage: true } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const data = sseData(await res.text());
+    expect(data.at(-1)).toBe('[DONE]');
+    const chunks = data.slice(0, -1).map((d) => ChatCompletionChunk.parse(JSON.parse(d)));
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'member-3-1')).toBe(true);
+    expect(chunks[0].choices[0].delta.role).toBe('assistant');
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toEqual(plain.usage);
+    const finish = chunks.at(-2)!;
+    expect(finish.choices[0].finish_reason).toBe(plain.choices[0].finish_reason);
+    expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
+    const text = chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
+    expect(text).toBe(plain.choices[0].message.content);
+  });
+
+  it('streams without a usage field unless asked for', async () => {
+    const data = sseData(await (await post(s, { model: 'base', messages: hello, temperature: 0, max_tokens: 4, stream: true })).text());
+    const chunks = data.slice(0, -1).map((d) => ChatCompletionChunk.parse(JSON.parse(d)));
+    expect(chunks.every((c) => !('usage' in c))).toBe(true);
+    expect(chunks.at(-1)!.choices[0].finish_reason).not.toBeNull();
+  });
+
+  it('a member is served by its own weights, and the same seed replays', async () => {
+    const req = (model: string) => ({ model, messages: hello, temperature: 1, seed: 42, max_tokens: 24 });
+    const a = ChatCompletion.parse(await (await post(s, req('member-3-0'))).json()).choices[0].message.content;
+    const again = ChatCompletion.parse(await (await post(s, req('member-3-0'))).json()).choices[0].message.content;
+    const b = ChatCompletion.parse(await (await post(s, req('member-3-1'))).json()).choices[0].message.content;
+    expect(again).toBe(a);
+    // The antithetic twin of member 0 perturbs the other way: a different policy.
+    expect(b).not.toBe(a);
+  });
+
+  it('409 for a member of another iteration, 404 for an unknown one', async () => {
+    const old = await post(s, { model: 'member-2-0', messages: hello });
+    expect(old.status).toBe(409);
+    const body = ErrorBody.parse(await old.json());
+    expect(body.error.message).toMatch(/iteration 2.*finished.*live iteration is 3/);
+    expect((await post(s, { model: 'member-4-0', messages: hello })).status).toBe(409);
+    expect((await post(s, { model: 'member-3-99', messages: hello })).status).toBe(404);
+    const unknown = await post(s, { model: 'gpt-4o', messages: hello });
+    expect(unknown.status).toBe(404);
+    expect(ErrorBody.parse(await unknown.json()).error.code).toBe('model_not_found');
+  });
+
+  it('400 names the failing fields', async () => {
+    const res = await post(s, { model: 'base', messages: [{ role: 'wizard', content: 'x' }], temperature: 'hot' });
+    expect(res.status).toBe(400);
+    const msg = ErrorBody.parse(await res.json()).error.message;
+    expect(msg).toContain('messages.0.role');
+    expect(msg).toContain('temperature');
+    const notJson = await post(s, '{"model": ');
+    expect(notJson.status).toBe(400);
+    expect(ErrorBody.parse(await notJson.json()).error.message).toMatch(/not valid JSON/);
+    const tooLong = await post(s, { model: 'base', messages: hello, max_tokens: 10_000 });
+    expect(tooLong.status).toBe(400);
+    expect(ErrorBody.parse(await tooLong.json()).error.code).toBe('context_length_exceeded');
+  });
+
+  it('lists base and the live members; health and metrics', async () => {
+    const models = (await (await fetch(`${s.url}/v1/models`)).json()) as { object: string; data: Array<{ id: string; object: string }> };
+    expect(models.object).toBe('list');
+    expect(models.data.map((m) => m.id)).toEqual(['base', 'member-3-0', 'member-3-1', 'member-3-2', 'member-3-3']);
+    expect(models.data.every((m) => m.object === 'model')).toBe(true);
+    const health = (await (await fetch(`${s.url}/healthz`)).json()) as { ok: boolean; liveIteration: number };
+    expect(health).toMatchObject({ ok: true, liveIteration: 3 });
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    for (const name of ['esopt_requests_total', 'esopt_tokens_per_second', 'esopt_batch_size_bucket', 'esopt_queue_depth', 'esopt_member_switches_total', 'esopt_request_duration_seconds_count']) {
+      expect(metrics).toMatch(new RegExp(`^${name}`, 'm'));
+    }
+    expect(metrics).toMatch(/^esopt_requests_total\{status="200"\} [1-9]/m);
+    expect(metrics).toMatch(/^esopt_requests_total\{status="409"\} [1-9]/m);
+    expect(Number(/^esopt_completion_tokens_total (\d+)/m.exec(metrics)![1])).toBeGreaterThan(0);
+  });
+
+  it('an OpenAI-compatible client works unchanged (our HTTP policy)', async () => {
+    const policy = new HttpPolicy({ baseUrl: `${s.url}/v1`, model: 'member-3-2', maxTokens: 6, retries: 0 });
+    const reply = await policy.act([{ role: 'user', content: 'hi' }], { step: 0 });
+    expect(reply.tokens.completion).toBeGreaterThan(0);
+    expect(typeof reply.text).toBe('string');
+  });
+
+  it('concurrent requests are decoded together in batches', async () => {
+    const before = await (await fetch(`${s.url}/metrics`)).text();
+    const batches = (t: string) => Number(/^esopt_batch_size_count (\d+)/m.exec(t)![1]);
+    const all = await Promise.all(Array.from({ length: 8 }, (_, i) => post(s, { model: i % 2 ? 'base' : `member-3-${i % 4}`, messages: hello, max_tokens: 4, seed: i })));
+    expect(all.every((r) => r.status === 200)).toBe(true);
+    const after = await (await fetch(`${s.url}/metrics`)).text();
+    expect(batches(after) - batches(before)).toBeLessThan(8);
+  });
+});
+
+describe('bearer auth', () => {
+  it('401 without the token or with a wrong one; /healthz stays open', async () => {
+    const s = await serve({ token: 'sekrit-token' });
+    const none = await post(s, { model: 'base', messages: hello, max_tokens: 2 });
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    expect(ErrorBody.parse(await none.json()).error.code).toBe('invalid_api_key');
+    expect((await post(s, { model: 'base', messages: hello, max_tokens: 2 }, { authorization: 'Bearer sekrit-tokeN' })).status).toBe(401);
+    expect((await fetch(`${s.url}/v1/models`)).status).toBe(401);
+    expect((await fetch(`${s.url}/metrics`)).status).toBe(401);
+    expect((await post(s, { model: 'base', messages: hello, max_tokens: 2 }, { authorization: 'Bearer sekrit-token' })).status).toBe(200);
+    expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('back-pressure, timeouts, cancellation', () => {
+  it('429 with Retry-After when the queue is full', async () => {
+    // A long window keeps requests queued, so the third one finds the queue (of 2) full.
+    const s = await serve({ batching: { windowMs: 300, maxBatch: 8, maxQueue: 2 } });
+    const req = { model: 'base', messages: hello, max_tokens: 2 };
+    const results = await Promise.all([post(s, req), post(s, req), post(s, req)]);
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 429]);
+    const limited = results.find((r) => r.status === 429)!;
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(ErrorBody.parse(await limited.json()).error.type).toBe('rate_limit_error');
+  });
+
+  it('504 when a request outlives its timeout', async () => {
+    const s = await serve({ requestTimeoutMs: 50, batching: { windowMs: 400, maxBatch: 8, maxQueue: 8 } });
+    const res = await post(s, { model: 'base', messages: hello, max_tokens: 2 });
+    expect(res.status).toBe(504);
+    expect(ErrorBody.parse(await res.json()).error.code).toBe('timeout');
+  });
+
+  it('a request whose client went away is dropped from the queue', async () => {
+    const s = await serve({ batching: { windowMs: 400, maxBatch: 8, maxQueue: 8 } });
+    const controller = new AbortController();
+    const pending = post(s, { model: 'base', messages: hello, max_tokens: 2 }, {}, controller.signal).catch((e: Error) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.service.batcher.depth).toBe(1);
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.service.batcher.depth).toBe(0);
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    expect(metrics).toMatch(/^esopt_requests_total\{status="499"\} 1/m);
+  });
+});
