@@ -1,6 +1,103 @@
-// The SST globals sst.config.ts uses. `sst install` needs the network (it downloads pulumi), so the
-// few we use are declared here; the config test evaluates sst.config.ts against recorded stand-ins.
-declare function $config(input: {
-  app(input: { stage: string }): { name: string; home: 'aws'; removal?: 'retain' | 'remove'; providers?: Record<string, unknown> };
-  run(): Promise<Record<string, unknown>>;
-}): unknown;
+/* eslint-disable */
+/**
+ * Types for sst.config.ts. `sst install` (network) writes the full platform types to .sst/platform;
+ * without it this file declares the part of SST v3's globals (`$config`, `$app`, `$interpolate`,
+ * `$jsonStringify`, `sst.*`, `aws.*`) that sst.config.ts uses, so `tsc` checks the stack offline. It also
+ * declares the linked resources the way `sst dev`/`sst deploy` generate them for `import { Resource } from 'sst'`.
+ */
+import 'sst';
+
+declare module 'sst' {
+  export interface Resource {
+    Runs: { type: 'sst.aws.Bucket'; name: string };
+    TrainerToken: { type: 'sst.sst.Secret'; value: string };
+  }
+}
+
+declare global {
+  /** A value known only at deploy time (a Pulumi Output). */
+  interface SstOutput<T> {
+    apply<U>(f: (value: T) => U): SstOutput<U>;
+  }
+  type SstInput<T> = T | SstOutput<T>;
+  type SstArgs = { [key: string]: unknown };
+
+  const $app: { name: string; stage: string };
+  function $config<T extends { app(input?: { stage?: string }): object; run(): Promise<object | void> }>(config: T): T;
+  function $interpolate(strings: TemplateStringsArray, ...values: unknown[]): SstOutput<string>;
+  function $jsonStringify(value: unknown): SstOutput<string>;
+
+  namespace sst {
+    class Secret {
+      constructor(name: string, placeholder?: string);
+      readonly name: string;
+      readonly value: SstOutput<string>;
+    }
+    namespace aws {
+      class Bucket {
+        constructor(name: string, args?: SstArgs);
+        readonly name: SstOutput<string>;
+        readonly arn: SstOutput<string>;
+      }
+      interface FunctionPermission {
+        actions: string[];
+        resources: SstInput<string>[];
+        effect?: 'allow' | 'deny';
+      }
+      interface FunctionArgs {
+        handler: string;
+        runtime?: string;
+        memory?: `${number} MB` | `${number} GB`;
+        timeout?: `${number} seconds` | `${number} minutes`;
+        concurrency?: { reserved?: number; provisioned?: number };
+        url?: boolean | SstArgs;
+        link?: unknown[];
+        environment?: Record<string, SstInput<string>>;
+        permissions?: FunctionPermission[];
+      }
+      class Function {
+        constructor(name: string, args: FunctionArgs);
+        readonly name: SstOutput<string>;
+        readonly arn: SstOutput<string>;
+        readonly url: SstOutput<string>;
+      }
+    }
+  }
+
+  namespace aws {
+    namespace ssm {
+      class Parameter {
+        constructor(name: string, args: SstArgs);
+        readonly name: SstOutput<string>;
+        readonly arn: SstOutput<string>;
+      }
+    }
+    namespace iam {
+      class Role {
+        constructor(name: string, args: SstArgs);
+        readonly id: SstOutput<string>;
+        readonly name: SstOutput<string>;
+        readonly arn: SstOutput<string>;
+      }
+      class RolePolicy {
+        constructor(name: string, args: SstArgs);
+      }
+      class InstanceProfile {
+        constructor(name: string, args: SstArgs);
+        readonly name: SstOutput<string>;
+      }
+    }
+    namespace ec2 {
+      class SecurityGroup {
+        constructor(name: string, args: SstArgs);
+        readonly id: SstOutput<string>;
+      }
+      class Instance {
+        constructor(name: string, args: SstArgs);
+        readonly id: SstOutput<string>;
+        readonly publicIp: SstOutput<string>;
+      }
+      function getAmiOutput(args: SstArgs): { id: SstOutput<string> };
+    }
+  }
+}

@@ -1,10 +1,170 @@
-/// <reference path="./sst-env.d.ts" />
-// Placeholder until the cloud issue fills in the bucket, functions, API and GPU trainer box.
+/**
+ * The esopt stack on AWS (SST v3): a bucket for runs, the Episode function the trainer fans out to,
+ * the Api function behind a function URL, and the GPU trainer box (EC2) that holds the only copy of
+ * the weights and serves inference for the members.
+ *
+ *   npx sst secret set TrainerToken <token> --stage <stage>
+ *   npx sst deploy --stage <stage>
+ *
+ * Deploy-time settings come from the environment (ESOPT_*; see `DeployConfig` below and docs/CLOUD.md).
+ * SST evaluates this file itself, so nothing is imported at the top; zod is loaded inside `run`.
+ * test/cloud/sst-config.test.ts evaluates it with recorded stand-ins and asserts the topology.
+ */
 export default $config({
-  app() {
-    return { name: 'esopt', home: 'aws' };
+  app(input) {
+    return {
+      name: 'esopt',
+      home: 'aws',
+      removal: input?.stage === 'production' ? 'retain' : 'remove',
+      protect: input?.stage === 'production',
+      providers: { aws: { region: (process.env.ESOPT_AWS_REGION ?? 'us-east-1') as 'us-east-1' } },
+    };
   },
   async run() {
-    return {};
+    const { z } = await import('zod');
+    const DeployConfig = z.object({
+      ESOPT_AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/).default('us-east-1'),
+      /** A g5 (A10G) or g6 (L4) class box by default; any EC2 type with a GPU works. */
+      ESOPT_TRAINER_INSTANCE_TYPE: z.string().regex(/^[a-z0-9]+\.[a-z0-9]+$/).default('g5.xlarge'),
+      ESOPT_TRAINER_DISK_GB: z.coerce.number().int().min(30).max(2000).default(100),
+      ESOPT_INFERENCE_PORT: z.coerce.number().int().min(1024).max(65535).default(8080),
+      /**
+       * Who may reach the inference port. Lambda outside a VPC has no fixed addresses, so the default is
+       * everyone, behind the bearer token; set your own CIDRs (comma-separated) or "" to close it.
+       */
+      ESOPT_INFERENCE_CIDRS: z
+        .string()
+        .default('0.0.0.0/0')
+        .transform((s) => s.split(',').map((c) => c.trim()).filter(Boolean))
+        .pipe(z.array(z.cidrv4())),
+      /** Where the trainer box gets esopt from: a git URL and ref (it runs `npm ci` there). */
+      ESOPT_SOURCE_GIT: z.url().default('https://github.com/esopt/esopt.git'),
+      ESOPT_SOURCE_REF: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('main'),
+      ESOPT_TRAINER_MODEL: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('small'),
+      ESOPT_EPISODE_MEMORY_MB: z.coerce.number().int().min(128).max(10240).default(1024),
+      ESOPT_EPISODE_TIMEOUT_S: z.coerce.number().int().min(10).max(900).default(900),
+      /** Reserved concurrency: the most episodes in flight, and a cap on what a runaway fan-out can spend. */
+      ESOPT_EPISODE_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
+    });
+    const parsed = DeployConfig.safeParse(process.env);
+    if (!parsed.success) throw new Error(`invalid deploy settings:\n${z.prettifyError(parsed.error)}`);
+    const cfg = parsed.data;
+    const port = cfg.ESOPT_INFERENCE_PORT;
+
+    const token = new sst.Secret('TrainerToken');
+    const bucket = new sst.aws.Bucket('Runs');
+
+    // The trainer box. Its token is read from SSM at boot, so it never sits in the user data.
+    const tokenParameter = new aws.ssm.Parameter('TrainerTokenParameter', {
+      name: `/esopt/${$app.stage}/trainer-token`,
+      type: 'SecureString',
+      value: token.value,
+    });
+    const trainerRole = new aws.iam.Role('TrainerRole', {
+      assumeRolePolicy: JSON.stringify({
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Principal: { Service: 'ec2.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+      }),
+    });
+    new aws.iam.RolePolicy('TrainerPolicy', {
+      role: trainerRole.id,
+      policy: $jsonStringify({
+        Version: '2012-10-17',
+        Statement: [
+          // The trainer owns the run: manifests, updates, checkpoints, logs; it reads the rewards.
+          { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], Resource: [$interpolate`${bucket.arn}/*`] },
+          { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
+          { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
+        ],
+      }),
+    });
+    const trainerProfile = new aws.iam.InstanceProfile('TrainerProfile', { role: trainerRole.name });
+    const trainerSecurityGroup = new aws.ec2.SecurityGroup('TrainerSecurityGroup', {
+      description: `esopt inference port ${port}`,
+      ingress: cfg.ESOPT_INFERENCE_CIDRS.length ? [{ protocol: 'tcp', fromPort: port, toPort: port, cidrBlocks: cfg.ESOPT_INFERENCE_CIDRS }] : [],
+      egress: [{ protocol: '-1', fromPort: 0, toPort: 0, cidrBlocks: ['0.0.0.0/0'] }],
+    });
+    // NVIDIA drivers preinstalled; esopt's onnxruntime-node runs on it.
+    const ami = aws.ec2.getAmiOutput({
+      mostRecent: true,
+      owners: ['amazon'],
+      filters: [{ name: 'name', values: ['Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*'] }],
+    });
+    const userData = $interpolate`#!/bin/bash
+set -euo pipefail
+curl -fsSL https://deb.nodesource.com/setup_20.x | bash -
+apt-get install -y nodejs git awscli
+git clone --depth 1 --branch ${cfg.ESOPT_SOURCE_REF} ${cfg.ESOPT_SOURCE_GIT} /opt/esopt
+cd /opt/esopt && npm ci --omit=dev
+TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
+install -m 600 /dev/null /etc/esopt.env && echo "ESOPT_TOKEN=$TOKEN" > /etc/esopt.env
+cat > /etc/systemd/system/esopt-serve.service <<UNIT
+[Unit]
+Description=esopt inference server
+After=network-online.target
+[Service]
+EnvironmentFile=/etc/esopt.env
+WorkingDirectory=/opt/esopt
+ExecStart=/usr/bin/node trainer/cli/bin.js serve --host 0.0.0.0 --port ${port} --model ${cfg.ESOPT_TRAINER_MODEL}
+Restart=always
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now esopt-serve
+`;
+    const trainer = new aws.ec2.Instance('Trainer', {
+      instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
+      ami: ami.id,
+      iamInstanceProfile: trainerProfile.name,
+      vpcSecurityGroupIds: [trainerSecurityGroup.id],
+      associatePublicIpAddress: true,
+      rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
+      metadataOptions: { httpTokens: 'required' },
+      userData,
+      userDataReplaceOnChange: true,
+      tags: { Name: `esopt-${$app.stage}-trainer` },
+    });
+    const trainerUrl = $interpolate`http://${trainer.publicIp}:${port}/v1`;
+
+    // The Episode function: writes its rewards, reads manifests, and nothing else (no bucket link: a
+    // link would grant s3:* on the whole bucket).
+    const episode = new sst.aws.Function('Episode', {
+      handler: 'functions/episode.handler',
+      runtime: 'nodejs20.x',
+      memory: `${cfg.ESOPT_EPISODE_MEMORY_MB} MB`,
+      timeout: `${cfg.ESOPT_EPISODE_TIMEOUT_S} seconds`,
+      concurrency: { reserved: cfg.ESOPT_EPISODE_CONCURRENCY },
+      environment: {
+        ESOPT_BUCKET: bucket.name,
+        ESOPT_TRAINER_URL: trainerUrl,
+        ESOPT_TRAINER_TOKEN: token.value,
+      },
+      permissions: [
+        // Get as well as Put on rewards: the duplicate check before an episode and the HEAD of a create-only write.
+        { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/rewards/*`] },
+        { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/manifest.json`] },
+        // Key names only: without it S3 answers 403 instead of 404 for a record that does not exist yet.
+        { actions: ['s3:ListBucket'], resources: [bucket.arn] },
+      ],
+    });
+
+    const api = new sst.aws.Function('Api', {
+      handler: 'functions/api.handler',
+      runtime: 'nodejs20.x',
+      memory: '512 MB',
+      timeout: '30 seconds',
+      url: true,
+      link: [bucket],
+      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value },
+    });
+
+    return {
+      bucket: bucket.name,
+      episodeFunction: episode.name,
+      apiUrl: api.url,
+      trainerUrl,
+      trainerInstance: trainer.id,
+    };
   },
 });

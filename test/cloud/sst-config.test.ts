@@ -1,0 +1,198 @@
+/**
+ * sst.config.ts evaluated offline: `sst install` needs the network, so the SST and Pulumi globals are
+ * replaced by recorders ($config, $app, $interpolate, $jsonStringify, sst.*, aws.*) and the test asserts
+ * the topology the file declares: resources, links, environment variables, permissions, user data.
+ * Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
+ */
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EpisodeFunctionEnv } from '../../functions/episode.ts';
+import { parseRewardKey } from '../../shared/keys.ts';
+
+interface Recorded {
+  type: string;
+  name: string;
+  args: Record<string, unknown>;
+  self: Record<string, unknown>;
+}
+
+let recorded: Recorded[] = [];
+
+class Placeholder {
+  constructor(readonly ref: string) {}
+  toString() {
+    return `\${${this.ref}}`;
+  }
+  apply(f: (v: string) => unknown) {
+    return f(this.toString());
+  }
+}
+
+function resource(type: string, outputs: string[]) {
+  return class {
+    [key: string]: unknown;
+    constructor(name: string, args: Record<string, unknown> = {}) {
+      for (const o of outputs) this[o] = new Placeholder(`${type}.${name}.${o}`);
+      recorded.push({ type, name, args, self: this });
+    }
+  };
+}
+
+const render = (v: unknown): string => (v instanceof Placeholder ? v.toString() : typeof v === 'string' ? v : JSON.stringify(v));
+
+Object.assign(globalThis, {
+  $config: <T>(config: T) => config,
+  $app: { name: 'esopt', stage: 'test' },
+  $interpolate: (strings: TemplateStringsArray, ...values: unknown[]) => strings.reduce((out, s, i) => out + s + (i < values.length ? render(values[i]) : ''), ''),
+  $jsonStringify: (value: unknown) => JSON.stringify(value, (_k, v) => (v instanceof Placeholder ? v.toString() : v)),
+  sst: {
+    Secret: resource('sst.Secret', ['value', 'name']),
+    aws: { Bucket: resource('sst.aws.Bucket', ['name', 'arn']), Function: resource('sst.aws.Function', ['name', 'arn', 'url']) },
+  },
+  aws: {
+    ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
+    iam: {
+      Role: resource('aws.iam.Role', ['id', 'name', 'arn']),
+      RolePolicy: resource('aws.iam.RolePolicy', []),
+      InstanceProfile: resource('aws.iam.InstanceProfile', ['name']),
+    },
+    ec2: {
+      SecurityGroup: resource('aws.ec2.SecurityGroup', ['id']),
+      Instance: resource('aws.ec2.Instance', ['id', 'publicIp']),
+      getAmiOutput: (args: unknown) => ({ id: new Placeholder(`ami(${JSON.stringify(args)})`) }),
+    },
+  },
+});
+
+type StackConfig = { app(input?: { stage?: string }): Record<string, unknown>; run(): Promise<Record<string, unknown>> };
+let config: StackConfig;
+const savedEnv = { ...process.env };
+
+beforeAll(async () => {
+  config = (await import('../../sst.config.ts')).default as unknown as StackConfig;
+});
+afterEach(() => {
+  for (const k of Object.keys(process.env)) if (k.startsWith('ESOPT_')) delete process.env[k];
+  Object.assign(process.env, savedEnv);
+});
+
+async function evaluate(env: Record<string, string> = {}) {
+  recorded = [];
+  Object.assign(process.env, env);
+  const outputs = await config.run();
+  const one = (type: string, name: string) => {
+    const r = recorded.find((x) => x.type === type && x.name === name);
+    if (!r) throw new Error(`no ${type} ${name}; recorded: ${recorded.map((x) => `${x.type} ${x.name}`).join(', ')}`);
+    return r;
+  };
+  return { outputs, one };
+}
+
+type Permission = { actions: string[]; resources: string[] };
+
+describe('sst.config.ts', () => {
+  it('declares the stack: secret, bucket, Episode and Api functions, the GPU trainer with its role and security group', async () => {
+    await evaluate();
+    expect(recorded.map((r) => `${r.type} ${r.name}`).sort()).toEqual([
+      'aws.ec2.Instance Trainer',
+      'aws.ec2.SecurityGroup TrainerSecurityGroup',
+      'aws.iam.InstanceProfile TrainerProfile',
+      'aws.iam.Role TrainerRole',
+      'aws.iam.RolePolicy TrainerPolicy',
+      'aws.ssm.Parameter TrainerTokenParameter',
+      'sst.Secret TrainerToken',
+      'sst.aws.Bucket Runs',
+      'sst.aws.Function Api',
+      'sst.aws.Function Episode',
+    ]);
+    expect(config.app({ stage: 'production' })).toMatchObject({ name: 'esopt', home: 'aws', removal: 'retain' });
+    expect(config.app({ stage: 'dev' })).toMatchObject({ removal: 'remove' });
+  });
+
+  it('gives the Episode function memory, timeout, reserved concurrency and exactly the environment its handler reads', async () => {
+    const { one } = await evaluate();
+    const episode = one('sst.aws.Function', 'Episode').args;
+    const bucket = one('sst.aws.Bucket', 'Runs').self;
+    const token = one('sst.Secret', 'TrainerToken').self;
+    const trainer = one('aws.ec2.Instance', 'Trainer').self;
+    expect(episode).toMatchObject({ handler: 'functions/episode.handler', memory: '1024 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
+    const env = episode.environment as Record<string, unknown>;
+    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
+    expect(env.ESOPT_BUCKET).toBe(bucket.name);
+    expect(env.ESOPT_TRAINER_TOKEN).toBe(token.value);
+    expect(env.ESOPT_TRAINER_URL).toBe(`http://${render(trainer.publicIp)}:8080/v1`);
+    // The handler accepts this environment (placeholders standing in for the deploy-time strings).
+    const asDeployed = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, k === 'ESOPT_TRAINER_URL' ? 'http://203.0.113.7:8080/v1' : render(v)]));
+    expect(EpisodeFunctionEnv.safeParse(asDeployed).success).toBe(true);
+    // And the handler file exists with that export.
+    expect(typeof (await import('../../functions/episode.ts')).handler).toBe('function');
+  });
+
+  it('lets the Episode function write rewards and read manifests, nothing else (no bucket link)', async () => {
+    const { one } = await evaluate();
+    const episode = one('sst.aws.Function', 'Episode').args;
+    const arn = render(one('sst.aws.Bucket', 'Runs').self.arn);
+    expect(episode.link ?? []).toEqual([]);
+    const permissions = (episode.permissions as { actions: string[]; resources: unknown[] }[]).map((p): Permission => ({ actions: p.actions, resources: p.resources.map(render) }));
+    const actions = new Set(permissions.flatMap((p) => p.actions));
+    expect([...actions].sort()).toEqual(['s3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    for (const p of permissions) {
+      for (const r of p.resources) expect(r === arn || r.startsWith(`${arn}/`), r).toBe(true);
+      if (p.actions.includes('s3:ListBucket')) expect(p.resources).toEqual([arn]);
+    }
+    // Writes go to reward keys only: every resource granting PutObject matches keys.reward(...) and nothing wider.
+    const writable = permissions.filter((p) => p.actions.includes('s3:PutObject')).flatMap((p) => p.resources);
+    expect(writable).toEqual([`${arn}/runs/*/iterations/*/rewards/*`]);
+    const matches = (pattern: string, key: string) => new RegExp(`^${pattern.slice(arn.length + 1).replace(/\*/g, '[^]*')}$`).test(key);
+    expect(parseRewardKey('runs/r1/iterations/00000003/rewards/7/task-1.json')).not.toBeNull();
+    expect(matches(writable[0], 'runs/r1/iterations/00000003/rewards/7/task-1.json')).toBe(true);
+    for (const other of ['runs/r1/iterations/00000003/manifest.json', 'runs/r1/checkpoints/00000003/weights.bin', 'runs/r1/config.json']) {
+      expect(matches(writable[0], other), other).toBe(false);
+    }
+    const readable = permissions.filter((p) => p.actions.includes('s3:GetObject')).flatMap((p) => p.resources);
+    expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`]);
+  });
+
+  it('serves the Api function through a function URL, linked to the bucket', async () => {
+    const { one, outputs } = await evaluate();
+    const api = one('sst.aws.Function', 'Api');
+    expect(api.args).toMatchObject({ handler: 'functions/api.handler', url: true });
+    expect(api.args.link).toEqual([one('sst.aws.Bucket', 'Runs').self]);
+    expect(outputs.apiUrl).toBe(api.self.url);
+    expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
+  });
+
+  it('boots a g5/g6-class trainer that installs and starts `esopt serve`, the token fetched from SSM (never in user data)', async () => {
+    const { one } = await evaluate();
+    const instance = one('aws.ec2.Instance', 'Trainer').args;
+    expect(instance.instanceType).toMatch(/^g[56]\./);
+    expect(instance.vpcSecurityGroupIds).toEqual([one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').self.id]);
+    expect(instance.iamInstanceProfile).toBe(one('aws.iam.InstanceProfile', 'TrainerProfile').self.name);
+    const userData = instance.userData as string;
+    expect(userData).toMatch(/^#!\/bin\/bash/);
+    expect(userData).toContain('npm ci');
+    expect(userData).toMatch(/ExecStart=\/usr\/bin\/node trainer\/cli\/bin\.js serve .*--port 8080/);
+    expect(userData).toContain('systemctl enable --now esopt-serve');
+    expect(userData).toContain(render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name));
+    expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
+    expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args).toMatchObject({ type: 'SecureString', value: one('sst.Secret', 'TrainerToken').self.value });
+    const policy = JSON.parse(one('aws.iam.RolePolicy', 'TrainerPolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
+    const ssm = policy.Statement.find((s) => s.Action.includes('ssm:GetParameter'));
+    expect(ssm?.Resource).toEqual([render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.arn)]);
+    const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000' });
+    expect(two('aws.ec2.Instance', 'Trainer').args.instanceType).toBe('g6.2xlarge');
+    expect(two('aws.ec2.Instance', 'Trainer').args.userData).toContain('--port 9000');
+  });
+
+  it('opens the inference port only as configured', async () => {
+    const ingress = async (env: Record<string, string>) => {
+      const { one } = await evaluate(env);
+      return one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').args.ingress;
+    };
+    expect(await ingress({})).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'] }]);
+    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '10.0.0.0/16, 192.0.2.0/24', ESOPT_INFERENCE_PORT: '8443' })).toEqual([
+      { protocol: 'tcp', fromPort: 8443, toPort: 8443, cidrBlocks: ['10.0.0.0/16', '192.0.2.0/24'] },
+    ]);
+    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '' })).toEqual([]);
+    await expect(evaluate({ ESOPT_INFERENCE_CIDRS: '10.0.0.0/99' })).rejects.toThrow(/invalid deploy settings[^]*ESOPT_INFERENCE_CIDRS/);
+  });
+});
