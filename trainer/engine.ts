@@ -111,4 +111,11 @@ export interface EngineOptions {
   maxBatch?: number;
   /** onnxruntime intra-op threads; default: let onnxruntime decide. */
   threads?: number;
+  /**
+   * Full mode only. 'inputs' (default): θ is fed as graph inputs, so switching members costs only the
+   * in-place perturb/restore, but onnxruntime cannot prepack the weights. 'rebuild-session': θ stays as
+   * initializers (prepacked, full speed) and a session is built per member after perturbing, which pays a
+   * session build per member switch; worth it when a member's episodes are long. See docs/MODEL.md.
+   */
+  fullModeWeights?: 'inputs' | 'rebuild-session';
 }

@@ -82,6 +82,9 @@ export class OnnxEngine implements Engine {
 
   static async create(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
     const what = `${model.dir}/model.onnx`;
+    if (options.mode === 'full' && options.fullModeWeights === 'rebuild-session') {
+      return new OnnxEngine('full', model, await createSession(model.graph, options, what), model.graph, [], options);
+    }
     if (options.mode === 'full') {
       const graph = weightsAsInputs(model.graph, model.weights);
       return new OnnxEngine('full', model, await createSession(graph, options, what), graph, [], options);
@@ -163,11 +166,15 @@ export class OnnxEngine implements Engine {
     return Object.fromEntries(this.model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
   }
 
-  private async inBatches(indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
+  private get rebuildsPerMember(): boolean {
+    return this.mode === 'full' && this.options.fullModeWeights === 'rebuild-session';
+  }
+
+  private async inBatches(indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, session = this.session): Promise<void> {
     const max = this.options.maxBatch ?? 32;
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);
-      const results = await decodeBatch(this.decodeContext(feeds(chunk)), chunk.map((k) => rows[k]));
+      const results = await decodeBatch({ ...this.decodeContext(feeds(chunk)), session }, chunk.map((k) => rows[k]));
       chunk.forEach((k, j) => (out[k] = results[j]));
     }
   }
@@ -176,15 +183,19 @@ export class OnnxEngine implements Engine {
     const out = new Array<GenerateResult>(rows.length);
     const groups = new Map<number, number[]>(); // member index (−1 = base) → row indices, in arrival order
     members.forEach((m, i) => groups.set(m ? m.index : -1, [...(groups.get(m ? m.index : -1) ?? []), i]));
-    const feeds = this.weightFeeds();
+    const feeds = this.rebuildsPerMember ? {} : this.weightFeeds();
     for (const [index, rowIdx] of groups) {
       const member = index < 0 ? null : members[rowIdx[0]]!;
       const p = this.population!;
       const perturbation = member ? perturb(this.segmentList, { runSeed: p.runSeed, iteration: p.iteration, member: member.noiseIndex }, member.sign * p.sigma) : null;
+      let memberSession: ort.InferenceSession | null = null;
       try {
-        await this.inBatches(rowIdx, rows, out, () => feeds);
+        // rebuild-session: the graph's initializer bytes are views onto θ, so this session holds θ + σ·sign·ε
+        if (perturbation && this.rebuildsPerMember) memberSession = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
+        await this.inBatches(rowIdx, rows, out, () => feeds, memberSession ?? this.session);
       } finally {
         if (perturbation) restore(this.segmentList, perturbation);
+        await memberSession?.release();
       }
     }
     return out;
@@ -204,7 +215,7 @@ export class OnnxEngine implements Engine {
   }
 
   private async refresh(): Promise<void> {
-    if (this.mode === 'full') return; // the session reads θ from the live arrays on every run
+    if (this.mode === 'full' && !this.rebuildsPerMember) return; // the session reads θ from the live arrays on every run
     // The graph's initializer bytes are views onto θ, so re-encoding picks up the update.
     const fresh = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
     const old = this.session;
@@ -216,6 +227,7 @@ export class OnnxEngine implements Engine {
     return this.exclusive(async () => {
       if (this.mode === 'full') {
         applyDenseUpdate(this.segmentList, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+        await this.refresh();
         return;
       }
       const offsets = lowRankOffsets(this.targets, u.rank);
