@@ -1,0 +1,41 @@
+/** The cost model's arithmetic and prices, and reading a deployed stack's target from the environment. */
+import { describe, expect, it } from 'vitest';
+import { CostPrices, costOfEpisodes, DEFAULT_PRICES, episodeCost } from '../../shared/cost.ts';
+import { cloudTargetFromEnv, openCloudTarget } from '../../trainer/fanout/cloud-target.ts';
+
+describe('cost model', () => {
+  it('prices Lambda GB-seconds (billed per started ms), the request share and the GPU-seconds of generated tokens', () => {
+    const prices = CostPrices.parse({ lambdaUsdPerGbSecond: 0.00002, lambdaUsdPerRequest: 0.0000004, gpuUsdPerHour: 3.6, gpuSecondsPerToken: 0.01 });
+    const cost = episodeCost({ durationMs: 1999.2, memoryMb: 2048, completionTokens: 100, episodesPerInvocation: 4 }, prices);
+    expect(cost.lambdaGbSeconds).toBeCloseTo(2 * 2.0, 12); // 2 GB × 2.000 s
+    expect(cost.gpuSeconds).toBeCloseTo(1, 12); // 100 tokens × 0.01 s
+    expect(cost.usd).toBeCloseTo(4 * 0.00002 + 0.0000004 / 4 + (1 / 3600) * 3.6, 12);
+  });
+
+  it('charges local workers nothing for Lambda, and scales linearly with the number of episodes', () => {
+    const local = episodeCost({ durationMs: 5000, memoryMb: 0, completionTokens: 10, episodesPerInvocation: 0 });
+    expect(local.lambdaGbSeconds).toBe(0);
+    expect(local.usd).toBeCloseTo((10 * DEFAULT_PRICES.gpuSecondsPerToken * DEFAULT_PRICES.gpuUsdPerHour) / 3600, 15);
+    const usage = { durationMs: 3000, memoryMb: 1024, completionTokens: 200, episodesPerInvocation: 1 };
+    expect(costOfEpisodes(1000, usage).usd).toBeCloseTo(1000 * episodeCost(usage).usd, 12);
+  });
+
+  it('rejects bad prices and usage with the field named', () => {
+    expect(() => CostPrices.parse({ gpuUsdPerHour: -1 })).toThrow(/gpuUsdPerHour/);
+    expect(() => CostPrices.parse({ gpuUsdPerHuor: 1 })).toThrow(/gpuUsdPerHuor/);
+    expect(() => episodeCost({ durationMs: Number.NaN, memoryMb: 1, completionTokens: 0, episodesPerInvocation: 1 })).toThrow(/durationMs/);
+  });
+});
+
+describe('cloud target', () => {
+  it('names what is missing, and opens the S3 store and Lambda fan-out of a complete one', async () => {
+    expect(() => cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs' })).toThrow(/episodeFunction/);
+    const target = cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs', ESOPT_EPISODE_FUNCTION: 'esopt-prod-Episode', AWS_REGION: 'eu-west-1', ESOPT_EPISODES_PER_INVOCATION: '4' });
+    expect(target).toEqual({ bucket: 'esopt-prod-runs', episodeFunction: 'esopt-prod-Episode', region: 'eu-west-1', invocationType: 'Event', episodesPerInvocation: 4 });
+    const { store, fanout } = openCloudTarget(target);
+    expect(store.config).toMatchObject({ bucket: 'esopt-prod-runs', region: 'eu-west-1', forcePathStyle: false });
+    expect(fanout.options).toMatchObject({ functionName: 'esopt-prod-Episode', invocationType: 'Event', episodesPerInvocation: 4 });
+    await fanout.close();
+    store.client.destroy();
+  });
+});
