@@ -216,12 +216,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     }).filter((r) => !present.has(keys.reward(run, k, r.member, r.task.id)));
     const stragglers = new AbortController();
     let settledAt: number | null = null;
-    let lost = 0;
+    // Both fan-out adapters settle a request only once its record is in the store (or it failed for good),
+    // so after settling nothing more is coming: collection closes at the next listing.
     const settled = (requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, signal: stragglers.signal }) : Promise.resolve([]))
-      .then((outcomes) => {
-        // A synchronous adapter that reports a failure wrote no record: that episode will never arrive.
-        lost = outcomes.filter((x) => !x.ok && !x.record).length;
-      })
       .catch(() => {})
       .finally(() => {
         settledAt = performance.now();
@@ -236,12 +233,11 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
       settled,
       done: (snapshot, isSettled) => {
         const c = (classification = classifyRecords(m, snapshot, config.failedEpisodeReward));
-        if (c.arrived >= expected) return true;
-        if (isSettled && c.arrived + lost >= expected) return true;
+        if (c.arrived >= expected || isSettled) return true;
         const now = Date.now();
         if (now >= deadlineAt && c.counted.length >= config.quorum * expected) return true;
         // Past the deadline every episode has been abandoned; half a deadline more is the grace for stores to catch up.
-        return now >= deadlineAt + config.deadlineMs / 2 || (isSettled && now >= deadlineAt);
+        return now >= deadlineAt + config.deadlineMs / 2;
       },
     });
     const tClosed = performance.now();
