@@ -61,8 +61,11 @@ export function buildDecoder(c: ModelConfig, weights: readonly NamedTensor[]): M
     return g.op1('Add', [g.op1('Mul', [x, cos]), g.op1('Mul', [rotated, sin])]);
   };
   const epsConst = g.floatScalar(eps);
+  const two = g.floatScalar(2);
+  // Written as Pow/ReduceMean/Add/Sqrt/Div/Mul, the pattern onnxruntime fuses into one
+  // SimplifiedLayerNormalization kernel (Mul(x, x) in place of Pow would not be recognised).
   const rmsNorm = (x: string, weight: string) => {
-    const meanSquare = g.op1('ReduceMean', [g.op1('Mul', [x, x])], { axes: [-1], keepdims: 1 });
+    const meanSquare = g.op1('ReduceMean', [g.op1('Pow', [x, two])], { axes: [-1], keepdims: 1 });
     return g.op1('Mul', [g.op1('Div', [x, g.op1('Sqrt', [g.op1('Add', [meanSquare, epsConst])])]), W(weight)]);
   };
   const headsShape = g.int64Const([0, 0, H, hd]);
