@@ -12,6 +12,7 @@ type Loader = () => Promise<EnvironmentDefinition>;
 const loaders: Partial<Record<EnvironmentName, Loader>> = {
   sudoku: async () => (await import('./sudoku/definition.ts')).sudoku,
   tools: async () => (await import('./tools/definition.ts')).tools,
+  web: async () => (await import('./web/definition.ts')).web,
   heuristic: async () => (await import('./heuristic/definition.ts')).heuristic,
 };
 
