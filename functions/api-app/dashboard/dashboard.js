@@ -76,12 +76,24 @@ async function loadRuns() {
   if (!state.runId && runs.length) await selectRun(runs[0].id);
 }
 
-function chart(name, el, series, data) {
+/** A flat series (an untrained model's rewards are often all 0) still gets a readable axis around its value. */
+function around(_u, min, max) {
+  return min === max ? [min - 1, max + 1] : [min, max];
+}
+
+function chart(name, el, series, data, y) {
   if (state.charts[name]) {
     state.charts[name].setData(data);
     return;
   }
-  const opts = { width: 540, height: 260, scales: { x: { time: false } }, axes: [{ label: 'iteration' }, {}], series: [{ label: 'iteration' }, ...series] };
+  const opts = {
+    width: 540,
+    height: 260,
+    scales: { x: { time: false }, y },
+    // Iterations are whole numbers: no ticks between them.
+    axes: [{ label: 'iteration', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, {}],
+    series: [{ label: 'iteration' }, ...series],
+  };
   state.charts[name] = new uPlot(opts, data, el);
 }
 
@@ -91,7 +103,7 @@ function drawCharts() {
   chart('reward', $('#reward-chart'), [
     { label: 'mean reward', stroke: '#2563eb', width: 2 },
     { label: 'max reward', stroke: '#93c5fd', dash: [4, 4] },
-  ], [iterations, rows.map((r) => r.meanReward), rows.map((r) => r.maxReward)]);
+  ], [iterations, rows.map((r) => r.meanReward), rows.map((r) => r.maxReward)], { range: around });
   // The evaluation of θ_k sits at x = k; the final one (after the last update) at x = iterations.
   const evalAt = new Map(state.evaluations.map((e) => [e.iteration, e.successRate]));
   const xs = [...new Set([...iterations, ...state.evaluations.map((e) => e.iteration)])].sort((a, b) => a - b);
@@ -99,7 +111,7 @@ function drawCharts() {
   chart('success', $('#success-chart'), [
     { label: 'train success', stroke: '#16a34a', width: 2 },
     { label: 'eval success', stroke: '#9333ea', width: 2, points: { show: true, size: 6 } },
-  ], [xs, xs.map((x) => (trainAt.has(x) ? trainAt.get(x) : null)), xs.map((x) => (evalAt.has(x) ? evalAt.get(x) : null))]);
+  ], [xs, xs.map((x) => (trainAt.has(x) ? trainAt.get(x) : null)), xs.map((x) => (evalAt.has(x) ? evalAt.get(x) : null))], { range: [0, 1] });
 }
 
 function drawIterations() {
@@ -264,6 +276,10 @@ async function start() {
 $('#token-form').addEventListener('submit', (e) => {
   e.preventDefault();
   localStorage.setItem('esopt-token', $('#token-input').value.trim());
-  start();
+  // A token pasted into the URL of an open page arrives as a fragment change, not a reload.
+window.addEventListener('hashchange', start);
+start();
 });
+// A token pasted into the URL of an open page arrives as a fragment change, not a reload.
+window.addEventListener('hashchange', start);
 start();

@@ -1,0 +1,105 @@
+/**
+ * The API commands of the esopt CLI against a real local API: runs start|list|show|watch|stop and
+ * evals start|show, each with --json, token from ESOPT_TOKEN, --api naming the server.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunEvent } from '../../shared/schemas/index.ts';
+import { sudoku } from '../../environments/sudoku/definition.ts';
+import { main } from '../../trainer/cli/main.ts';
+import { startAgentServer, type AgentServer } from './agent-server.ts';
+import { startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+let agent: AgentServer;
+const dir = mkdtempSync(join(tmpdir(), 'esopt-cli-api-'));
+const TASKS = sudoku.sampleTasks('eval', 2, 9, sudoku.optionsSchema.parse({ size: 4, blanks: 2 }));
+
+async function esopt(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const io = { stdout: (t: string) => void (out += `${t}\n`), stderr: (t: string) => void (err += `${t}\n`), readStdin: async () => '' };
+  const code = await main([...argv, '--api', api.url], io);
+  return { code, out, err };
+}
+
+beforeAll(async () => {
+  process.env.ESOPT_TOKEN = TOKEN;
+  api = await startTestApi();
+  agent = await startAgentServer('sk-cli', TASKS, () => true);
+});
+
+afterAll(async () => {
+  delete process.env.ESOPT_TOKEN;
+  delete process.env.AGENT_KEY;
+  await api?.dispose();
+  await agent?.close();
+});
+
+describe('esopt runs', () => {
+  it('start → watch (--json events to the end) → list → show', async () => {
+    const configPath = join(dir, 'run.json');
+    writeFileSync(configPath, JSON.stringify(tinyRunConfig({ name: 'cli' })));
+    const started = await esopt('runs', 'start', '--config', configPath, '--json');
+    expect(started.code).toBe(0);
+    const { id } = JSON.parse(started.out) as { id: string };
+
+    const watched = await esopt('runs', 'watch', id, '--json');
+    expect(watched.code).toBe(0);
+    const events = watched.out.trim().split('\n').map((l) => RunEvent.parse(JSON.parse(l)));
+    expect(events.filter((e) => e.type === 'update-applied').map((e) => e.iteration)).toEqual([0, 1, 2]);
+    expect(events.at(-1)).toEqual({ type: 'end', state: 'finished' });
+
+    const list = await esopt('runs', 'list', '--json');
+    expect(JSON.parse(list.out).runs.map((r: { id: string }) => r.id)).toEqual([id]);
+    const shown = await esopt('runs', 'show', id, '--json');
+    expect(JSON.parse(shown.out)).toMatchObject({ id, state: 'finished', completedIterations: 3 });
+    const human = await esopt('runs', 'show', id);
+    expect(human.out).toContain(`run ${id} (sudoku): finished`);
+    // A finished run cannot be stopped: the server's 409 becomes exit 1 with its message.
+    const stop = await esopt('runs', 'stop', id, '--json');
+    expect(stop.code).toBe(1);
+    expect(stop.err).toContain('HTTP 409');
+  });
+
+  it('bad usage exits 2 naming the problem; a missing token is a usage error', async () => {
+    expect(await esopt('runs', 'show')).toMatchObject({ code: 2, err: expect.stringContaining('give exactly one run id') });
+    const badConfig = join(dir, 'bad.json');
+    writeFileSync(badConfig, JSON.stringify({ ...tinyRunConfig(), iterations: 0 }));
+    expect(await esopt('runs', 'start', '--config', badConfig)).toMatchObject({ code: 2, err: expect.stringContaining('iterations') });
+    expect(await esopt('runs', 'show', 'no-such-run')).toMatchObject({ code: 1, err: expect.stringContaining('HTTP 404') });
+    delete process.env.ESOPT_TOKEN;
+    try {
+      expect(await esopt('runs', 'list')).toMatchObject({ code: 2, err: expect.stringContaining('ESOPT_TOKEN') });
+    } finally {
+      process.env.ESOPT_TOKEN = TOKEN;
+    }
+  });
+});
+
+describe('esopt evals', () => {
+  it('start --wait with the key from --api-key-env, then show', async () => {
+    process.env.AGENT_KEY = 'sk-cli';
+    const request = {
+      model: { kind: 'external', baseUrl: agent.baseUrl, model: 'their-agent' },
+      environment: { name: 'sudoku', options: { size: 4, blanks: 2 } },
+      tasks: { tasks: TASKS },
+      episodes: 4,
+      budget: { maxEpisodes: 3 },
+    };
+    const started = await esopt('evals', 'start', '--request', JSON.stringify(request), '--api-key-env', 'AGENT_KEY', '--wait', '--json');
+    expect(started.code).toBe(0);
+    const view = JSON.parse(started.out);
+    expect(view.status).toMatchObject({ state: 'finished', stopReason: 'max-episodes' });
+    expect(view.summary).toMatchObject({ episodes: 3, successes: 3, successRate: 1 });
+
+    const shown = await esopt('evals', 'show', view.id);
+    expect(shown.code).toBe(0);
+    expect(shown.out).toContain(`evaluation ${view.id}: finished (max-episodes)`);
+    expect(shown.out).toContain('success 100.0%');
+    expect(shown.out.split('\n').filter((l) => /^\s+\d+\s+sudoku-/.test(l))).toHaveLength(3);
+    expect((await esopt('evals', 'start', '--request', '{"episodes": 0}')).code).toBe(2);
+  });
+});
