@@ -50,7 +50,7 @@ describe('model directories', () => {
     const dir = broken('no-tokenizer', (d) => rmSync(join(d, 'tokenizer.json')));
     expect(() => loadModelDir(dir)).toThrow(/missing tokenizer\.json/);
     const noData = broken('no-data', (d) => rmSync(join(d, 'model.onnx_data')));
-    expect(() => loadModelDir(noData)).toThrow(/model\.onnx_data: missing external data file \(needed by initializer "model\.embed_tokens\.weight"\)/);
+    expect(() => loadModelDir(noData)).toThrow(/model\.onnx_data: missing external data file \(needed by initializer "[^"]+"\)/);
     expect(() => loadModelDir(join(root, 'nowhere'))).toThrow(/does not exist/);
   });
 

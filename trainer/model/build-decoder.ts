@@ -48,18 +48,20 @@ export function buildDecoder(c: ModelConfig, weights: readonly NamedTensor[]): M
   const padding = g.op1('Unsqueeze', [g.op1('Cast', [attentionMask], { to: DataType.BOOL }), g.int64Const([1, 2])]);
   const bias = g.op1('Where', [g.op1('And', [causal, padding]), g.floatScalar(0), g.floatScalar(MASKED)]);
 
-  // --- rotary tables [B,1,S,hd] from position_ids ---
-  const invFreq = new Float32Array(hd / 2).map((_, i) => 1 / theta ** ((2 * i) / hd));
-  const freqs = g.op1('Mul', [g.op1('Unsqueeze', [g.op1('Cast', [positionIds], { to: DataType.FLOAT }), g.int64Const([-1])]), g.floatTensor('/rotary/inv_freq', invFreq, [hd / 2])]);
-  const angles = g.op1('Unsqueeze', [g.op1('Concat', [freqs, freqs], { axis: -1 }), one]);
-  const cos = g.op1('Cos', [angles]);
-  const sin = g.op1('Sin', [angles]);
-  const half = g.int64Const([hd / 2, hd / 2]);
-  const rotary = (x: string) => {
-    const [x1, x2] = g.op('Split', [x, half], { axis: -1 }, 2);
-    const rotated = g.op1('Concat', [g.op1('Neg', [x2]), x1], { axis: -1 });
-    return g.op1('Add', [g.op1('Mul', [x, cos]), g.op1('Mul', [rotated, sin])]);
-  };
+  // --- rotary positions: onnxruntime's fused RotaryEmbedding kernel (com.microsoft) over [B,H,S,hd] ---
+  const maxPos = c.max_position_embeddings;
+  const cosCache = new Float32Array(maxPos * (hd / 2));
+  const sinCache = new Float32Array(maxPos * (hd / 2));
+  for (let pos = 0; pos < maxPos; pos++) {
+    for (let i = 0; i < hd / 2; i++) {
+      const angle = pos / theta ** ((2 * i) / hd);
+      cosCache[pos * (hd / 2) + i] = Math.cos(angle);
+      sinCache[pos * (hd / 2) + i] = Math.sin(angle);
+    }
+  }
+  const cos = g.floatTensor('/rotary/cos_cache', cosCache, [maxPos, hd / 2]);
+  const sin = g.floatTensor('/rotary/sin_cache', sinCache, [maxPos, hd / 2]);
+  const rotary = (x: string) => g.op('RotaryEmbedding', [x, positionIds, cos, sin], { interleaved: 0 }, 1, 'com.microsoft')[0];
   const epsConst = g.floatScalar(eps);
   const two = g.floatScalar(2);
   // Written as Pow/ReduceMean/Add/Sqrt/Div/Mul, the pattern onnxruntime fuses into one

@@ -65,7 +65,7 @@ export class GraphBuilder {
     const graph: GraphProto = { name, node: this.nodes, initializer: this.initializers, input: this.inputs, output: this.outputs, valueInfo: [] };
     return {
       irVersion: IR_VERSION,
-      opsetImport: [{ domain: '', version: OPSET }],
+      opsetImport: [{ domain: '', version: OPSET }, { domain: 'com.microsoft', version: 1 }],
       producerName: 'esopt',
       producerVersion: '0.1.0',
       graph,
