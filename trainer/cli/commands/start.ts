@@ -1,16 +1,32 @@
 import { fileURLToPath } from 'node:url';
-import { parseFlags } from '../args.ts';
+import { z } from 'zod';
+import { Id } from '../../../shared/schemas/index.ts';
+import { demoSummary } from '../../demo/demo-summary.ts';
+import { runDemo } from '../../demo/demo.ts';
+import { progressBar, silentProgress } from '../../loop/progress.ts';
+import { flag, parseFlags } from '../args.ts';
 import type { Command } from '../command.ts';
-import { trainCommand } from './train.ts';
+import { readConfigFile } from './train.ts';
 
 const DEMO = fileURLToPath(new URL('../../../configs/demo.json', import.meta.url));
 
 export const command: Command = {
   name: 'start',
-  summary: 'the demo: train configs/demo.json end to end (what `npm start` runs)',
-  usage: 'esopt start [--store DIR] [--json]',
+  summary: 'the demo: ES on configs/demo.json vs a same-budget random search, judged on held-out tasks (what `npm start` runs)',
+  usage: 'esopt start [--config FILE] [--run ID] [--store DIR] [--json]',
   async run(argv, io) {
-    const p = parseFlags(argv, { store: { type: 'string' } });
-    return trainCommand(['--config', DEMO, ...(p.values.store ? ['--store', String(p.values.store)] : []), ...(p.json ? ['--json'] : [])], io);
+    const p = parseFlags(argv, { config: { type: 'string', default: DEMO }, run: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
+    const config = readConfigFile(flag(p.values, 'config', z.string().min(1)));
+    const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+    const run = p.values.run === undefined ? `${config.name ?? config.environment.name}-${stamp}` : flag(p.values, 'run', Id);
+    const report = await runDemo({
+      config,
+      run,
+      storeRoot: flag(p.values, 'store', z.string().min(1)),
+      progress: p.json ? silentProgress : progressBar(config.iterations),
+      showBaselineProgress: !p.json,
+    });
+    io.stdout(p.json ? JSON.stringify(report) : demoSummary(report));
+    return 0;
   },
 };
