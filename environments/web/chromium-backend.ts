@@ -28,6 +28,12 @@ const ARGS = [
 /** Longest closing a context may take; a renderer stuck in a loop makes the browser restart instead. */
 const CLOSE_TIMEOUT_MS = 3_000;
 
+/**
+ * How long an idle browser (no open page) is kept for the next episode before it is closed, so that
+ * a finished CLI run or worker exits instead of being held open by Chromium. $ESOPT_BROWSER_IDLE_MS.
+ */
+const IDLE_MS = Number(process.env.ESOPT_BROWSER_IDLE_MS ?? 5_000);
+
 export function resolveChromium(executablePath?: string): string {
   const path = executablePath ?? process.env.ESOPT_CHROMIUM ?? DEFAULT_CHROMIUM;
   try {
@@ -43,6 +49,8 @@ export function resolveChromium(executablePath?: string): string {
 export class ChromiumBackend implements WebBackend {
   readonly name = 'chromium' as const;
   private browser: Promise<Browser> | undefined;
+  private openPages = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
   readonly executablePath: string;
 
   constructor(executablePath?: string) {
@@ -82,7 +90,30 @@ export class ChromiumBackend implements WebBackend {
     }
   }
 
+  private pageClosed(): void {
+    this.openPages--;
+    if (this.openPages > 0) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.openPages === 0) void this.restart();
+    }, IDLE_MS);
+    this.idleTimer.unref();
+  }
+
   async open(options: OpenPageOptions): Promise<WebPage> {
+    clearTimeout(this.idleTimer);
+    this.openPages++;
+    // Once the page object exists, its close() does the bookkeeping, also when loading fails.
+    let owned = false;
+    try {
+      return await this.openContext(options, () => (owned = true));
+    } catch (err) {
+      if (!owned) this.pageClosed();
+      throw err;
+    }
+  }
+
+  private async openContext(options: OpenPageOptions, own: () => void): Promise<WebPage> {
     let context: BrowserContext;
     try {
       context = await (await this.liveBrowser()).newContext({ serviceWorkers: 'block', acceptDownloads: false });
@@ -91,20 +122,28 @@ export class ChromiumBackend implements WebBackend {
       context = await (await this.launch()).newContext({ serviceWorkers: 'block', acceptDownloads: false });
     }
     const blocked: string[] = [];
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (new URL(url).origin === options.allowedOrigin) return route.continue();
-      blocked.push(url);
-      return route.abort('blockedbyclient');
-    });
-    await context.routeWebSocket(/.*/, (ws) => {
-      blocked.push(ws.url());
-      ws.close({ code: 1008, reason: 'blocked' });
-    });
-    const page = await context.newPage();
+    let page: Page;
+    try {
+      // Handlers may still be called while the context closes; their late rejections mean nothing.
+      await context.route('**/*', (route) => {
+        const url = route.request().url();
+        if (new URL(url).origin === options.allowedOrigin) return route.continue().catch(() => undefined);
+        blocked.push(url);
+        return route.abort('blockedbyclient').catch(() => undefined);
+      });
+      await context.routeWebSocket(/.*/, (ws) => {
+        blocked.push(ws.url());
+        ws.close({ code: 1008, reason: 'blocked' }).catch(() => undefined);
+      });
+      page = await context.newPage();
+    } catch (err) {
+      await context.close().catch(() => undefined);
+      throw err;
+    }
     // Bounds every playwright action (click, fill, ...) on this page.
     page.setDefaultTimeout(options.timeoutMs);
-    const chromiumPage = new ChromiumPage(context, page, blocked, () => this.restart());
+    const chromiumPage = new ChromiumPage(context, page, blocked, () => this.restart(), () => this.pageClosed());
+    own();
     try {
       await withTimeout(page.goto(options.url, { waitUntil: 'load', timeout: options.timeoutMs }), options.timeoutMs + 500, 'loading the page');
       await withTimeout(page.evaluate(bridgeCall('setScreen', options.screenLines)), options.timeoutMs, 'starting the page');
@@ -124,6 +163,7 @@ export class ChromiumBackend implements WebBackend {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.idleTimer);
     await this.restart();
   }
 }
@@ -144,6 +184,7 @@ class ChromiumPage implements WebPage {
     private readonly page: Page,
     readonly blockedRequests: string[],
     private readonly restartBrowser: () => Promise<void>,
+    private readonly onClosed: () => void,
   ) {}
 
   observe(): Promise<string> {
@@ -191,6 +232,8 @@ class ChromiumPage implements WebPage {
       await withTimeout(this.context.close(), CLOSE_TIMEOUT_MS, 'closing the browser context');
     } catch {
       await this.restartBrowser();
+    } finally {
+      this.onClosed();
     }
   }
 }

@@ -35,6 +35,8 @@ export async function startTaskServer(): Promise<TaskServer> {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
     s.once('error', reject);
   });
+  // The server alone never keeps the process alive: a CLI run ends when its episodes do.
+  server.unref();
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     origin,

@@ -130,10 +130,12 @@ describe('web environment on Chromium', () => {
     }
   });
 
-  it('restarts the browser when it dies', async () => {
-    const pid = await backend.browserPid();
-    process.kill(pid, 'SIGKILL');
+  it('reuses one browser across episodes, and restarts it when it dies', async () => {
     const task = { type: 'login', seed: 4 } as WebTask;
+    const pid = await backend.browserPid();
+    expect((await runEpisode({ definition: web, task, options, policy: web.oracle(task, options), seed: 0 })).reward).toBe(1);
+    expect(await backend.browserPid()).toBe(pid);
+    process.kill(pid, 'SIGKILL');
     const result = await runEpisode({ definition: web, task, options, policy: web.oracle(task, options), seed: 0 });
     expect(result).toMatchObject({ reward: 1, error: null });
     expect(await backend.browserPid()).not.toBe(pid);
