@@ -58,7 +58,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeWebRuntime();
-  await new Promise((resolve) => hostileServer?.close(resolve));
+  if (hostileServer) await new Promise((resolve) => hostileServer.close(resolve));
 });
 
 describe('web environment on Chromium', () => {
