@@ -32,6 +32,7 @@ export const registry: Entry[] = [
   { name: 'bench memory', summary: 'peak RSS of training ÷ peak RSS of generating only (child processes)', load: async () => (await import('./commands/bench-memory.ts')).command },
   { name: 'bench fanout', summary: 'benchmark local-pool scaling and the trainer overhead of a Lambda iteration', load: async () => (await import('./commands/bench-fanout.ts')).command },
   { name: 'pretrain', summary: "pretrain a built model by imitating an environment's oracle (the demo's base agent)", load: async () => (await import('./commands/pretrain.ts')).command },
+  { name: 'bench all', summary: 'run every bench command (through its module, --json) and gather the results', load: async () => (await import('./commands/bench-all.ts')).command },
   { name: 'start', summary: 'the demo: train configs/demo.json end to end (npm start)', load: async () => (await import('./commands/start.ts')).command },
   { name: 'bench server', summary: 'tokens/s through the HTTP server (32 concurrent chats) ÷ offline batched generation', load: async () => (await import('./commands/bench-server.ts')).command },
   { name: 'bench update', summary: "share of an iteration's wall time outside episodes (small model, G = 32)", load: async () => (await import('./commands/bench-update.ts')).command },

@@ -27,6 +27,7 @@ export interface EmbeddedRunOptions {
   token?: string;
   faults?: FaultHook;
   pollMs?: number;
+  executionProvider?: 'cpu' | 'cuda';
 }
 
 export interface EmbeddedRunResult {
@@ -39,10 +40,12 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
   const store = new FsObjectStore(storeRoot);
   const environment = await loadEnvironment(config.environment.name);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left' });
+  const engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left' });
   const fanout = new LocalFanout({ workers: config.workers, store: { kind: 'fs', root: storeRoot }, env: o.token ? { ESOPT_TOKEN: o.token } : {} });
   try {
+    // Workers take a moment to load; start them before the clock of the first iteration runs.
+    await fanout.warm();
     const result = await train({
       run,
       config,

@@ -1,6 +1,7 @@
 /**
- * Dynamic batching in front of the engine. Requests that arrive within `windowMs` of the first waiting one
- * (or while the engine is busy) are decoded together, up to `maxBatch` rows per engine call. The queue is
+ * Dynamic batching in front of the engine. Requests that arrive in one burst (gaps under `windowMs`, at
+ * most `maxWaitMs` after the first) or while the engine is busy are decoded together, up to `maxBatch`
+ * rows per engine call. The queue is
  * bounded: when it is full `submit` fails at once with QueueFullError (the server answers 429 with
  * Retry-After) instead of letting latency grow without limit.
  *
@@ -33,7 +34,10 @@ export class RequestAbortedError extends Error {
 }
 
 export interface BatcherOptions {
+  /** A batch closes once no request has arrived for this long (a burst is gathered whole)… */
   windowMs: number;
+  /** …or once its first request has waited this long, whichever comes first. */
+  maxWaitMs: number;
   maxBatch: number;
   maxQueue: number;
   /** Checked when a row leaves the queue, so nothing stale reaches the engine. */
@@ -54,6 +58,8 @@ function memberKey(s: MemberSelector): string {
 export class RequestBatcher {
   private readonly queue: Pending[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** When the oldest queued request arrived (performance.now()), for maxWaitMs. */
+  private oldestAt = 0;
   private running = false;
   /** Exponential moving average of an engine call's duration, for Retry-After. */
   private batchMs = 1000;
@@ -100,7 +106,13 @@ export class RequestBatcher {
       this.flush();
       return;
     }
-    if (this.timer === null && this.queue.length > 0) this.timer = setTimeout(() => this.flush(), this.options.windowMs);
+    if (this.queue.length === 0) return;
+    // Each arrival restarts the idle window, but never past the oldest request's maximum wait.
+    const now = performance.now();
+    if (this.timer === null) this.oldestAt = now;
+    else clearTimeout(this.timer);
+    const wait = Math.max(0, Math.min(this.options.windowMs, this.oldestAt + this.options.maxWaitMs - now));
+    this.timer = setTimeout(() => this.flush(), wait);
   }
 
   private flush(): void {

@@ -10,11 +10,12 @@ import { stillLive } from './model-name.ts';
 
 export interface BatchingOptions {
   windowMs: number;
+  maxWaitMs: number;
   maxBatch: number;
   maxQueue: number;
 }
 
-export const DEFAULT_BATCHING: BatchingOptions = { windowMs: 5, maxBatch: 32, maxQueue: 256 };
+export const DEFAULT_BATCHING: BatchingOptions = { windowMs: 5, maxWaitMs: 50, maxBatch: 32, maxQueue: 256 };
 
 export class InferenceService {
   private live: Population | null = null;
