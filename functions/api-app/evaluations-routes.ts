@@ -80,7 +80,12 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       const now = new Date().toISOString();
       const status: EvaluationStatus = { id, state: 'queued', stopReason: null, planned: 0, dispatched: 0, waves: 0, error: null, updatedAt: now, finishedAt: null };
       await writeJson(store, keys.evaluationStatus(id), status);
-      await deps.evaluations.start(id, body.model.kind === 'external' && body.model.apiKey ? { apiKey: body.model.apiKey } : {});
+      try {
+        await deps.evaluations.start(id, body.model.kind === 'external' && body.model.apiKey ? { apiKey: body.model.apiKey } : {});
+      } catch (err) {
+        await writeJson(store, keys.evaluationStatus(id), { ...status, state: 'failed', error: (err as Error).message.slice(0, 4000), finishedAt: new Date().toISOString() });
+        throw err;
+      }
       return c.json({ id }, 202);
     },
   );

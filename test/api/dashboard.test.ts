@@ -95,7 +95,7 @@ describe('the dashboard at /', () => {
     expect(firstSeen).toBeLessThan(LIVE_ITERATIONS);
     const series = MetricsSeries.parse((await api.call('GET', `/runs/${id}/metrics`)).body);
     expect(await tableRows('#iterations')).toEqual(expectedIterationRows(series));
-    const reward = await page.evaluate(() => (window as unknown as { esoptDashboard: { charts: { reward: { data: unknown } } } }).esoptDashboard.charts.reward.data);
+    const reward = await page.evaluate(() => (globalThis as unknown as { esoptDashboard: { charts: { reward: { data: unknown } } } }).esoptDashboard.charts.reward.data);
     expect(reward).toEqual([series.rows.map((r) => r.iteration), series.rows.map((r) => r.meanReward), series.rows.map((r) => r.maxReward)]);
     await api.runs.settled();
   });
@@ -107,7 +107,7 @@ describe('the dashboard at /', () => {
     expect(await tableRows('#iterations')).toEqual(expectedIterationRows(series));
 
     const charts = await page.evaluate(() => {
-      const d = (window as unknown as { esoptDashboard: { charts: Record<string, { data: unknown }> } }).esoptDashboard;
+      const d = (globalThis as unknown as { esoptDashboard: { charts: Record<string, { data: unknown }> } }).esoptDashboard;
       return { reward: d.charts.reward.data, success: d.charts.success.data };
     });
     expect(charts.reward).toEqual([[0, 1, 2], series.rows.map((r) => r.meanReward), series.rows.map((r) => r.maxReward)]);
@@ -116,7 +116,7 @@ describe('the dashboard at /', () => {
     expect(charts.success).toEqual([[0, 1, 2, 3], [...series.rows.map((r) => r.successRate), null], [0, 1, 2, 3].map((x) => evalRate.get(x) ?? null)]);
     // uPlot really drew them: a sized canvas in each chart.
     for (const sel of ['#reward-chart canvas', '#success-chart canvas']) {
-      const box = await page.$eval(sel, (c) => ({ w: (c as HTMLCanvasElement).width, h: (c as HTMLCanvasElement).height }));
+      const box = await page.$eval(sel, (c) => ({ w: (c as unknown as { width: number; height: number }).width, h: (c as unknown as { width: number; height: number }).height }));
       expect(box.w).toBeGreaterThan(100);
       expect(box.h).toBeGreaterThan(50);
     }

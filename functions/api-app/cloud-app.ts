@@ -1,0 +1,35 @@
+/**
+ * The API app as the Api Lambda serves it: the S3 store of the stack, the token from the function's
+ * environment, and queued launchers (queued-launchers.ts). functions/api.ts wraps it with hono/aws-lambda.
+ */
+import { pino } from 'pino';
+import { z } from 'zod';
+import { CostPrices } from '../../shared/cost.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { openStore } from '../../shared/store/store-spec.ts';
+import { createApiApp } from './app.ts';
+import { queuedEvaluations, queuedRuns } from './queued-launchers.ts';
+
+export const CloudApiEnv = z.object({
+  ESOPT_BUCKET: z.string().min(3),
+  AWS_REGION: z.string().min(1).default('us-east-1'),
+  ESOPT_TOKEN: z.string().min(16, 'ESOPT_TOKEN must be at least 16 characters'),
+  /** JSON of CostPrices, the same variable the Episode function reads. */
+  ESOPT_COST_PRICES: z.string().optional(),
+});
+export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
+
+export function createCloudApp(env: CloudApiEnv, store: ObjectStore = openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION })) {
+  return createApiApp({
+    store,
+    token: env.ESOPT_TOKEN,
+    runs: queuedRuns,
+    evaluations: queuedEvaluations,
+    // The trainer box that picks queued work up serves base models and checkpoints.
+    servesOwnModels: true,
+    prices: CostPrices.parse(env.ESOPT_COST_PRICES ? JSON.parse(env.ESOPT_COST_PRICES) : {}),
+    log: pino({ name: 'esopt-api' }),
+    // Lambda bills the open stream: poll less often than the local API.
+    eventPollMs: 2000,
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * The app as the Api Lambda builds it (createCloudApp): over an S3 store (real AWS SDK client, s3rver on
+ * loopback) holding a real finished run, it answers exactly what the local API answers; POSTs queue
+ * work in the store and start nothing; an endpoint key is refused rather than queued.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../shared/keys.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
+
+let local: TestApi;
+let s3: LocalS3;
+let cloudUrl: string;
+let server: ReturnType<typeof serve>;
+let run: string;
+const CLOUD_TOKEN = `${TOKEN}-cloud-0123456789`;
+
+const cloud = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${cloudUrl}${path}`, { method, headers: { authorization: `Bearer ${CLOUD_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text() };
+};
+
+beforeAll(async () => {
+  local = await startTestApi();
+  run = (await local.call('POST', '/runs', { body: tinyRunConfig({ name: 'cloudy' }) })).body.id;
+  await local.runs.settled();
+  s3 = await startLocalS3('esopt-api-test');
+  const store = new S3ObjectStore({ ...s3.storeConfig });
+  const fs = new FsObjectStore(local.storeRoot);
+  for (const key of await fs.list('')) await store.put(key, (await fs.get(key)) as Uint8Array);
+  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN }, store);
+  server = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+  });
+  cloudUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  await s3?.close();
+  await local?.dispose();
+});
+
+describe('createCloudApp over S3', () => {
+  it('answers the read routes exactly as the local API does', async () => {
+    for (const path of ['/runs', `/runs/${run}`, `/runs/${run}/metrics`, `/runs/${run}/checkpoints`]) {
+      const [a, b] = await Promise.all([local.call('GET', path), cloud('GET', path)]);
+      expect(b.status, path).toBe(200);
+      expect(b.body, path).toEqual(a.body);
+    }
+    const events = await readSse(await fetch(`${cloudUrl}/runs/${run}/events`, { headers: { authorization: `Bearer ${CLOUD_TOKEN}` } }));
+    expect(events.filter((e) => e.event === 'update-applied')).toHaveLength(3);
+    expect(events.at(-1)?.data).toEqual({ type: 'end', state: 'finished' });
+  });
+
+  it('queues a new run in the store (status requested) and starts nothing', async () => {
+    const post = await cloud('POST', '/runs', tinyRunConfig({ name: 'queued' }));
+    expect(post.status).toBe(201);
+    await new Promise((r) => setTimeout(r, 300));
+    const detail = await cloud('GET', `/runs/${post.body.id}`);
+    expect(detail.body).toMatchObject({ state: 'requested', completedIterations: 0, current: null });
+    const store = new S3ObjectStore({ ...s3.storeConfig });
+    expect(await store.list(keys.run(post.body.id))).toEqual([keys.config(post.body.id), keys.runStatus(post.body.id)]);
+  });
+
+  it('refuses to queue an endpoint key, and marks that evaluation failed', async () => {
+    const request = { model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x', apiKey: 'sk-never-stored' }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 };
+    const post = await cloud('POST', '/evaluations', request);
+    expect(post).toMatchObject({ status: 422, body: { error: { code: 'key_not_queueable' } } });
+    const list = await cloud('GET', '/evaluations');
+    expect(list.body.evaluations).toHaveLength(1);
+    expect(list.body.evaluations[0].status.state).toBe('failed');
+    expect(JSON.stringify(list.body)).not.toContain('sk-never-stored');
+  });
+});
