@@ -16,12 +16,13 @@ const population = { runSeed: 21, iteration: 4, sigma: 0.05, rank: 2, members: a
 describe('low-rank graph rewrite', () => {
   it("a member row's logits equal the model with W + sign·σ·A Bᵀ/√r materialised densely", async () => {
     const weights = initDecoderWeights(c, 5);
-    const { model, targets } = lowRankRewrite(buildDecoder(c, weights), weights);
+    const { model, targets, groups } = lowRankRewrite(buildDecoder(c, weights), weights);
     expect(targets.length).toBe(c.num_hidden_layers * 7 + 1); // q k v o gate up down per layer, lm_head
+    expect(groups.length).toBe(c.num_hidden_layers * 4 + 1); // by shared input: qkv, o, gate+up, down; lm_head
     const rewritten = await session(model);
     const prompt = [256, 40, 41, 42, 43, 44];
     const rowMembers = [null, population.members[1], population.members[2], population.members[3]];
-    const logits = await fullLogits(rewritten, c, rowMembers.map(() => prompt), new FactorCache(targets, population).feeds(rowMembers));
+    const logits = await fullLogits(rewritten, c, rowMembers.map(() => prompt), new FactorCache(targets, groups, population).feeds(rowMembers));
 
     const offsets = lowRankOffsets(targets, population.rank);
     for (const [b, member] of rowMembers.entries()) {

@@ -15,7 +15,7 @@ import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, 
 import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
 import { perturb, restore } from '../perturbation/exact-perturbation.ts';
 import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../perturbation/lowrank-factors.ts';
-import { lowRankRewrite, type LowRankTarget } from '../perturbation/lowrank-graph.ts';
+import { lowRankRewrite, type LowRankGroup, type LowRankTarget } from '../perturbation/lowrank-graph.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import { eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
@@ -63,6 +63,7 @@ export class OnnxEngine implements Engine {
     private session: ort.InferenceSession,
     private readonly graph: ModelProto,
     private readonly targets: LowRankTarget[],
+    private readonly groups: LowRankGroup[],
     private readonly options: EngineOptions,
   ) {
     const c = model.config;
@@ -83,14 +84,14 @@ export class OnnxEngine implements Engine {
   static async create(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
     const what = `${model.dir}/model.onnx`;
     if (options.mode === 'full' && options.fullModeWeights === 'rebuild-session') {
-      return new OnnxEngine('full', model, await createSession(model.graph, options, what), model.graph, [], options);
+      return new OnnxEngine('full', model, await createSession(model.graph, options, what), model.graph, [], [], options);
     }
     if (options.mode === 'full') {
       const graph = weightsAsInputs(model.graph, model.weights);
-      return new OnnxEngine('full', model, await createSession(graph, options, what), graph, [], options);
+      return new OnnxEngine('full', model, await createSession(graph, options, what), graph, [], [], options);
     }
-    const { model: graph, targets } = lowRankRewrite(model.graph, model.weights, what);
-    return new OnnxEngine('lowrank', model, await createSession(graph, options, what), graph, targets, options);
+    const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what);
+    return new OnnxEngine('lowrank', model, await createSession(graph, options, what), graph, targets, groups, options);
   }
 
   /** The model's tokenizer (chat template, encode/decode). */
@@ -100,7 +101,7 @@ export class OnnxEngine implements Engine {
 
   setPopulation(p: Population | null): void {
     this.population = p;
-    this.factorCache = p && this.mode === 'lowrank' ? new FactorCache(this.targets, p) : null;
+    this.factorCache = p && this.mode === 'lowrank' ? new FactorCache(this.targets, this.groups, p) : null;
   }
 
   segments(): ParameterSegment[] {
@@ -205,7 +206,7 @@ export class OnnxEngine implements Engine {
     const out = new Array<GenerateResult>(rows.length);
     const all = rows.map((_, i) => i);
     await this.inBatches(all, rows, out, (chunk) =>
-      this.factorCache ? this.factorCache.feeds(chunk.map((k) => members[k])) : zeroFactorFeeds(this.targets, chunk.length, 1),
+      this.factorCache ? this.factorCache.feeds(chunk.map((k) => members[k])) : zeroFactorFeeds(this.targets, this.groups, chunk.length),
     );
     return out;
   }

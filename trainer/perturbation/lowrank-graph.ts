@@ -1,10 +1,14 @@
 /**
  * Low-rank mode's graph rewrite (EGGROLL): every MatMul y = x·W whose W (m×n) is a perturbable weight
- * becomes y = x·W + (x·Aᵣ)·Bᵣ, where Aᵣ [batch, m, r] and Bᵣ [batch, r, n] are per-row inputs. The host
- * feeds Aᵣ = A and Bᵣ = (sign·σ/√r)·Bᵀ for a member's row and zeros for a base row, so one forward over one
- * copy of W serves rows of different members: row b computes x_b·(W + sign·σ·A Bᵀ/√r). W stays an
- * initializer (prepacked by onnxruntime); the update is folded into it and the session rebuilt. The rank is
- * a symbolic dimension, so one rewritten graph serves any r.
+ * becomes y = x·W + (x·Aᵣ)·Bᵣ, where the factors are per-row inputs, so one forward over one copy of W
+ * serves rows of different members: row b computes x_b·(W + sign·σ·A Bᵀ/√r). W stays an initializer
+ * (prepacked by onnxruntime); the update is folded into it and the session rebuilt.
+ *
+ * MatMuls that read the same x (q/k/v, gate/up) share one pair of factor inputs, to cut op dispatches and
+ * input bindings: A_g = [A₁ … A_k] is [batch, m, k·r] and B_g is block-diagonal [batch, k·r, Σnᵢ] with
+ * target i's (sign·σ/√r)·Bᵢᵀ in block i, so x·A_g·B_g = [x·A₁·B₁ᵀ, …] (the zero blocks cost k·r·Σn per
+ * token, nothing next to m·Σn), then one Split hands each MatMul its part. The rank is a symbolic
+ * dimension, so one rewritten graph serves any r.
  */
 import { DataType, type ModelProto, type NodeProto } from '../model/onnx/proto.ts';
 import { valueInfo } from '../model/onnx/graph-builder.ts';
@@ -16,38 +20,93 @@ export interface LowRankTarget {
   name: string;
   m: number;
   n: number;
-  /** Input names of its factors. */
+}
+
+/** Perturbed MatMuls that share an input x, and the names of their shared factor inputs. */
+export interface LowRankGroup {
+  /** Indices into the targets, in the order of the blocks. */
+  targets: number[];
+  m: number;
   a: string;
   b: string;
 }
 
-export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): { model: ModelProto; targets: LowRankTarget[] } {
+export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): { model: ModelProto; targets: LowRankTarget[]; groups: LowRankGroup[] } {
   const byName = new Map(weights.map((w, i) => [w.name, i]));
-  const targets = new Map<string, LowRankTarget>();
-  const nodes: NodeProto[] = [];
-  for (const n of model.graph.node) {
+  const isTarget = (n: NodeProto) => {
     const wi = n.opType === 'MatMul' && (n.domain ?? '') === '' ? byName.get(n.input[1]) : undefined;
-    if (wi === undefined || weights[wi].dims.length !== 2) {
-      nodes.push(n);
-      continue;
-    }
-    const w = weights[wi];
-    let t = targets.get(w.name);
-    if (!t) {
-      const j = targets.size;
-      t = { weight: wi, name: w.name, m: w.dims[0], n: w.dims[1], a: `lowrank.${j}.a`, b: `lowrank.${j}.b` };
-      targets.set(w.name, t);
-    }
-    const base = `${n.output[0]}/lowrank`;
-    nodes.push(
-      { ...n, output: [`${base}/dense`] },
-      { name: `${base}/xa`, opType: 'MatMul', input: [n.input[0], t.a], output: [`${base}/xa`], attribute: [] },
-      { name: `${base}/xab`, opType: 'MatMul', input: [`${base}/xa`, t.b], output: [`${base}/xab`], attribute: [] },
-      { name: `${base}/sum`, opType: 'Add', input: [`${base}/dense`, `${base}/xab`], output: [n.output[0]], attribute: [] },
-    );
+    return wi !== undefined && weights[wi].dims.length === 2 ? wi : undefined;
+  };
+  // targets in canonical (weight) order: that order lays out the factors in each member's stream
+  const targetWeights = [...new Set(model.graph.node.map(isTarget).filter((w): w is number => w !== undefined))].sort((a, b) => a - b);
+  if (targetWeights.length === 0) throw new Error(`${file}: no MatMul reads a perturbable 2-D weight, so low-rank mode has nothing to perturb`);
+  const targets: LowRankTarget[] = targetWeights.map((wi) => ({ weight: wi, name: weights[wi].name, m: weights[wi].dims[0], n: weights[wi].dims[1] }));
+  const targetOf = new Map(targets.map((t, i) => [t.weight, i]));
+
+  // one group per distinct MatMul input x (a weight read from two inputs joins two groups: same factors)
+  const groupNodes = new Map<string, NodeProto[]>();
+  for (const n of model.graph.node) {
+    if (isTarget(n) === undefined) continue;
+    groupNodes.set(n.input[0], [...(groupNodes.get(n.input[0]) ?? []), n]);
   }
-  if (targets.size === 0) throw new Error(`${file}: no MatMul reads a perturbable 2-D weight, so low-rank mode has nothing to perturb`);
-  const list = [...targets.values()].sort((x, y) => x.weight - y.weight);
-  const inputs = list.flatMap((t) => [valueInfo(t.a, DataType.FLOAT, ['batch_size', t.m, 'rank']), valueInfo(t.b, DataType.FLOAT, ['batch_size', 'rank', t.n])]);
-  return { model: { ...model, graph: { ...model.graph, node: nodes, input: [...model.graph.input, ...inputs] } }, targets: list };
+  const groups: LowRankGroup[] = [];
+  const rewritten = new Map<NodeProto, NodeProto[]>();
+  let g = 0;
+  for (const [x, nodes] of groupNodes) {
+    const members = nodes.map((n) => targetOf.get(isTarget(n)!)!);
+    const group: LowRankGroup = { targets: members, m: targets[members[0]].m, a: `lowrank.${g}.a`, b: `lowrank.${g}.b` };
+    groups.push(group);
+    const base = `/lowrank/${g++}`;
+    const xab = `${base}/xab`;
+    const extra: NodeProto[] = [
+      { name: `${base}/xa`, opType: 'MatMul', input: [x, group.a], output: [`${base}/xa`], attribute: [] },
+      { name: xab, opType: 'MatMul', input: [`${base}/xa`, group.b], output: [xab], attribute: [] },
+    ];
+    const parts = nodes.length === 1 ? [xab] : nodes.map((_, i) => `${base}/part${i}`);
+    if (nodes.length > 1) {
+      const splitSizes = `${base}/split_sizes`;
+      model = withInt64Initializer(model, splitSizes, members.map((t) => targets[t].n));
+      extra.push({ name: `${base}/split`, opType: 'Split', input: [xab, splitSizes], output: parts, attribute: [{ name: 'axis', type: 2, i: -1 }] });
+    }
+    nodes.forEach((n, i) => {
+      const dense = `${n.output[0]}/dense`;
+      rewritten.set(n, [{ ...n, output: [dense] }, ...(i === nodes.length - 1 ? extra : []), { name: `${n.output[0]}/lowrank_add`, opType: 'Add', input: [dense, parts[i]], output: [n.output[0]], attribute: [] }]);
+    });
+  }
+  // A group's factor nodes go right after its last dense MatMul, so every input they read exists by then.
+  const node = model.graph.node.flatMap((n) => rewritten.get(n) ?? [n]);
+  const ordered = topologicalOrder(node);
+  const inputs = groups.flatMap((gr) => {
+    const width = gr.targets.reduce((s, t) => s + targets[t].n, 0);
+    const rankDim = gr.targets.length === 1 ? 'rank' : `rank_x${gr.targets.length}`;
+    return [valueInfo(gr.a, DataType.FLOAT, ['batch_size', gr.m, rankDim]), valueInfo(gr.b, DataType.FLOAT, ['batch_size', rankDim, width])];
+  });
+  return { model: { ...model, graph: { ...model.graph, node: ordered, input: [...model.graph.input, ...inputs] } }, targets, groups };
+}
+
+function withInt64Initializer(model: ModelProto, name: string, values: number[]): ModelProto {
+  const raw = new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer);
+  return { ...model, graph: { ...model.graph, initializer: [...model.graph.initializer, { name, dims: [values.length], dataType: DataType.INT64, rawData: raw }] } };
+}
+
+/** ONNX wants nodes in topological order; the Adds read parts produced after later dense MatMuls. */
+function topologicalOrder(nodes: NodeProto[]): NodeProto[] {
+  const producer = new Map<string, number>();
+  nodes.forEach((n, i) => n.output.forEach((o) => producer.set(o, i)));
+  const state = new Uint8Array(nodes.length); // 0 new, 1 visiting, 2 done
+  const out: NodeProto[] = [];
+  const visit = (i: number) => {
+    if (state[i] === 2) return;
+    if (state[i] === 1) throw new Error(`low-rank rewrite made a cycle at node ${nodes[i].name}`);
+    state[i] = 1;
+    for (const input of nodes[i].input) {
+      const p = producer.get(input);
+      if (p !== undefined) visit(p);
+    }
+    state[i] = 2;
+    out.push(nodes[i]);
+  };
+  // recursion depth is bounded by the graph's depth (a few hundred nodes for these decoders)
+  for (let i = 0; i < nodes.length; i++) visit(i);
+  return out;
 }

@@ -50,7 +50,7 @@ export const command: Command = {
     const results = [];
     for (const B of batches) {
       const members = ask({ population: B, antithetic: false });
-      const factors = new FactorCache(rewritten.targets, { runSeed: 1, iteration: 0, sigma: 0.01, rank, members }).feeds(members);
+      const factors = new FactorCache(rewritten.targets, rewritten.groups, { runSeed: 1, iteration: 0, sigma: 0.01, rank, members }).feeds(members);
       const rows = benchRows(B, promptTokens, newTokens, c.vocab_size);
       const runBase = () => tokensPerSecond({ ...ctx, session: base, extraFeeds: {} }, rows);
       const runLowRank = () => tokensPerSecond({ ...ctx, session: lowrank, extraFeeds: factors }, rows);
@@ -78,6 +78,7 @@ export const command: Command = {
       preset,
       parameters: parameterCount(model.weights),
       perturbed_matrices: rewritten.targets.length,
+      factor_groups: rewritten.groups.length,
       rank,
       prompt_tokens: promptTokens,
       new_tokens: newTokens,
