@@ -8,5 +8,6 @@ export function wilsonInterval(successes: number, n: number, z = 1.9599639845400
   const z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
-  return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
+  // At 0/n and n/n the bound is exactly 0 or 1; say so instead of 1 − 1e-16.
+  return { low: successes === 0 ? 0 : Math.max(0, centre - half), high: successes === n ? 1 : Math.min(1, centre + half) };
 }

@@ -6,7 +6,7 @@ import { RunConfig as RunConfigSchema } from '../../shared/schemas/index.ts';
 import { niceTicks, renderCurveSvg } from '../../trainer/loop/curve-svg.ts';
 import { stopAtFromEnv } from '../../trainer/loop/fault-points.ts';
 import { buildReport } from '../../trainer/loop/report.ts';
-import { wilsonInterval } from '../../trainer/loop/wilson.ts';
+import { wilsonInterval } from '../../shared/wilson.ts';
 import { resolveModel } from '../../trainer/server/model-name.ts';
 
 describe('wilsonInterval', () => {

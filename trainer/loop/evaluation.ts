@@ -10,7 +10,7 @@ import { EvaluationResult, type PolicyEndpoint, type RunConfig, type TaskRef } f
 import { collectUntil } from './collect.ts';
 import { RewardCollector } from '../../shared/store/reward-collector.ts';
 import { iterationRequests } from '../fanout/iteration-requests.ts';
-import { wilsonInterval } from './wilson.ts';
+import { wilsonInterval } from '../../shared/wilson.ts';
 
 export interface EvaluationInput {
   store: ObjectStore;
