@@ -22,7 +22,8 @@ const CLOUD_TOKEN = `${TOKEN}-cloud-0123456789`;
 
 const cloud = async (method: string, path: string, body?: unknown) => {
   const res = await fetch(`${cloudUrl}${path}`, { method, headers: { authorization: `Bearer ${CLOUD_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text() };
+  const parsed: any = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
+  return { status: res.status, body: parsed };
 };
 
 beforeAll(async () => {

@@ -98,6 +98,27 @@ describe('evaluating an external OpenAI-compatible endpoint', () => {
     expect((await api.call('GET', '/evaluations')).body.evaluations.map((e: { id: string }) => e.id)).toContain(view.id);
   });
 
+  it('links an episode\'s transcript when the worker stored one, and only from the evaluation\'s own prefix', async () => {
+    // The Episode function writes transcriptKey: null today; this is what a worker that stores transcripts leaves behind.
+    const store = new FsObjectStore(api.storeRoot);
+    const [first, second] = view.episodes;
+    const recordKey = keys.reward(view.id, first.round, 'base', first.task);
+    const record = JSON.parse(new TextDecoder().decode((await store.get(recordKey)) as Uint8Array));
+    const transcriptKey = keys.transcript(view.id, first.round, 'base', first.task);
+    const transcript = [{ kind: 'action', step: 0, text: 'place 1 1 1' }];
+    await store.put(transcriptKey, JSON.stringify(transcript));
+    await store.put(recordKey, JSON.stringify({ ...record, transcriptKey }));
+    const now = EvaluationView.parse((await api.call('GET', `/evaluations/${view.id}`)).body);
+    expect(now.episodes[0].transcript).toBe(`/evaluations/${view.id}/episodes/0/transcript`);
+    expect(now.episodes[1].transcript).toBeNull();
+    expect(await api.call('GET', now.episodes[0].transcript as string)).toMatchObject({ status: 200, body: transcript });
+    expect(await api.call('GET', `/evaluations/${view.id}/episodes/${second.index}/transcript`)).toMatchObject({ status: 404, body: { error: { code: 'no_transcript' } } });
+    expect(await api.call('GET', `/evaluations/${view.id}/episodes/99/transcript`)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+    await store.put(recordKey, JSON.stringify({ ...record, transcriptKey: keys.config('someone-else') }));
+    expect((await api.call('GET', `/evaluations/${view.id}/episodes/0/transcript`)).status).toBe(404);
+    await store.put(recordKey, JSON.stringify(record));
+  });
+
   it('the same Idempotency-Key and body give the same evaluation; another body is refused', async () => {
     const again = await api.call('POST', '/evaluations', { body: externalRequest({ budget: { maxEpisodes: 5 } }), headers: { 'idempotency-key': 'eval-1' } });
     expect(again).toMatchObject({ status: 202, body: { id: view.id } });
