@@ -68,7 +68,7 @@ function panel(p: Panel, top: number, xTicks: number[]): string {
       out.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="5 4"' : ''}/>`);
       for (const [x, y] of s.points) out.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${s.color}"/>`);
     }
-    const lx = W - M.right - 150;
+    const lx = W - M.right - 120;
     const ly = top + 14 + i * 14;
     out.push(`<line x1="${lx}" x2="${lx + 18}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="5 4"' : ''}/>`);
     out.push(`<text x="${lx + 24}" y="${ly + 4}" font-size="11">${esc(s.label)}</text>`);
@@ -98,7 +98,7 @@ export function renderCurveSvg(title: string, rows: readonly MetricsRow[], evalu
   );
   const successPanel = panel(
     {
-      title: 'Evaluation success rate of θ_k (greedy, held-out tasks, 95% Wilson interval)',
+      title: 'Evaluation success of θ_k (greedy, held-out, 95% Wilson)',
       yLabel: 'success rate',
       yTicks: [0, 0.2, 0.4, 0.6, 0.8, 1],
       series: [{ label: 'success rate', color: '#d62728', points: evaluations.map((e) => [e.iteration, e.successRate]) }],
