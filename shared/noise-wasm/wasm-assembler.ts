@@ -68,6 +68,7 @@ const PLAIN = {
   'v128.andnot': [0xfd, 0x4f],
   'v128.or': [0xfd, 0x50],
   'v128.xor': [0xfd, 0x51],
+  'v128.bitselect': [0xfd, 0x52],
   'v128.any_true': [0xfd, 0x53],
   'f32x4.demote_f64x2_zero': [0xfd, 0x5e],
   'f64x2.promote_low_f32x4': [0xfd, 0x5f],
@@ -99,6 +100,7 @@ const MEMORY = {
   'v128.store': [[0xfd, 0x0b], 4],
   'v128.load32_zero': [[0xfd, 0x5c], 2],
   'v128.load64_zero': [[0xfd, 0x5d], 3],
+  'v128.load32_splat': [[0xfd, 0x09], 2],
 } as const satisfies Record<string, readonly [readonly number[], number]>;
 
 /** Memory instructions that read or write one lane of a vector. */
@@ -113,6 +115,7 @@ const LANE = {
   'i32x4.extract_lane': 0x1b,
   'i32x4.replace_lane': 0x1c,
   'f32x4.extract_lane': 0x1f,
+  'f32x4.replace_lane': 0x20,
   'f64x2.extract_lane': 0x21,
   'f64x2.replace_lane': 0x22,
 } as const satisfies Record<string, number>;

@@ -29,6 +29,7 @@ interface KernelExports {
   gen(n: number): void;
   apply32(block: number, eps: number, len: number, c: number): void;
   apply64(block: number, eps: number, len: number, c: number): void;
+  acceptTest(lhs: number, y: number): number;
 }
 
 /** The least m ≥ 0 with fl(m·w) ≥ x: |j| < KT ⟺ fl(|j|·w) < x, since fl(m·w) is non-decreasing in m. */
@@ -102,6 +103,11 @@ export class WasmNoiseKernel {
       out.set(mem.subarray(block, block + len), at);
       pos = stop;
     }
+  }
+
+  /** The slow path's decision lhs < Math.exp(y) (y ≤ 0), as the kernel makes it: for tests. */
+  acceptsBelowExp(lhs: number, y: number): boolean {
+    return this.kernel.acceptTest(lhs, y) === 1;
   }
 
   /** Lane l starts chunk first + l; lanes past `used` repeat lane 0 (their output is not read). */

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { activeNoiseKernel, applyNoise, applyNoiseWith, CHUNK, fillNoise } from '../../shared/noise.ts';
 import { ModuleBuilder } from '../../shared/noise-wasm/wasm-assembler.ts';
+import { WasmNoiseKernel } from '../../shared/noise-wasm/wasm-noise.ts';
 import { webAssembly } from '../../shared/noise-wasm/webassembly-api.ts';
 
 const uint32 = fc.integer({ min: 0, max: 0xffffffff });
@@ -65,6 +66,28 @@ describe('WebAssembly noise kernel', () => {
       for (const x of js) if (Math.abs(x) > 3.442619855899) tails++;
     }
     expect(tails).toBeGreaterThan(300);
+  });
+
+  it("decides the slow path's lhs < Math.exp(y) exactly, also within an ulp of the boundary", () => {
+    const zeros = new Float64Array(128);
+    const kernel = WasmNoiseKernel.create({ W: zeros, X: zeros, F: zeros, seedChunk: () => {} });
+    if (!kernel) throw new Error('no WebAssembly kernel');
+    const bits = new Float64Array(1);
+    const words = new BigInt64Array(bits.buffer);
+    const ulpStep = (x: number, d: number) => {
+      bits[0] = x;
+      words[0] += BigInt(d);
+      return bits[0];
+    };
+    fc.assert(
+      fc.property(fc.double({ min: -6, max: 0, noNaN: true }), (y) => {
+        const e = Math.exp(y);
+        for (const lhs of [e, ulpStep(e, -1), ulpStep(e, 1), ulpStep(e, -3), e * (1 - 1e-12), e * (1 + 1e-12), e * (1 - 1e-8), e * (1 + 1e-8), e - 1e-3, e + 1e-3]) {
+          expect(kernel.acceptsBelowExp(lhs, y)).toBe(lhs < e);
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('serves applyNoise and fillNoise, the stream unchanged (same as the JS kernel, Float32 and Float64)', () => {
