@@ -2,6 +2,7 @@
  * The API commands of the esopt CLI against a real local API: runs start|list|show|watch|stop and
  * evals start|show, each with --json, token from ESOPT_TOKEN, --api naming the server.
  */
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -101,5 +102,33 @@ describe('esopt evals', () => {
     expect(shown.out).toContain('success 100.0%');
     expect(shown.out.split('\n').filter((l) => /^\s+\d+\s+sudoku-/.test(l))).toHaveLength(3);
     expect((await esopt('evals', 'start', '--request', '{"episodes": 0}')).code).toBe(2);
+  });
+});
+
+describe('esopt api', () => {
+  it('serves the API until SIGINT, and will not start without ESOPT_TOKEN', async () => {
+    const store = join(dir, 'api-store');
+    const env = { ...process.env, ESOPT_TOKEN: TOKEN };
+    const child = spawn(process.execPath, ['trainer/cli/bin.js', 'api', '--port', '0', '--store', store, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += String(d);
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve(JSON.parse(line).url);
+      });
+      child.once('exit', (code) => reject(new Error(`esopt api exited with ${code}`)));
+    });
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ ok: true });
+    expect((await fetch(`${url}/runs`)).status).toBe(401);
+    expect((await fetch(`${url}/runs`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+
+    const { ESOPT_TOKEN: _token, ...without } = env;
+    const refused = spawnSync(process.execPath, ['trainer/cli/bin.js', 'api', '--port', '0', '--store', store], { env: without, encoding: 'utf8' });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('set ESOPT_TOKEN');
   });
 });
