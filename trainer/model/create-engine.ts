@@ -217,11 +217,10 @@ export class OnnxEngine implements Engine {
 
   private async refresh(): Promise<void> {
     if (this.mode === 'full' && !this.rebuildsPerMember) return; // the session reads θ from the live arrays on every run
-    // The graph's initializer bytes are views onto θ, so re-encoding picks up the update.
-    const fresh = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
-    const old = this.session;
-    this.session = fresh;
-    await old.release();
+    // The graph's initializer bytes are views onto θ, so re-encoding picks up the update. The old session
+    // goes first (nothing runs meanwhile: refresh is exclusive), so a refresh never holds two weight copies.
+    await this.session.release();
+    this.session = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
