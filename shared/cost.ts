@@ -30,14 +30,18 @@ export const EpisodeUsage = z.object({
   /** Memory of the worker; 0 for local workers, which cost nothing beyond the box they run on. */
   memoryMb: z.number().min(0).finite(),
   completionTokens: z.number().int().min(0),
-  /** Episodes that shared the invocation: each pays 1/n of the request price. 0 = no invocation (local). */
+  /**
+   * Episodes that shared the invocation (they run side by side in one function instance): each pays
+   * 1/n of the request price and 1/n of the GB-seconds of its own duration. 0 = no invocation (local).
+   */
   episodesPerInvocation: z.number().int().min(0),
 });
 export type EpisodeUsage = z.infer<typeof EpisodeUsage>;
 
 export function episodeCost(usage: EpisodeUsage, prices: CostPrices = DEFAULT_PRICES): Cost {
   const u = EpisodeUsage.parse(usage);
-  const lambdaGbSeconds = (u.memoryMb / 1024) * (Math.ceil(u.durationMs) / 1000);
+  const share = Math.max(1, u.episodesPerInvocation);
+  const lambdaGbSeconds = ((u.memoryMb / 1024) * (Math.ceil(u.durationMs) / 1000)) / share;
   const requestUsd = u.episodesPerInvocation > 0 ? prices.lambdaUsdPerRequest / u.episodesPerInvocation : 0;
   const gpuSeconds = u.completionTokens * prices.gpuSecondsPerToken;
   const usd = lambdaGbSeconds * prices.lambdaUsdPerGbSecond + requestUsd + (gpuSeconds / 3600) * prices.gpuUsdPerHour;

@@ -7,9 +7,9 @@ describe('cost model', () => {
   it('prices Lambda GB-seconds (billed per started ms), the request share and the GPU-seconds of generated tokens', () => {
     const prices = CostPrices.parse({ lambdaUsdPerGbSecond: 0.00002, lambdaUsdPerRequest: 0.0000004, gpuUsdPerHour: 3.6, gpuSecondsPerToken: 0.01 });
     const cost = episodeCost({ durationMs: 1999.2, memoryMb: 2048, completionTokens: 100, episodesPerInvocation: 4 }, prices);
-    expect(cost.lambdaGbSeconds).toBeCloseTo(2 * 2.0, 12); // 2 GB × 2.000 s
+    expect(cost.lambdaGbSeconds).toBeCloseTo((2 * 2.0) / 4, 12); // 2 GB × 2.000 s, shared by 4 episodes running side by side
     expect(cost.gpuSeconds).toBeCloseTo(1, 12); // 100 tokens × 0.01 s
-    expect(cost.usd).toBeCloseTo(4 * 0.00002 + 0.0000004 / 4 + (1 / 3600) * 3.6, 12);
+    expect(cost.usd).toBeCloseTo(1 * 0.00002 + 0.0000004 / 4 + (1 / 3600) * 3.6, 12);
   });
 
   it('charges local workers nothing for Lambda, and scales linearly with the number of episodes', () => {

@@ -111,3 +111,19 @@ describe('LambdaFanout against the dev invoke endpoint', () => {
     expect(notJson.status).toBe(400);
   });
 });
+
+describe('LambdaFanout and slow deliveries', () => {
+  it('a RequestResponse invoke that outlives its timeout is retried; the function still ran, and its record exists once', async () => {
+    const { endpoint, fanout } = await setup({ latency: { kind: 'fixed', ms: 700 } }, { invocationType: 'RequestResponse', retries: 1 });
+    const requests = await sudokuRequests({ run: 'lambda-slow', members: 1, tasks: 1 });
+    const [outcome] = await fanout.dispatch(requests, { concurrency: 1, timeoutMs: 200 });
+    expect(outcome.ok).toBe(false);
+    expect(outcome.error).toMatch(/gave up after 2 attempts: invoke timed out after 200 ms/);
+    // Both deliveries run to the end on the function's side: one writes, the other finds the record.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(endpoint.stats.deliveries).toBe(2);
+    const got = await new RewardCollector(store, 'lambda-slow', 0).poll();
+    expect(got.records).toHaveLength(1);
+    expect(got.counted).toBe(1);
+  });
+});

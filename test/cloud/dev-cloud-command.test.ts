@@ -1,0 +1,29 @@
+/** `esopt dev cloud` end to end through the CLI entry point, faults on: the counts must add up. */
+import { describe, expect, it } from 'vitest';
+import { main } from '../../trainer/cli/main.ts';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { out, err, io: { stdout: (t: string) => out.push(t), stderr: (t: string) => err.push(t), readStdin: async () => '' } };
+}
+
+describe('esopt dev cloud', () => {
+  it('with faults: every distinct (member, task) counted once, duplicates and throttles absorbed', async () => {
+    const { out, io } = capture();
+    const code = await main(['dev', 'cloud', '--episodes', '24', '--faults', '--seed', '4', '--json'], io);
+    const report = JSON.parse(out.join(''));
+    expect(code).toBe(0);
+    expect(report).toMatchObject({ episodes: 24, records: 24, counted: 24, failed: 0, complete: true, invalid: 0 });
+    expect(report.faults.throttled + report.faults.server_errors).toBeGreaterThan(0);
+    expect(report.faults.duplicate_deliveries).toBeGreaterThan(0);
+    expect(report.duplicates_ignored).toBe(report.faults.duplicate_deliveries);
+    expect(report.faults.deliveries).toBe(24 + report.faults.duplicate_deliveries);
+  });
+
+  it('rejects a bad flag with exit code 2, naming it', async () => {
+    const { err, io } = capture();
+    expect(await main(['dev', 'cloud', '--episodes', '0'], io)).toBe(2);
+    expect(err.join('')).toMatch(/--episodes/);
+  });
+});
