@@ -86,9 +86,21 @@ function esopt(args: string[], stopAt?: string): Promise<Exit> {
   });
 }
 
-function report(out: Exit): { thetaHash: string; run: string } {
+interface Report {
+  thetaHash: string;
+  run: string;
+  perIteration: unknown[];
+  files: { report: string; curve: string };
+}
+
+function report(out: Exit): Report {
   expect(out.code, out.stderr).toBe(0);
-  return JSON.parse(out.stdout.trim().split('\n').at(-1)!);
+  const r = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as Report;
+  // The report and the curve are written, and every iteration has its metrics row.
+  expect(existsSync(r.files.report) && existsSync(r.files.curve)).toBe(true);
+  expect(readFileSync(r.files.curve, 'utf8')).toMatch(/^<svg /);
+  expect(r.perIteration).toHaveLength(ITERATIONS);
+  return r;
 }
 
 function updates(run: string): unknown[] {
@@ -96,7 +108,7 @@ function updates(run: string): unknown[] {
 }
 
 describe('train --resume after kill -9', () => {
-  let reference: { thetaHash: string };
+  let reference: Report;
 
   it('an uninterrupted run moves θ', async () => {
     reference = report(await esopt(['train', '--config', configPath, '--run', 'reference', '--store', store, '--json']));

@@ -133,9 +133,15 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const h = hashTheta(segments);
     if (h !== update.thetaHashAfter) throw new Error(`replaying the update record of iteration ${next} gave θ ${h}, it says ${update.thetaHashAfter}`);
     await appendLog(store, run, entry);
-    if (!(await store.get(keys.metricsRow(run, next)))) await putJson(store, keys.metricsRow(run, next), await rowFromUpdate(manifest, update));
     next++;
     replayed++;
+  }
+  // A process killed between its log entry and its metrics row leaves a hole in the metrics: fill it.
+  for (let k = 0; k < next; k++) {
+    if (await store.get(keys.metricsRow(run, k))) continue;
+    const update = await getJson(store, keys.update(run, k), UpdateRecord);
+    const manifest = await getJson(store, keys.manifest(run, k), IterationManifest);
+    if (update && manifest) await putJson(store, keys.metricsRow(run, k), await rowFromUpdate(manifest, update));
   }
   o.onStart?.({ resumedAt: next, replayed, skippedCheckpoints: loaded?.skipped ?? [] });
 
@@ -311,7 +317,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     };
   }
 
-  /** The metrics row of an iteration finished by replaying its UpdateRecord (its timings were lost with the process). */
+  /** The metrics row of an iteration whose process died before writing it (its timings died with it: zeros). */
   async function rowFromUpdate(m: IterationManifest, update: UpdateRecord): Promise<MetricsRow> {
     const records: RewardRecord[] = [];
     for (const { member, task } of update.counted) {
