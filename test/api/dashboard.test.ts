@@ -14,7 +14,7 @@ import { startTestApi, tinyRunConfig, TOKEN, waitFor, type TestApi } from './hel
 
 const OPTIONS = { size: 4, blanks: 2 } as const;
 const TASKS = sudoku.sampleTasks('eval', 2, 5, sudoku.optionsSchema.parse(OPTIONS));
-const LIVE_ITERATIONS = 8;
+const LIVE_ITERATIONS = 5;
 
 let api: TestApi;
 let agent: AgentServer;
@@ -83,7 +83,7 @@ describe('the dashboard at /', () => {
   });
 
   it('follows a run live: rows arrive through the events stream while it trains', async () => {
-    const live = await api.call('POST', '/runs', { body: tinyRunConfig({ name: 'live', iterations: LIVE_ITERATIONS, evalInterval: 4, checkpointInterval: 4 }) });
+    const live = await api.call('POST', '/runs', { body: tinyRunConfig({ name: 'live', iterations: LIVE_ITERATIONS, evalInterval: 2, checkpointInterval: 5 }) });
     const id = live.body.id as string;
     await page.goto(`${api.url}/#token=${TOKEN}`);
     await page.waitForSelector('body[data-ready="true"]');

@@ -147,7 +147,7 @@ describe('evaluating an external OpenAI-compatible endpoint', () => {
   it('a wrong key fails every episode with the endpoint\'s error, recorded per episode', async () => {
     const before = agent.unauthorized;
     const post = await api.call('POST', '/evaluations', {
-      body: externalRequest({ model: { kind: 'external', baseUrl: agent.baseUrl, model: 'their-agent-v2', apiKey: 'sk-wrong' }, episodes: 2 }),
+      body: externalRequest({ model: { kind: 'external', baseUrl: agent.baseUrl, model: 'their-agent-v2', apiKey: 'sk-wrong' }, episodes: 2, concurrency: 1 }),
     });
     const bad = await finished(post.body.id);
     expect(bad.status).toMatchObject({ state: 'finished', stopReason: 'completed' });
@@ -189,7 +189,7 @@ describe('POST /evaluations errors', () => {
 describe('evaluating our own base model', () => {
   it('serves θ_0 of the tiny preset through the local model host; its episodes pay the GPU share', async () => {
     const post = await api.call('POST', '/evaluations', {
-      body: { model: { kind: 'base', model: { preset: 'tiny', seed: 0 } }, environment: { name: 'sudoku', options: OPTIONS }, tasks: { tasks: [{ id: TASKS[1].id, task: TASKS[1].task }] }, episodes: 2, generation: { maxTokens: 8 } },
+      body: { model: { kind: 'base', model: { preset: 'tiny', seed: 0 } }, environment: { name: 'sudoku', options: OPTIONS }, tasks: { tasks: [{ id: TASKS[1].id, task: TASKS[1].task }] }, episodes: 2, concurrency: 1, generation: { maxTokens: 8 } },
     });
     expect(post.status).toBe(202);
     const base = await finished(post.body.id);

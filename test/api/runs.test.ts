@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
-import { CheckpointMeta, MetricsRow, RunDetail, RunEvent, RunList } from '../../shared/schemas/index.ts';
+import { CheckpointMeta, EvaluationView, MetricsRow, RewardRecord, RunDetail, RunEvent, RunList } from '../../shared/schemas/index.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, waitFor, type TestApi } from './helpers.ts';
 
 let api: TestApi;
@@ -142,5 +142,35 @@ describe('POST /runs/{id}/stop', () => {
     expect(existsSync(join(api.storeRoot, ...keys.manifest(id, detail.completedIterations).split('/')))).toBe(false);
 
     expect(await api.call('POST', `/runs/${id}/stop`)).toMatchObject({ status: 409, body: { error: { code: 'run_over' } } });
+  });
+});
+
+describe('evaluating a run\'s checkpoint', () => {
+  it('serves θ_2 from the checkpoint: greedy episodes use exactly the tokens the loop\'s own evaluation of θ_2 used', async () => {
+    const config = tinyRunConfig();
+    const post = await api.call('POST', '/evaluations', {
+      body: {
+        model: { kind: 'checkpoint', run, iteration: 2 },
+        environment: config.environment,
+        tasks: { split: 'eval', count: 2, seed: 1 },
+        episodes: 2,
+        generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 8 },
+      },
+    });
+    expect(post.status).toBe(202);
+    await api.evaluations.settled();
+    const view = EvaluationView.parse((await api.call('GET', `/evaluations/${post.body.id}`)).body);
+    expect(view.status).toMatchObject({ state: 'finished', stopReason: 'completed' });
+    expect(view.episodes).toHaveLength(2);
+    for (const e of view.episodes) {
+      const loops = RewardRecord.parse(storeJson(keys.reward(run, 2, 'base', e.task)));
+      expect(e.tokens).toEqual(loops.tokens);
+      expect(e.reward).toBe(loops.reward);
+      expect(e.steps).toBe(loops.steps);
+    }
+    const missing = await api.call('POST', '/evaluations', {
+      body: { model: { kind: 'checkpoint', run, iteration: 1 }, environment: config.environment, tasks: { split: 'eval', count: 1 }, episodes: 1 },
+    });
+    expect(missing).toMatchObject({ status: 422, body: { error: { code: 'no_checkpoint' } } });
   });
 });
