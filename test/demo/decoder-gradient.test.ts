@@ -28,19 +28,19 @@ function weights() {
   return w;
 }
 
-const seq: LossSequence = { ids: [1, 5, 2, 9, 12, 0, 7, 7, 3], targets: [2, 4, 5, 7] };
+const seq: LossSequence = { ids: [1, 5, 2, 9, 12, 0, 7, 7, 3], targets: [0, 2, 4, 5, 7], weights: [0.25, 1, 1, 2, 1] };
 
 describe('decoder gradient', () => {
   it('the loss matches cross-entropy on the reference forward pass logits', () => {
     const w = weights();
     const logits = referenceForward(config, w, seq.ids);
     let expected = 0;
-    for (const t of seq.targets) {
+    seq.targets.forEach((t, r) => {
       const row = logits[t];
       const max = Math.max(...row);
       const lse = Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0)) + max;
-      expected += lse - row[seq.ids[t + 1]];
-    }
+      expected += seq.weights![r] * (lse - row[seq.ids[t + 1]]);
+    });
     expect(new DecoderGradient(config, w).loss(seq)).toBeCloseTo(expected, 9);
   });
 

@@ -15,6 +15,8 @@ export interface LossSequence {
   ids: readonly number[];
   /** Position t predicts ids[t + 1]; only targets listed here are scored (each in 0..ids.length-2). */
   targets: readonly number[];
+  /** Weight of each target's cross-entropy in the loss (default 1 each), aligned with `targets`. */
+  weights?: readonly number[];
 }
 
 type Vec = Float64Array;
@@ -187,14 +189,15 @@ export class DecoderGradient {
   }
 
   /**
-   * Adds the gradient of this sequence's summed cross-entropy (natural log, over its targets) into `grads`
-   * (aligned with the weights) and returns that summed loss and how many of its targets the argmax got right.
+   * Adds the gradient of this sequence's weighted summed cross-entropy (natural log, over its targets) into `grads`
+   * (aligned with the weights) and returns that loss and the summed weight of the targets the argmax got right.
    */
   accumulate(seq: LossSequence, grads: Vec[]): { loss: number; correct: number } {
     const { D, H, hd, F, V, L, eps } = this;
     const ids = seq.ids;
     const S = ids.length;
     for (const t of seq.targets) if (!Number.isInteger(t) || t < 0 || t >= S - 1) throw new RangeError(`target position ${t} is outside 0..${S - 2}`);
+    if (seq.weights && seq.weights.length !== seq.targets.length) throw new RangeError(`${seq.weights.length} weights for ${seq.targets.length} targets`);
     const gradOf = new Map(this.weights.map((t, i) => [t.name, grads[i]]));
     const g = (name: string) => gradOf.get(name)!;
     const rope = rotaryTables(S, hd, this.theta);
@@ -266,12 +269,13 @@ export class DecoderGradient {
       let max = -Infinity;
       let arg = 0;
       for (let c = 0; c < V; c++) if (logits[o + c] > max) [max, arg] = [logits[o + c], c];
-      if (arg === label) correct++;
+      const weight = seq.weights?.[r] ?? 1;
+      if (arg === label) correct += weight;
       let sum = 0;
       for (let c = 0; c < V; c++) sum += Math.exp(logits[o + c] - max);
-      loss += Math.log(sum) + max - logits[o + label];
-      for (let c = 0; c < V; c++) dLogits[o + c] = Math.exp(logits[o + c] - max) / sum;
-      dLogits[o + label] -= 1;
+      loss += weight * (Math.log(sum) + max - logits[o + label]);
+      for (let c = 0; c < V; c++) dLogits[o + c] = (weight * Math.exp(logits[o + c] - max)) / sum;
+      dLogits[o + label] -= weight;
     });
 
     // ---- backward ----

@@ -22,6 +22,12 @@ export interface ImitationInput {
   maxTokens: number;
   /** The token that ends an assistant turn (ChatML's <|im_end|>). */
   endOfTurnId: number;
+  /**
+   * Weight of next-token prediction on the prompt tokens (0: only the reply is scored). Predicting the
+   * board's own characters teaches where in the grid each token sits and which digits a row already has,
+   * which is what choosing a move needs; the reply tokens keep weight 1.
+   */
+  promptWeight?: number;
 }
 
 /** The oracle, recording the chat it was shown at every turn. */
@@ -51,7 +57,12 @@ export async function imitationSequences(input: ImitationInput): Promise<LossSeq
       const completion = [...tokenizer.encode(turn.reply), input.endOfTurnId];
       if (completion.length > input.maxTokens) throw new RangeError(`the oracle's reply ${JSON.stringify(turn.reply)} needs ${completion.length} tokens, more than maxTokens ${input.maxTokens}`);
       const ids = [...prompt, ...completion];
-      out.push({ ids, targets: completion.map((_, j) => prompt.length - 1 + j) });
+      const reply = completion.map((_, j) => prompt.length - 1 + j);
+      const promptWeight = input.promptWeight ?? 0;
+      if (promptWeight > 0) {
+        const context = Array.from({ length: prompt.length - 1 }, (_, j) => j);
+        out.push({ ids, targets: [...context, ...reply], weights: [...context.map(() => promptWeight), ...reply.map(() => 1)] });
+      } else out.push({ ids, targets: reply });
     }
   }
   return out;

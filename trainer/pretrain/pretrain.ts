@@ -12,7 +12,7 @@ import { buildDecoder } from '../model/build-decoder.ts';
 import { byteTokenizerConfig, byteTokenizerJson, BYTE_VOCAB } from '../model/byte-tokenizer.ts';
 import { ChatTokenizer } from '../model/chat-tokenizer.ts';
 import type { ModelConfig } from '../model/config.ts';
-import { saveModelDir } from '../model/model-dir.ts';
+import { loadModelDir, saveModelDir } from '../model/model-dir.ts';
 import { PRESETS } from '../model/presets.ts';
 import { initDecoderWeights, type NamedTensor } from '../model/weights.ts';
 import { DecoderGradient, type LossSequence } from './decoder-gradient.ts';
@@ -33,9 +33,16 @@ export const PretrainConfig = z
       intermediateSize: z.number().int().min(1).optional(),
       layers: z.number().int().min(1).optional(),
       heads: z.number().int().min(1).optional(),
+      /**
+       * Continue from an export directory this command wrote (an earlier stage's config) instead of the
+       * seeded initialisation; its shape must match. Re-running the stages in order reproduces the weights.
+       */
+      init: z.string().min(1).optional(),
     }),
     /** The completion budget the ES run will serve with (the prompt keeps contextLength − maxTokens). */
     maxTokens: z.number().int().min(1),
+    /** Loss weight of the prompt's own next-token predictions (0 = reply tokens only); see imitation-data.ts. */
+    promptWeight: z.number().min(0).finite().default(0),
     steps: z.number().int().min(1).max(1_000_000),
     batch: z.number().int().min(1).max(4096),
     learningRate: z.number().positive().finite(),
@@ -49,9 +56,9 @@ export type PretrainConfig = z.infer<typeof PretrainConfig>;
 
 export interface PretrainStep {
   step: number;
-  /** Mean cross-entropy per scored token over the step's batch (nats). */
+  /** Weighted mean cross-entropy per scored token over the step's batch (nats). */
   loss: number;
-  /** Share of scored tokens the argmax predicted. */
+  /** Weighted share of scored tokens the argmax predicted. */
   accuracy: number;
 }
 
@@ -83,6 +90,15 @@ export function modelConfigFor(c: PretrainConfig): ModelConfig {
 /** Called after every step with the live weights (for progress and snapshots). */
 export type OnPretrainStep = (s: PretrainStep, total: number, live: Pick<PretrainResult, 'config' | 'weights'>) => void;
 
+function initialWeightsFrom(dir: string, config: ModelConfig): NamedTensor[] {
+  const loaded = loadModelDir(dir);
+  const expected = initDecoderWeights(config, 0);
+  if (JSON.stringify(loaded.weights.map((w) => [w.name, w.dims])) !== JSON.stringify(expected.map((w) => [w.name, w.dims]))) {
+    throw new Error(`model.init: ${dir} does not have the tensors of the configured model (name and shape must match)`);
+  }
+  return loaded.weights.map((w) => ({ name: w.name, dims: w.dims, data: w.data.slice() }));
+}
+
 export async function pretrain(c: PretrainConfig, onStep?: OnPretrainStep): Promise<PretrainResult> {
   const config = modelConfigFor(c);
   const tokenizer = new ChatTokenizer(byteTokenizerJson(), byteTokenizerConfig());
@@ -96,8 +112,9 @@ export async function pretrain(c: PretrainConfig, onStep?: OnPretrainStep): Prom
     contextLength: config.max_position_embeddings,
     maxTokens: c.maxTokens,
     endOfTurnId: BYTE_VOCAB.imEnd,
+    promptWeight: c.promptWeight,
   });
-  const weights = initDecoderWeights(config, c.model.seed);
+  const weights = c.model.init ? initialWeightsFrom(c.model.init, config) : initDecoderWeights(config, c.model.seed);
   const model = new DecoderGradient(config, weights);
   const m = model.zeroGradients();
   const v = model.zeroGradients();
@@ -118,7 +135,7 @@ export async function pretrain(c: PretrainConfig, onStep?: OnPretrainStep): Prom
       const r = model.accumulate(seq, grads);
       loss += r.loss;
       correct += r.correct;
-      scored += seq.targets.length;
+      scored += seq.weights ? seq.weights.reduce((a, w) => a + w, 0) : seq.targets.length;
     }
     // Mean over scored tokens, then the global-norm clip.
     let norm = 0;
