@@ -50,6 +50,7 @@ declare global {
         memory?: `${number} MB` | `${number} GB`;
         timeout?: `${number} seconds` | `${number} minutes`;
         concurrency?: { reserved?: number; provisioned?: number };
+        nodejs?: { install?: string[] };
         url?: boolean | SstArgs;
         link?: unknown[];
         environment?: Record<string, SstInput<string>>;

@@ -135,6 +135,9 @@ systemctl enable --now esopt-serve
       memory: `${cfg.ESOPT_EPISODE_MEMORY_MB} MB`,
       timeout: `${cfg.ESOPT_EPISODE_TIMEOUT_S} seconds`,
       concurrency: { reserved: cfg.ESOPT_EPISODE_CONCURRENCY },
+      // A native module cannot be bundled: the heuristic environment's isolate is installed as a package.
+      // (The web environment also needs a Chromium layer, which this stack does not provide.)
+      nodejs: { install: ['isolated-vm'] },
       environment: {
         ESOPT_BUCKET: bucket.name,
         ESOPT_TRAINER_URL: trainerUrl,

@@ -27,6 +27,8 @@ export interface InvokeStats {
   /** When handler runs started and ended (epoch ms): what a benchmark needs to find the episodes' span. */
   firstStartMs: number | null;
   lastEndMs: number | null;
+  /** The longest injected latency: with enough concurrency, the least an iteration can take. */
+  maxInjectedMs: number;
 }
 
 export interface InvokeEndpoint {
@@ -48,7 +50,7 @@ export async function startInvokeEndpoint(functions: Record<string, InvokeHandle
   const faults = InvokeFaults.parse(faultsInput);
   const random = new SeededRandom(faults.seed);
   const stats: InvokeStats = {
-    calls: 0, throttled: 0, serverErrors: 0, accepted: 0, deliveries: 0, duplicateDeliveries: 0, handlerErrors: 0, peakConcurrency: 0, firstStartMs: null, lastEndMs: null,
+    calls: 0, throttled: 0, serverErrors: 0, accepted: 0, deliveries: 0, duplicateDeliveries: 0, handlerErrors: 0, peakConcurrency: 0, firstStartMs: null, lastEndMs: null, maxInjectedMs: 0,
   };
   let running = 0;
   const queue: (() => void)[] = [];
@@ -66,6 +68,7 @@ export async function startInvokeEndpoint(functions: Record<string, InvokeHandle
     stats.firstStartMs = Math.min(stats.firstStartMs ?? start, start);
     try {
       const delay = sampleLatency(faults.latency, random.float(), random.float());
+      stats.maxInjectedMs = Math.max(stats.maxInjectedMs, delay);
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
       return { ok: true, value: await handler(structuredClone(event)) };
     } catch (err) {

@@ -115,6 +115,7 @@ describe('sst.config.ts', () => {
     const token = one('sst.Secret', 'TrainerToken').self;
     const trainer = one('aws.ec2.Instance', 'Trainer').self;
     expect(episode).toMatchObject({ handler: 'functions/episode.handler', memory: '1024 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
+    expect(episode.nodejs).toEqual({ install: ['isolated-vm'] });
     const env = episode.environment as Record<string, unknown>;
     expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
     expect(env.ESOPT_BUCKET).toBe(bucket.name);

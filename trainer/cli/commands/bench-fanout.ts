@@ -98,6 +98,9 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
       counted: got.counted,
       iteration_ms: iterationMs,
       episode_span_ms: spanMs,
+      // The span can be no shorter than the longest injected latency; a much longer one means this
+      // machine (handler, s3rver and trainer share its cores) was the bottleneck, not the trainer's work.
+      longest_injected_latency_ms: Math.round(cloud.invoke.stats.maxInjectedMs),
       dispatch_ms: dispatchedAt - t0,
       before_first_episode_ms: firstStartMs - t0,
       collect_after_last_episode_ms: t1 - lastEndMs,
@@ -156,7 +159,7 @@ export const command: Command = {
             ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}`),
             `scaling at N=${report.scaling_workers}: ${scaling.toFixed(3)} (target ≥ ${SCALING_TARGET})`,
             `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (target ≤ ${OVERHEAD_TARGET}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
-              `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms`,
+              `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms, longest injected latency ${overhead.longest_injected_latency_ms} ms`,
           ].join('\n'),
     );
     return 0;
