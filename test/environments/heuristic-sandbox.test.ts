@@ -54,9 +54,10 @@ describe('heuristic sandbox', () => {
     expect(names).toContain('Math');
   });
 
-  it('a dynamic import is only a promise, which is not an acceptable result', async () => {
+  it('refuses a dynamic import (the isolate has no module loader)', async () => {
     const err = await failure('function priority() { return import("node:fs"); }');
-    expect(err.kind).toBe('return-type');
+    expect(err.kind).toBe('exception');
+    expect(err.message).toMatch(/Not supported/);
   });
 
   it('stops an infinite loop in a call and in the top-level code', async () => {
@@ -106,6 +107,24 @@ describe('heuristic sandbox', () => {
     } finally {
       sandbox.dispose();
     }
+  });
+
+  it.each([
+    ['a getter on a thrown object', 'throw { get message() { for (;;) {} } };\nfunction priority() { return 1; }', 'timeout'],
+    ['a getter on the result', 'function priority() { return { get x() { for (;;) {} } }; }', 'timeout'],
+    ['a looping toJSON on the result', 'function priority() { return { toJSON() { for (;;) {} } }; }', 'timeout'],
+    ['a Proxy result', 'function priority() { return new Proxy([1, 2], { get() { for (;;) {} } }); }', 'timeout'],
+    ['a thrown Proxy', 'function priority() { throw new Proxy({}, { getPrototypeOf() { for (;;) {} } }); }', 'timeout'],
+    ['a thrown object with a harmless getter', 'function priority() { throw { get message() { return "x"; } }; }', 'exception'],
+  ])('contains code planted to run while a value leaves the isolate: %s', async (_name, code, kind) => {
+    const started = performance.now();
+    expect((await failure(code)).kind).toBe(kind);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('passes non-finite numbers through', async () => {
+    expect(await run('function priority() { return [Infinity, -Infinity, 1.5]; }')).toEqual([Infinity, -Infinity, 1.5]);
+    expect(await run('function priority() { return [NaN]; }')).toEqual([Number.NaN]);
   });
 
   it('keeps the host usable after a contained failure', async () => {
