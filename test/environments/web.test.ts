@@ -2,12 +2,16 @@
  * The web environment on the in-process happy-dom backend (fast): every task type's oracle, the text
  * view and its stable ids, error observations, the horizon, request blocking, sampling and schemas.
  */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { scriptedPolicy } from '../../environments/policies/scripted.ts';
 import { HappyDomBackend } from '../../environments/web/happy-dom-backend.ts';
 import { web } from '../../environments/web/definition.ts';
+import { pageDocument } from '../../environments/web/page-document.ts';
 import { parsePageView } from '../../environments/web/page-view.ts';
 import { closeWebRuntime, taskServer } from '../../environments/web/runtime.ts';
 import { TASK_TYPES, TASK_TYPE_NAMES } from '../../environments/web/task-types/index.ts';
@@ -159,12 +163,31 @@ describe('web environment (happy-dom)', () => {
   });
 
   it('blocks requests that are not to the task server', async () => {
-    const server = await taskServer();
-    const page = await new HappyDomBackend().open({ url: `${server.origin}/task/click-button/1`, allowedOrigin: server.origin, screenLines: 30, timeoutMs: 5_000 });
-    const window = (page as unknown as { page: { mainFrame: { window: { fetch(u: string): Promise<unknown> } } } }).page.mainFrame.window;
-    await expect(window.fetch('http://93.184.216.34/')).rejects.toThrow();
-    expect(page.blockedRequests).toEqual(['http://93.184.216.34/']);
-    await page.close();
+    // A page of the test's own, on its own loopback server, that tries to reach a public address.
+    const app = new Hono();
+    app.get('/exfiltrate', (c) =>
+      c.html(
+        pageDocument({
+          title: 'exfiltrate',
+          goal: 'none',
+          body: '<p id="status">pending</p>',
+          script: "fetch('http://93.184.216.34/steal').then(function () { document.getElementById('status').textContent = 'reached'; }, function () { document.getElementById('status').textContent = 'fetch blocked'; });",
+          data: null,
+        }),
+      ),
+    );
+    const server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+    });
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const page = await new HappyDomBackend().open({ url: `${origin}/exfiltrate`, allowedOrigin: origin, screenLines: 30, timeoutMs: 5_000 });
+      await expect.poll(() => page.observe(), { timeout: 5_000 }).toMatch(/text "fetch blocked"/);
+      expect(page.blockedRequests).toEqual(['http://93.184.216.34/steal']);
+      await page.close();
+    } finally {
+      server.close();
+    }
   });
 
   it('the random policy plays legal actions reproducibly, and rarely succeeds', async () => {
