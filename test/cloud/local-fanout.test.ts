@@ -76,4 +76,14 @@ describe('LocalFanout', () => {
     expect(outcomes.map((o) => o.error)).toEqual(['cancelled: the worker was killed', 'cancelled before it started', 'cancelled before it started']);
     expect(await new FsObjectStore(root).list('')).toEqual([]);
   });
+
+  it('cancels a worker that is still starting up', async () => {
+    await fanout?.close();
+    fanout = new LocalFanout({ workers: 1, store: { kind: 'fs', root: join(dir, 'cancel-early') } });
+    const requests = await sudokuRequests({ run: 'cancel-early', members: 2, tasks: 1 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 20);
+    const outcomes = await fanout.dispatch(requests, { concurrency: 1, timeoutMs: 60_000, signal: controller.signal });
+    expect(outcomes.map((o) => o.error)).toEqual(['cancelled: the worker was killed', 'cancelled before it started']);
+  });
 });

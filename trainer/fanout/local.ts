@@ -58,7 +58,9 @@ class Worker {
   }
 
   async run(event: unknown): Promise<WorkerReply | Error> {
-    await this.ready;
+    // A worker killed while still starting (a timeout, a cancel) answers with why it exited.
+    const failed = await this.ready.then(() => null, (err: Error) => err);
+    if (failed) return failed;
     if (this.exited) return this.exited;
     const id = this.nextId++;
     return new Promise((resolve) => {
