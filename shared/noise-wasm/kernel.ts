@@ -24,6 +24,8 @@ import { type FunctionBuilder, ModuleBuilder } from './wasm-assembler.ts';
 
 export const LANES = 4;
 export const CHUNK_ELEMENTS = 4096;
+/** Steps per loop iteration of gen; a request for n positions may fill up to UNROLL − 1 more (in-lane). */
+const UNROLL = 2;
 
 /** Byte layout of the kernel's memory. */
 export const LAYOUT = {
@@ -171,50 +173,52 @@ function emitGen(m: ModuleBuilder): void {
   f.block('done');
   f.get('end').op('i32.eqz').brIf('done');
   f.loop('step');
-  // u = rotl(s1·5, 7)·9 in each lane (·5 and ·9 as shift-adds).
-  f.get('s1', 's1').i32(2).op('i32x4.shl', 'i32x4.add').tee('t').i32(7).op('i32x4.shl').get('t').i32(25).op('i32x4.shr_u', 'v128.or');
-  f.tee('t').get('t').i32(3).op('i32x4.shl', 'i32x4.add').set('u');
-  f.get('s1').i32(9).op('i32x4.shl').set('t');
-  f.get('s2', 's0').op('v128.xor').set('s2');
-  f.get('s3', 's1').op('v128.xor').set('s3');
-  f.get('s1', 's2').op('v128.xor').set('s1');
-  f.get('s0', 's3').op('v128.xor').set('s0');
-  f.get('s2', 't').op('v128.xor').set('s2');
-  f.get('s3').i32(11).op('i32x4.shl').get('s3').i32(21).op('i32x4.shr_u', 'v128.or').set('s3');
-  // Ziggurat fast path: layer = u & 127, j = u >> 7 (signed), accept |j| < KT[layer].
-  f.get('u').i32(7).op('i32x4.shr_s').set('j');
-  f.get('u').i32x4(127, 127, 127, 127).op('v128.and').i32(5).op('i32x4.shl').set('idx');
-  for (let l = 0; l < 4; l++) f.get('idx').lane('i32x4.extract_lane', l).set(`a${l}`);
-  f.get('idx').set('k');
-  for (let l = 0; l < 4; l++) f.get(`a${l}`, 'k').memLane('v128.load32_lane', LAYOUT.zig + 8, l).set('k');
-  f.get('j').op('i32x4.abs').get('k').op('i32x4.lt_s').set('fast');
-  f.get('a0', 'j').memLane('v128.load64_lane', LAYOUT.zig, 0).set('w01');
-  f.get('a1', 'w01').memLane('v128.load64_lane', LAYOUT.zig, 1).set('w01');
-  f.get('a2', 'j').memLane('v128.load64_lane', LAYOUT.zig, 0).set('w23');
-  f.get('a3', 'w23').memLane('v128.load64_lane', LAYOUT.zig, 1).set('w23');
-  // ε = fround(j·W) in f64x2 halves.
-  const HIGH_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
-  const JOIN_LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
-  f.get('j').op('f64x2.convert_low_i32x4_s').get('w01').op('f64x2.mul', 'f32x4.demote_f64x2_zero');
-  f.get('j', 'j').shuffle(HIGH_HALF).op('f64x2.convert_low_i32x4_s').get('w23').op('f64x2.mul', 'f32x4.demote_f64x2_zero');
-  f.shuffle(JOIN_LOW_HALVES).set('eps');
-  for (let l = 0; l < 4; l++) f.get('i', 'eps').memLane('v128.store32_lane', LAYOUT.eps + l * CHUNK_ELEMENTS * 4, l);
-  // Lanes that missed the fast path (≈2.8 % per lane), each finished in lane order on its own state.
-  // Their new state comes back through 4-byte slots and is blended in (splat + bitselect), which keeps
-  // store-to-load forwarding intact where reloading whole vectors over 4-byte stores would stall.
-  f.get('fast').op('i32x4.bitmask').i32(15).op('i32.xor').tee('slowMask');
-  f.if('someSlow');
-  for (let k = 0; k < 4; k++) f.i32(0).get(`s${k}`).mem('v128.store', S + 16 * k);
-  f.i32(0).get('j').mem('v128.store', LAYOUT.spillJ);
-  f.i32(0).get('idx').mem('v128.store', LAYOUT.spillLayer);
-  f.loop('slowLanes');
-  f.get('slowMask').op('i32.ctz').i32(2).op('i32.shl').tee('lane').get('i').call('slowLane');
-  f.i32x4(0, 4, 8, 12).get('lane').op('i32x4.splat', 'i32x4.eq').set('laneMask');
-  for (let k = 0; k < 4; k++) f.get('lane').mem('v128.load32_splat', S + 16 * k).get(`s${k}`, 'laneMask').op('v128.bitselect').set(`s${k}`);
-  f.get('slowMask', 'slowMask').i32(1).op('i32.sub', 'i32.and').tee('slowMask').brIf('slowLanes');
-  f.end();
-  f.end();
-  f.get('i').i32(4).op('i32.add').tee('i').get('end').op('i32.lt_u').brIf('step');
+  for (let unroll = 0; unroll < UNROLL; unroll++) {
+    // u = rotl(s1·5, 7)·9 in each lane (·5 and ·9 as shift-adds).
+    f.get('s1', 's1').i32(2).op('i32x4.shl', 'i32x4.add').tee('t').i32(7).op('i32x4.shl').get('t').i32(25).op('i32x4.shr_u', 'v128.or');
+    f.tee('t').get('t').i32(3).op('i32x4.shl', 'i32x4.add').set('u');
+    f.get('s1').i32(9).op('i32x4.shl').set('t');
+    f.get('s2', 's0').op('v128.xor').set('s2');
+    f.get('s3', 's1').op('v128.xor').set('s3');
+    f.get('s1', 's2').op('v128.xor').set('s1');
+    f.get('s0', 's3').op('v128.xor').set('s0');
+    f.get('s2', 't').op('v128.xor').set('s2');
+    f.get('s3').i32(11).op('i32x4.shl').get('s3').i32(21).op('i32x4.shr_u', 'v128.or').set('s3');
+    // Ziggurat fast path: layer = u & 127, j = u >> 7 (signed), accept |j| < KT[layer].
+    f.get('u').i32(7).op('i32x4.shr_s').set('j');
+    f.get('u').i32x4(127, 127, 127, 127).op('v128.and').i32(5).op('i32x4.shl').set('idx');
+    for (let l = 0; l < 4; l++) f.get('idx').lane('i32x4.extract_lane', l).set(`a${l}`);
+    f.get('idx').set('k');
+    for (let l = 0; l < 4; l++) f.get(`a${l}`, 'k').memLane('v128.load32_lane', LAYOUT.zig + 8, l).set('k');
+    f.get('j').op('i32x4.abs').get('k').op('i32x4.lt_s').set('fast');
+    f.get('a0', 'j').memLane('v128.load64_lane', LAYOUT.zig, 0).set('w01');
+    f.get('a1', 'w01').memLane('v128.load64_lane', LAYOUT.zig, 1).set('w01');
+    f.get('a2', 'j').memLane('v128.load64_lane', LAYOUT.zig, 0).set('w23');
+    f.get('a3', 'w23').memLane('v128.load64_lane', LAYOUT.zig, 1).set('w23');
+    // ε = fround(j·W) in f64x2 halves.
+    const HIGH_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+    const JOIN_LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+    f.get('j').op('f64x2.convert_low_i32x4_s').get('w01').op('f64x2.mul', 'f32x4.demote_f64x2_zero');
+    f.get('j', 'j').shuffle(HIGH_HALF).op('f64x2.convert_low_i32x4_s').get('w23').op('f64x2.mul', 'f32x4.demote_f64x2_zero');
+    f.shuffle(JOIN_LOW_HALVES).set('eps');
+    for (let l = 0; l < 4; l++) f.get('i', 'eps').memLane('v128.store32_lane', LAYOUT.eps + l * CHUNK_ELEMENTS * 4 + 4 * unroll, l);
+    // Lanes that missed the fast path (≈2.8 % per lane), each finished in lane order on its own state.
+    // Their new state comes back through 4-byte slots and is blended in (splat + bitselect), which keeps
+    // store-to-load forwarding intact where reloading whole vectors over 4-byte stores would stall.
+    f.get('fast').op('i32x4.bitmask').i32(15).op('i32.xor').tee('slowMask');
+    f.if('someSlow');
+    for (let k = 0; k < 4; k++) f.i32(0).get(`s${k}`).mem('v128.store', S + 16 * k);
+    f.i32(0).get('j').mem('v128.store', LAYOUT.spillJ);
+    f.i32(0).get('idx').mem('v128.store', LAYOUT.spillLayer);
+    f.loop('slowLanes');
+    f.get('slowMask').op('i32.ctz').i32(2).op('i32.shl').tee('lane').get('i').i32(4 * unroll).op('i32.add').call('slowLane');
+    f.i32x4(0, 4, 8, 12).get('lane').op('i32x4.splat', 'i32x4.eq').set('laneMask');
+    for (let k = 0; k < 4; k++) f.get('lane').mem('v128.load32_splat', S + 16 * k).get(`s${k}`, 'laneMask').op('v128.bitselect').set(`s${k}`);
+    f.get('slowMask', 'slowMask').i32(1).op('i32.sub', 'i32.and').tee('slowMask').brIf('slowLanes');
+    f.end();
+    f.end();
+  }
+  f.get('i').i32(4 * UNROLL).op('i32.add').tee('i').get('end').op('i32.lt_u').brIf('step');
   f.end();
   f.end();
 }
