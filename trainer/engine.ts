@@ -83,8 +83,14 @@ export interface Engine {
    * low-rank mode runs them all in one forward pass with per-row factors. Calls are serialised internally.
    */
   generate(rows: GenerateRow[]): Promise<GenerateResult[]>;
-  /** The perturbable θ as views onto the live weights: the ES update writes into them. */
+  /**
+   * The perturbable θ as views onto the live weights: the ES update writes into them. In full mode θ is
+   * perturbed in place while a member's rows run, so hash, checkpoint or edit it through
+   * `withRestoredWeights` (or when no generate call is pending).
+   */
   segments(): ParameterSegment[];
+  /** Run `fn` on θ while no generation is in flight (θ unperturbed), serialised with generate/update. */
+  withRestoredWeights<T>(fn: (segments: ParameterSegment[]) => T | Promise<T>): Promise<T>;
   /** After θ changed in place: refresh whatever depends on it (sessions, caches) without reloading. */
   commitUpdate(): Promise<void>;
   /**

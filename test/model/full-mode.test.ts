@@ -80,7 +80,11 @@ describe('full-mode engine', () => {
       maxNewTokens: 12,
       stop: [],
     });
-    const results = await engine.generate([row(1), row(null), row(3), row(1)]);
+    const pending = engine.generate([row(1), row(null), row(3), row(1)]);
+    // queued behind the generation: sees θ restored, never a member's perturbed θ
+    const hashDuring = engine.withRestoredWeights((segments) => hashTheta(segments));
+    const results = await pending;
+    expect(await hashDuring).toBe(hash);
     expect(hashTheta(engine.segments())).toBe(hash);
     expect(results[3].tokenIds).toEqual(results[0].tokenIds);
 

@@ -108,6 +108,10 @@ export class OnnxEngine implements Engine {
     return this.segmentList;
   }
 
+  withRestoredWeights<T>(fn: (segments: ParameterSegment[]) => T | Promise<T>): Promise<T> {
+    return this.exclusive(async () => fn(this.segmentList));
+  }
+
   countTokens(messages: ChatMessage[]): number {
     return this.model.tokenizer.encodeChat(messages).length;
   }
