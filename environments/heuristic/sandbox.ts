@@ -165,10 +165,6 @@ export class Sandbox {
     throw new SandboxError('return-type', `${what} returned ${text.slice(5, 200)}, not plain data`);
   }
 
-  get elapsedMs(): number {
-    return this.usedMs;
-  }
-
   dispose(): void {
     if (!this.isolate.isDisposed) this.isolate.dispose();
   }

@@ -108,11 +108,6 @@ export class WebEnvironment implements Environment {
     }
   }
 
-  /** Requests the page tried to make that were blocked. */
-  get blockedRequests(): readonly string[] {
-    return this.page?.blockedRequests ?? [];
-  }
-
   private async closePage(): Promise<void> {
     const page = this.page;
     this.page = undefined;

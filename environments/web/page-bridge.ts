@@ -122,10 +122,10 @@ export const PAGE_BRIDGE = String.raw`(function () {
     /** Why the action cannot be done, or null: the same rules on both backends. */
     check: function (kind, id, arg) {
       if (kind === 'scroll') {
-        var n = allLines().length;
-        clamp(allLines());
+        var all = allLines();
+        clamp(all);
         if (arg === 'up' && offset === 0) return 'already at the top of the page';
-        if (arg === 'down' && offset + SCREEN >= n) return 'already at the bottom of the page';
+        if (arg === 'down' && offset + SCREEN >= all.length) return 'already at the bottom of the page';
         return null;
       }
       if (kind === 'press') return null;
