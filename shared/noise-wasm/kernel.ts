@@ -1,5 +1,5 @@
 /**
- * The noise kernel as WebAssembly (SIMD128), emitted by ../noise-wasm/wasm-assembler.ts.
+ * The noise kernel as WebAssembly (SIMD128), emitted with ./wasm-assembler.ts at load time.
  *
  * Exactness is the design constraint: every value is produced by the same IEEE operations, in the same
  * order, as the JavaScript kernel in shared/noise.ts, so the two agree bit for bit.
@@ -7,7 +7,7 @@
  * Vectorisation is across stream chunks, not within one: each chunk has its own xoshiro128** state,
  * so four consecutive chunks run in the four i32x4 lanes and every lane produces exactly the sequential
  * stream of its chunk. Per step all lanes draw one xoshiro output and try the ziggurat's fast path;
- * a lane that misses it (≈2.8 % of draws) is finished by the scalar slow path (`slow`) on that lane's
+ * a lane that misses it (≈2.8 % of draws) is finished by the scalar slow path (`slowLane`) on that lane's
  * own state, in stream order, before the step's values are stored. `gen` writes ε (float32) lane-major,
  * so the four chunks lie back to back in EPS, exactly as consecutive stream positions; `apply32` /
  * `apply64` then do the contiguous θ += c·ε in f64x2 with one rounding to the target's type.
@@ -49,7 +49,7 @@ export const LAYOUT = {
 export const EXP2_COUNT = 320;
 const TAIL_R = 3.442619855899;
 
-/** The JavaScript kernel's uniform: (next() >>> 0)·2^-32 + 2^-33, on the scalar state x0..x3. */
+/** xoshiro128** on the scalar state x0..x3: the output into `u`, exactly ChunkStream.next(). */
 function emitNext(f: FunctionBuilder): void {
   // result = rotl(s1·5, 7)·9, then the state step; exactly ChunkStream.next().
   f.get('x1').i32(5).op('i32.mul').i32(7).op('i32.rotl').i32(9).op('i32.mul').set('u');
@@ -62,6 +62,7 @@ function emitNext(f: FunctionBuilder): void {
   f.get('x3').i32(11).op('i32.rotl').set('x3');
 }
 
+/** ChunkStream.uniform() on the stack: (next() >>> 0)·2^-32 + 2^-33. */
 function emitUniform(f: FunctionBuilder): void {
   emitNext(f);
   f.get('u').op('f64.convert_i32_u').f64(2.3283064365386963e-10).op('f64.mul').f64(1.1641532182693481e-10).op('f64.add');
