@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { applyNoise } from '../../../shared/noise.ts';
+import { activeNoiseKernel, applyNoise } from '../../../shared/noise.ts';
 import { NoisePool } from '../../../shared/noise-pool.ts';
 import { machineInfo, median, timeMs } from '../../bench/measure.ts';
 import { flag, parseFlags } from '../args.ts';
@@ -86,6 +86,7 @@ export const command: Command = {
       n,
       repeats,
       threads,
+      kernel: activeNoiseKernel,
       params_per_s: params,
       numpy_params_per_s: numpy,
       plain_add_params_per_s: plain,
@@ -102,7 +103,7 @@ export const command: Command = {
     else {
       const f = (x: number | null) => (x === null ? 'n/a' : `${(x / 1e6).toFixed(1)} M/s`);
       const r = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
-      io.stdout(`noise regenerate+apply: ${f(params)}  numpy: ${f(numpy)}  plain add: ${f(plain)}`);
+      io.stdout(`noise regenerate+apply (${activeNoiseKernel} kernel): ${f(params)}  numpy: ${f(numpy)}  plain add: ${f(plain)}`);
       io.stdout(`ratio vs numpy ${r(out.ratio_vs_numpy)} (target ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (target ≥ 0.5)`);
       io.stdout(`${threads} threads: ${f(paramsT)}  plain add ${f(plainT)}  ratio vs numpy ${r(out.ratio_vs_numpy_threads)}  vs add ${r(out.ratio_vs_add_threads)}`);
     }
