@@ -30,15 +30,32 @@ function parseJsonOutput(text: string): unknown {
 export const command: Command = {
   name: 'bench all',
   summary: 'run every `esopt bench …` command (each through its own module, with --json) and gather the results',
-  usage: 'esopt bench all [--only noise,full,...] [--demo-report FILE] [--json]',
+  usage: 'esopt bench all [--only noise,full,...] [--scaling] [--demo-report FILE] [--json]',
   async run(argv, io) {
-    const p = parseFlags(argv, { only: { type: 'string' }, 'demo-report': { type: 'string' } });
+    const p = parseFlags(argv, { only: { type: 'string' }, scaling: { type: 'boolean' }, 'demo-report': { type: 'string' } });
     const only = flag(p.values, 'only', z.string().regex(/^[a-z-]+(,[a-z-]+)*$/, 'comma-separated benchmark names').optional())?.split(',');
     const demoReport = flag(p.values, 'demo-report', z.string().min(1).optional());
     const benches = registry.filter((e) => e.name.startsWith('bench ') && e.name !== 'bench all' && (!only || only.includes(e.name.slice('bench '.length))));
+    // How cost scales: the same two benchmarks again with one knob turned (G, model size, episode length).
+    const runs: Array<{ entry: (typeof benches)[number]; args: string[]; label: string }> = benches.map((entry) => ({ entry, args: [], label: entry.name }));
+    if (p.values.scaling === true) {
+      const byName = (n: string) => registry.find((e) => e.name === n);
+      const update = byName('bench update');
+      const memory = byName('bench memory');
+      const variants: Array<[typeof update, string[]]> = [
+        [update, ['--model', 'tiny', '--population', '8', '--iterations', '1']],
+        [update, ['--model', 'tiny', '--population', '32', '--iterations', '1']],
+        [update, ['--model', 'tiny', '--population', '8', '--iterations', '1', '--max-tokens', '32']],
+        [update, ['--model', 'small', '--population', '8', '--iterations', '1']],
+        [memory, ['--preset', 'tiny', '--population', '8', '--iterations', '1']],
+        [memory, ['--preset', 'tiny', '--population', '32', '--iterations', '1']],
+        [memory, ['--preset', 'small', '--population', '8', '--iterations', '1']],
+      ];
+      for (const [entry, args] of variants) if (entry) runs.push({ entry, args, label: `${entry.name} ${args.join(' ')}` });
+    }
     const outcomes: BenchOutcome[] = [];
-    for (const entry of benches) {
-      if (!p.json) io.stderr(`running esopt ${entry.name} …`);
+    for (const { entry, args, label } of runs) {
+      if (!p.json) io.stderr(`running esopt ${label} …`);
       let out = '';
       let err = '';
       const captured: CommandIo = { stdout: (t) => void (out += `${t}\n`), stderr: (t) => void (err += `${t}\n`), readStdin: async () => '' };
@@ -47,7 +64,7 @@ export const command: Command = {
       let exitCode: number;
       let error: string | null = null;
       try {
-        exitCode = await (await entry.load()).run(['--json'], captured);
+        exitCode = await (await entry.load()).run([...args, '--json'], captured);
       } catch (e) {
         exitCode = 1;
         error = (e as Error).message;
@@ -59,7 +76,7 @@ export const command: Command = {
         error ??= `output is not JSON: ${(e as Error).message}`;
       }
       if (exitCode !== 0) error ??= err.trim().slice(-2000) || `exit code ${exitCode}`;
-      outcomes.push({ name: entry.name, exitCode, seconds: (performance.now() - started) / 1000, load: { before, after: loadavg()[0] }, result, error });
+      outcomes.push({ name: label, exitCode, seconds: (performance.now() - started) / 1000, load: { before, after: loadavg()[0] }, result, error });
     }
     const summary = {
       date: new Date().toISOString(),
