@@ -158,6 +158,8 @@ systemctl enable --now esopt-serve
       memory: '512 MB',
       timeout: '30 seconds',
       url: true,
+      // Validating a run config loads its environment's definition, so the same native module as Episode.
+      nodejs: { install: ['isolated-vm'] },
       link: [bucket],
       environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value },
     });

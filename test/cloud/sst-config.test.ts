@@ -156,7 +156,9 @@ describe('sst.config.ts', () => {
   it('serves the Api function through a function URL, linked to the bucket', async () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
-    expect(api.args).toMatchObject({ handler: 'functions/api.handler', url: true });
+    expect(api.args).toMatchObject({ handler: 'functions/api.handler', url: true, nodejs: { install: ['isolated-vm'] } });
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TOKEN']);
+    expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
     expect(api.args.link).toEqual([one('sst.aws.Bucket', 'Runs').self]);
     expect(outputs.apiUrl).toBe(api.self.url);
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
