@@ -138,6 +138,8 @@ export async function startInvokeEndpoint(functions: Record<string, InvokeHandle
     }
     return c.json(result.value ?? null, 200);
   });
+  // Not part of Lambda's API: lets a client in another process (the benchmark) read the counters.
+  app.get('/dev/stats', (c) => c.json({ ...stats, pendingAsync }));
   app.all('*', (c) => awsError(c, 404, 'UnknownOperationException', `not an invoke route: ${c.req.method} ${c.req.path}`));
 
   const server: ServerType = await new Promise((resolve) => {

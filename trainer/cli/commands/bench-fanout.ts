@@ -7,12 +7,18 @@
  *    endpoint, whose injected latency (lognormal) stands for the episodes' own time. The trainer's own
  *    work is what lies outside the span in which episodes run: dispatching before the first one starts,
  *    collecting after the last one ends. overhead_ratio = (iteration − episode span) ÷ iteration.
+ *    The simulated cloud runs in a child process, so `trainer_cpu_share` (this process's CPU time ÷ the
+ *    iteration's wall time) is the trainer's work alone.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { EPISODE_FUNCTION, startLocalCloud } from '../../../functions/dev/local-cloud.ts';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
+import type { InvokeFaultsInput } from '../../../functions/dev/invoke-faults.ts';
+import { S3ObjectStore, S3StoreConfig } from '../../../shared/store/s3.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
 import { RewardCollector } from '../../../shared/store/reward-collector.ts';
@@ -74,40 +80,71 @@ async function measureScaling(maxWorkers: number, perWorker: number, repeats: nu
   return points.map((p) => ({ ...p, scaling: p.episodesPerS / (p.workers * one) }));
 }
 
-async function measureOverhead(episodes: number, medianMs: number, concurrency: number, log: (m: string) => void) {
-  const cloud = await startLocalCloud({
-    faults: { latency: { kind: 'lognormal', medianMs, sigma: 0.5, maxMs: medianMs * 4 }, concurrency: episodes, seed: 3 },
+/** The local cloud (s3rver, invoke endpoint, handler) in a child process, so this process is only the trainer. */
+async function startCloudProcess(faults: InvokeFaultsInput): Promise<{ invokeUrl: string; storeConfig: S3StoreConfig; close(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../../functions/dev/local-cloud-process.ts', import.meta.url)), JSON.stringify(faults)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const fanout = new LambdaFanout({ functionName: EPISODE_FUNCTION, endpoint: cloud.invoke.url, credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' } });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const newline = buffered.indexOf('\n');
+      if (newline >= 0) resolve(buffered.slice(0, newline));
+    });
+    child.once('exit', (code) => reject(new Error(`the local cloud process exited (code ${code}) before it was ready`)));
+  });
+  const ready = z.object({ invokeUrl: z.url(), storeConfig: S3StoreConfig }).parse(JSON.parse(line));
+  return {
+    ...ready,
+    async close() {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+const EndpointStats = z.object({ firstStartMs: z.number().nullable(), lastEndMs: z.number().nullable(), maxInjectedMs: z.number(), deliveries: z.number() });
+
+async function measureOverhead(episodes: number, medianMs: number, concurrency: number, log: (m: string) => void) {
+  const cloud = await startCloudProcess({ latency: { kind: 'lognormal', medianMs, sigma: 0.5, maxMs: medianMs * 4 }, concurrency: episodes, seed: 3 });
+  const store = new S3ObjectStore({ ...cloud.storeConfig, maxSockets: 256 });
+  const fanout = new LambdaFanout({ functionName: EPISODE_FUNCTION, endpoint: cloud.invokeUrl, credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' } });
   try {
     const tasks = 10;
     const requests = (await sudokuRequests('overhead', 4, Math.ceil(episodes / tasks), tasks, 5)).slice(0, episodes);
     log(`  ${requests.length} Event invokes, injected latency lognormal(median ${medianMs} ms, σ 0.5) …`);
+    const cpu0 = process.cpuUsage();
     const t0 = Date.now();
     const outcomes = await fanout.dispatch(requests, { concurrency, timeoutMs: 30_000 });
     const dispatchedAt = Date.now();
     const accepted = outcomes.filter((o) => o.ok).length;
-    const got = await new RewardCollector(cloud.store, 'overhead', 0).until(accepted, { deadline: Date.now() + 600_000, pollMs: 250 });
+    const got = await new RewardCollector(store, 'overhead', 0).until(accepted, { deadline: Date.now() + 600_000, pollMs: 250 });
     const t1 = Date.now();
-    const { firstStartMs, lastEndMs } = cloud.invoke.stats;
-    if (!got.complete || firstStartMs === null || lastEndMs === null) throw new Error(`only ${got.records.length} of ${accepted} records arrived`);
+    const cpu = process.cpuUsage(cpu0);
+    const stats = EndpointStats.parse(await (await fetch(`${cloud.invokeUrl}/dev/stats`)).json());
+    if (!got.complete || stats.firstStartMs === null || stats.lastEndMs === null) throw new Error(`only ${got.records.length} of ${accepted} records arrived`);
     const iterationMs = t1 - t0;
-    const spanMs = lastEndMs - firstStartMs;
+    const spanMs = stats.lastEndMs - stats.firstStartMs;
     return {
       episodes: requests.length,
       counted: got.counted,
       iteration_ms: iterationMs,
       episode_span_ms: spanMs,
       // The span can be no shorter than the longest injected latency; a much longer one means this
-      // machine (handler, s3rver and trainer share its cores) was the bottleneck, not the trainer's work.
-      longest_injected_latency_ms: Math.round(cloud.invoke.stats.maxInjectedMs),
+      // machine (the handler and s3rver share its cores) was the bottleneck, not the trainer's work.
+      longest_injected_latency_ms: Math.round(stats.maxInjectedMs),
       dispatch_ms: dispatchedAt - t0,
-      before_first_episode_ms: firstStartMs - t0,
-      collect_after_last_episode_ms: t1 - lastEndMs,
+      before_first_episode_ms: stats.firstStartMs - t0,
+      collect_after_last_episode_ms: t1 - stats.lastEndMs,
       overhead_ratio: (iterationMs - spanMs) / iterationMs,
+      /** CPU time of the trainer process (dispatch + collection only: the cloud runs in another process) ÷ wall time. */
+      trainer_cpu_share: (cpu.user + cpu.system) / 1000 / iterationMs,
     };
   } finally {
     await fanout.close();
+    store.client.destroy();
     await cloud.close();
   }
 }
@@ -160,6 +197,7 @@ export const command: Command = {
             `scaling at N=${report.scaling_workers}: ${scaling.toFixed(3)} (target ≥ ${SCALING_TARGET})`,
             `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (target ≤ ${OVERHEAD_TARGET}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
               `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms, longest injected latency ${overhead.longest_injected_latency_ms} ms`,
+            `trainer process CPU ÷ iteration wall time: ${overhead.trainer_cpu_share.toFixed(4)}`,
           ].join('\n'),
     );
     return 0;
