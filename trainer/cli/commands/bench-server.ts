@@ -76,14 +76,22 @@ export const command: Command = {
       // Warm-up of both paths (session first-run costs), not measured.
       await offline(engine, n, 4);
       await throughServer(server.url, n, 4);
+      const batchesBefore = server.service.metrics.batches;
       const off: number[] = [];
       const http: number[] = [];
       for (let r = 0; r < repeats; r++) {
-        // Interleaved, so drift in machine load hits both sides alike.
-        off.push(await offline(engine, n, maxTokens));
-        http.push(await throughServer(server.url, n, maxTokens));
+        // Interleaved, alternating which side goes first, so drift in machine load hits both alike.
+        if (r % 2 === 0) {
+          off.push(await offline(engine, n, maxTokens));
+          http.push(await throughServer(server.url, n, maxTokens));
+        } else {
+          http.push(await throughServer(server.url, n, maxTokens));
+          off.push(await offline(engine, n, maxTokens));
+        }
         log(`repeat ${r + 1}/${repeats}: offline ${off[r].toFixed(1)} tok/s, server ${http[r].toFixed(1)} tok/s`);
       }
+      // How many engine calls the server needed per round of N requests (1 = the whole burst in one batch).
+      const serverBatchesPerRound = (server.service.metrics.batches - batchesBefore) / repeats;
       const offlineTps = median(off);
       const serverTps = median(http);
       const result = {
@@ -96,6 +104,7 @@ export const command: Command = {
         batching: { windowMs, maxWaitMs },
         offline_tokens_per_s: offlineTps,
         server_tokens_per_s: serverTps,
+        server_batches_per_round: serverBatchesPerRound,
         ratio: serverTps / offlineTps,
         target: '>= 0.8',
         machine: machineInfo(),
