@@ -6,7 +6,7 @@
  * and every iteration's update record must be bit-identical to the uninterrupted run.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,22 +17,20 @@ const store = join(root, 'store');
 const configPath = join(root, 'config.json');
 const ITERATIONS = 3;
 
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    environment: { name: 'sudoku', options: { size: 4, blanks: 4, shapedReward: true, invalidMove: 'waste' } },
-    tasks: { seed: 3, trainPerIteration: 2, evalCount: 2 },
-    model: { preset: 'tiny', seed: 1 },
-    es: { population: 6, sigma: 0.05, alpha: 0.05, weightDecay: 0.01 },
-    iterations: ITERATIONS,
-    evalInterval: 2,
-    checkpointInterval: 2,
-    policy: 'scripted:random',
-    workers: 1,
-    deadlineMs: 60_000,
-    seed: 11,
-  }),
-);
+const baseConfig = {
+  environment: { name: 'sudoku', options: { size: 4, blanks: 4, shapedReward: true, invalidMove: 'waste' } },
+  tasks: { seed: 3, trainPerIteration: 2, evalCount: 2 },
+  model: { preset: 'tiny', seed: 1 },
+  es: { population: 6, sigma: 0.05, alpha: 0.05, weightDecay: 0.01 },
+  iterations: ITERATIONS,
+  evalInterval: 2,
+  checkpointInterval: 2,
+  policy: 'scripted:random',
+  workers: 1,
+  deadlineMs: 60_000,
+  seed: 11,
+};
+writeFileSync(configPath, JSON.stringify(baseConfig));
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -146,4 +144,15 @@ describe('train --resume after kill -9', () => {
       expect(updates(run)).toEqual(updates('reference').map((u) => ({ ...(u as object), run })));
     });
   }
+
+  it('low-rank mode: θ replayed from θ_0 through the log alone is bit-identical', async () => {
+    const lowRankPath = join(root, 'lowrank.json');
+    writeFileSync(lowRankPath, JSON.stringify({ ...baseConfig, mode: 'lowrank', rank: 2 }));
+    const first = report(await esopt(['train', '--config', lowRankPath, '--run', 'lowrank', '--store', store, '--json']));
+    const theta0 = JSON.parse(readFileSync(join(store, 'runs/lowrank/iterations/00000000/manifest.json'), 'utf8')).thetaHash;
+    expect(first.thetaHash).not.toBe(theta0);
+    rmSync(join(store, 'runs/lowrank/checkpoints'), { recursive: true });
+    const replayed = report(await esopt(['train', '--resume', 'lowrank', '--store', store, '--json']));
+    expect(replayed.thetaHash).toBe(first.thetaHash);
+  });
 });
