@@ -192,7 +192,7 @@ describe('bearer auth', () => {
 describe('back-pressure, timeouts, cancellation', () => {
   it('429 with Retry-After when the queue is full', async () => {
     // A long window keeps requests queued, so the third one finds the queue (of 2) full.
-    const s = await serve({ batching: { windowMs: 300, maxBatch: 8, maxQueue: 2 } });
+    const s = await serve({ batching: { windowMs: 300, maxWaitMs: 300, maxBatch: 8, maxQueue: 2 } });
     const req = { model: 'base', messages: hello, max_tokens: 2 };
     const results = await Promise.all([post(s, req), post(s, req), post(s, req)]);
     const statuses = results.map((r) => r.status).sort();
@@ -203,14 +203,14 @@ describe('back-pressure, timeouts, cancellation', () => {
   });
 
   it('504 when a request outlives its timeout', async () => {
-    const s = await serve({ requestTimeoutMs: 50, batching: { windowMs: 400, maxBatch: 8, maxQueue: 8 } });
+    const s = await serve({ requestTimeoutMs: 50, batching: { windowMs: 400, maxWaitMs: 400, maxBatch: 8, maxQueue: 8 } });
     const res = await post(s, { model: 'base', messages: hello, max_tokens: 2 });
     expect(res.status).toBe(504);
     expect(ErrorBody.parse(await res.json()).error.code).toBe('timeout');
   });
 
   it('a request whose client went away is dropped from the queue', async () => {
-    const s = await serve({ batching: { windowMs: 400, maxBatch: 8, maxQueue: 8 } });
+    const s = await serve({ batching: { windowMs: 400, maxWaitMs: 400, maxBatch: 8, maxQueue: 8 } });
     const controller = new AbortController();
     const pending = post(s, { model: 'base', messages: hello, max_tokens: 2 }, {}, controller.signal).catch((e: Error) => e);
     await new Promise((r) => setTimeout(r, 100));
