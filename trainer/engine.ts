@@ -39,6 +39,13 @@ export interface GenerateRow {
   /** Keep generating past end-of-sequence tokens (benchmarks that need a fixed token count). */
   ignoreEos?: boolean;
   signal?: AbortSignal;
+  /**
+   * Streaming: called during decoding with each new piece of the completion, as soon as it can no longer
+   * change — never half a multi-byte character, never text that a stop string will cut — and with the rest
+   * when the row finishes, so the pieces concatenate to the result's `text`. Runs inside the decode loop:
+   * keep it cheap and do not throw (an exception fails the whole engine call).
+   */
+  onText?: (delta: string) => void;
 }
 
 export type FinishReason = 'stop' | 'length' | 'abort';

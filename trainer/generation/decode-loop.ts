@@ -2,12 +2,14 @@
  * Batched autoregressive decoding with a KV cache over any decoder with the HF/optimum IO names. Prompts
  * are left-padded (attention_mask 0, position ids counted over real tokens only), one prefill pass, then
  * one token per row per step, the `present.*` outputs fed back as `past_key_values.*`. Rows stop on an
- * end-of-sequence token, a stop string, their token budget or their abort signal.
+ * end-of-sequence token, a stop string, their token budget or their abort signal. A row with `onText` gets
+ * its completion in pieces as it is decoded (see text-stream.ts), the last piece when it finishes.
  */
 import * as ort from 'onnxruntime-node';
 import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
 import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
 import { sampleToken } from './sampler.ts';
+import { TextStream } from './text-stream.ts';
 
 export interface DecoderShape {
   layers: number;
@@ -26,6 +28,8 @@ export interface PreparedRow {
   allowed?: Uint8Array;
   ignoreEos?: boolean;
   signal?: AbortSignal;
+  /** Called with each newly decoded piece of the completion; the pieces concatenate to the result's text. */
+  onText?: (delta: string) => void;
 }
 
 export interface DecodeContext {
@@ -40,8 +44,10 @@ export interface DecodeContext {
 
 interface RowState {
   tokens: number[];
+  /** The final completion, set when the row finishes. */
   text: string;
   done: FinishReason | null;
+  stream: TextStream | null;
 }
 
 export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Promise<GenerateResult[]> {
@@ -65,7 +71,15 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   for (let l = 0; l < shape.layers; l++) {
     for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [B, shape.kvHeads, 0, shape.headDim]);
   }
-  const state: RowState[] = rows.map((r) => ({ tokens: [], text: '', done: r.maxNewTokens <= 0 ? 'length' : null }));
+  const state: RowState[] = rows.map((r) => ({ tokens: [], text: '', done: null, stream: r.onText ? new TextStream(r.stop, r.onText) : null }));
+  const settle = (s: RowState, reason: FinishReason, text: string): void => {
+    s.done = reason;
+    s.text = text;
+    s.stream?.finish(text);
+  };
+  rows.forEach((r, b) => {
+    if (r.maxNewTokens <= 0) settle(state[b], 'length', '');
+  });
   let inputIds = new ort.Tensor('int64', ids, [B, width]);
   let positionIds = new ort.Tensor('int64', positions, [B, width]);
   let seq = width;
@@ -89,7 +103,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       nextPos[b] = BigInt(nextPosition[b]);
       if (s.done !== null) return;
       if (r.signal?.aborted) {
-        s.done = 'abort';
+        settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
         return;
       }
       const base = (b * seq + seq - 1) * V;
@@ -97,20 +111,16 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       s.tokens.push(token);
       next[b] = BigInt(token);
       nextPosition[b]++;
-      if (!r.ignoreEos && ctx.eosIds.has(token)) {
-        s.done = 'stop';
-        return;
-      }
-      if (r.stop.length > 0) {
-        const text = ctx.tokenizer.decode(s.tokens);
-        const cut = firstStop(text, r.stop);
-        if (cut >= 0) {
-          s.text = text.slice(0, cut);
-          s.done = 'stop';
-          return;
-        }
-      }
-      if (s.tokens.length >= r.maxNewTokens) s.done = 'length';
+      const atEos = !r.ignoreEos && ctx.eosIds.has(token);
+      const atLength = s.tokens.length >= r.maxNewTokens;
+      // Whole-text decodes only where something reads them mid-row (stop strings, streaming).
+      if (!atEos && !atLength && r.stop.length === 0 && s.stream === null) return;
+      const text = ctx.tokenizer.decode(s.tokens);
+      const cut = atEos ? -1 : firstStop(text, r.stop);
+      if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
+      else if (atEos) settle(s, 'stop', text);
+      else if (atLength) settle(s, 'length', text);
+      else s.stream?.update(text);
     });
     out.logits.dispose?.();
     past = {};
@@ -125,9 +135,8 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
 
   return rows.map((r, b) => {
     const s = state[b];
-    const stopped = s.done === 'stop' && r.stop.length > 0 && firstStop(ctx.tokenizer.decode(s.tokens), r.stop) >= 0;
     return {
-      text: stopped ? s.text : ctx.tokenizer.decode(s.tokens),
+      text: s.text,
       tokenIds: s.tokens,
       promptTokens: r.promptIds.length,
       completionTokens: s.tokens.length,

@@ -160,7 +160,7 @@ export class OnnxEngine implements Engine {
       }
       for (const id of this.eosIds) allowed[id] = 1;
     }
-    return { promptIds: ids, sampling: row.sampling, maxNewTokens: row.maxNewTokens, stop: row.stop, allowed, ignoreEos: row.ignoreEos, signal: row.signal };
+    return { promptIds: ids, sampling: row.sampling, maxNewTokens: row.maxNewTokens, stop: row.stop, allowed, ignoreEos: row.ignoreEos, signal: row.signal, onText: row.onText };
   }
 
   private decodeContext(extraFeeds: Record<string, ort.Tensor>) {

@@ -12,6 +12,7 @@ import { QueueFullError, RequestAbortedError, StaleMemberError } from './batcher
 import { BASE_MODEL, memberModelName, resolveModel } from './model-name.ts';
 import { ChatCompletionRequest, type ChatCompletion, type ChatCompletionChunk, type ErrorBody } from './openai-schema.ts';
 import type { InferenceService } from './service.ts';
+import { TextFeed } from './text-feed.ts';
 
 export interface AppOptions {
   /** When set, every route but /healthz needs `Authorization: Bearer <token>`. */
@@ -78,8 +79,9 @@ export function createInferenceApp(service: InferenceService, options: AppOption
 
   app.post('/v1/chat/completions', async (c) => {
     const arrived = performance.now();
+    const record = (status: number): void => metrics.request(status, (performance.now() - arrived) / 1000);
     const finish = <R extends Response>(res: R): R => {
-      metrics.request(res.status, (performance.now() - arrived) / 1000);
+      record(res.status);
       return res;
     };
     const fail = (status: 400 | 404 | 409 | 429 | 499 | 500 | 504, body: ErrorBody, headers?: Record<string, string>): Response =>
@@ -114,7 +116,10 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       );
     }
     const timeout = AbortSignal.timeout(options.requestTimeoutMs);
-    const signal = AbortSignal.any([c.req.raw.signal, timeout]);
+    // Aborted when a streaming client goes away mid-stream, whether or not the request's own signal says so.
+    const streamClosed = new AbortController();
+    const signal = AbortSignal.any([c.req.raw.signal, timeout, streamClosed.signal]);
+    const feed = req.stream ? new TextFeed() : null;
     const row: GenerateRow = {
       messages,
       member: resolved.selector,
@@ -122,45 +127,64 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       maxNewTokens: asked ?? Math.min(options.defaultMaxTokens, room),
       stop: req.stop == null ? [] : typeof req.stop === 'string' ? [req.stop] : req.stop,
       signal,
+      ...(feed ? { onText: (delta: string) => feed.push(delta) } : {}),
     };
 
-    let result: GenerateResult;
-    try {
-      result = await batcher.submit(row);
-    } catch (err) {
+    function failure(err: unknown): Response {
       if (err instanceof QueueFullError) {
         return fail(429, errorBody(err.message, 'rate_limit_error', 'queue_full'), { 'Retry-After': String(err.retryAfterSeconds) });
       }
       if (err instanceof StaleMemberError) return fail(409, errorBody(err.message, 'invalid_request_error', 'iteration_not_live', 'model'));
       if (err instanceof RequestAbortedError) return abortResponse();
-      return fail(500, errorBody(`generation failed: ${(err as Error).message}`, 'server_error'));
+      return fail(500, generationFailed(err));
     }
-    if (result.finishReason === 'abort') return abortResponse();
-
     function abortResponse(): Response {
-      if (timeout.aborted) return fail(504, errorBody(`request timed out after ${options.requestTimeoutMs} ms`, 'timeout_error', 'timeout'));
+      if (timeout.aborted) return fail(504, timedOut(options.requestTimeoutMs));
       // The client went away; nobody reads this, but the status is what the metrics count.
-      return fail(499, errorBody('client closed the request', 'invalid_request_error', 'client_closed'));
+      return fail(499, clientClosed());
     }
 
+    let generation: Promise<GenerateResult>;
+    try {
+      generation = batcher.submit(row); // throws QueueFullError at once
+    } catch (err) {
+      return failure(err);
+    }
     const id = `chatcmpl-${randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);
-    const finishReason = result.finishReason;
-    const usage = { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, total_tokens: result.promptTokens + result.completionTokens };
-
-    if (!req.stream) {
-      const body: ChatCompletion = {
-        id,
-        object: 'chat.completion',
-        created,
-        model: req.model,
-        system_fingerprint: fingerprint,
-        choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, logprobs: null, finish_reason: finishReason }],
-        usage,
-      };
-      return finish(c.json(body));
+    const includeUsage = req.stream_options?.include_usage === true;
+    const stream = (text: TextFeed): Response =>
+      streamCompletion(c, { id, created, model: req.model, fingerprint, includeUsage, feed: text, generation, timeout, timeoutMs: options.requestTimeoutMs, streamClosed, record });
+    if (feed) {
+      const settled = generation.then(
+        () => undefined,
+        () => undefined,
+      );
+      void settled.then(() => feed.close());
+      // Commit to a 200 event stream once text flows: a request that fails before that (timed out or
+      // cancelled in the queue, stale member, engine error) still gets its proper status.
+      await Promise.race([feed.started, settled]);
+      if (feed.hasStarted) return stream(feed);
     }
-    return finish(streamCompletion(c, { id, created, model: req.model, fingerprint, text: result.text, finishReason, usage: req.stream_options?.include_usage ? usage : null }));
+
+    let result: GenerateResult;
+    try {
+      result = await generation;
+    } catch (err) {
+      return failure(err);
+    }
+    if (result.finishReason === 'abort') return abortResponse();
+    if (feed) return stream(feed);
+    const body: ChatCompletion = {
+      id,
+      object: 'chat.completion',
+      created,
+      model: req.model,
+      system_fingerprint: fingerprint,
+      choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, logprobs: null, finish_reason: result.finishReason }],
+      usage: usageOf(result),
+    };
+    return finish(c.json(body));
   });
 
   app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, 'invalid_request_error', 'not_found'), 404));
@@ -168,35 +192,64 @@ export function createInferenceApp(service: InferenceService, options: AppOption
   return app;
 }
 
+function usageOf(r: GenerateResult): ChatCompletion['usage'] {
+  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
+}
+
+const timedOut = (ms: number): ErrorBody => errorBody(`request timed out after ${ms} ms`, 'timeout_error', 'timeout');
+const clientClosed = (): ErrorBody => errorBody('client closed the request', 'invalid_request_error', 'client_closed');
+const generationFailed = (err: unknown): ErrorBody => errorBody(`generation failed: ${(err as Error).message}`, 'server_error');
+
 interface StreamParts {
   id: string;
   created: number;
   model: string;
   fingerprint: string;
-  text: string;
-  finishReason: 'stop' | 'length';
-  usage: ChatCompletion['usage'] | null;
+  includeUsage: boolean;
+  /** The completion's pieces as the engine decodes them; closed when `generation` settles. */
+  feed: TextFeed;
+  generation: Promise<GenerateResult>;
+  timeout: AbortSignal;
+  timeoutMs: number;
+  /** Aborted here when the client disconnects, which cancels the row in the engine. */
+  streamClosed: AbortController;
+  /** Counts the request in the metrics once the stream has ended. */
+  record: (status: number) => void;
 }
 
 /**
- * OpenAI's stream: a role chunk, the content, a chunk carrying finish_reason, then (with
- * stream_options.include_usage) a usage chunk with no choices, then `[DONE]`. With include_usage every
- * chunk carries `usage: null` except the last, as OpenAI does.
+ * OpenAI's stream: a role chunk, one content chunk per piece as the engine decodes it, a chunk carrying
+ * finish_reason, then (with stream_options.include_usage) a usage chunk with no choices, then `[DONE]`. With
+ * include_usage every chunk carries `usage: null` except the last, as OpenAI does. Once the 200 is sent a
+ * failure can no longer change the status: a timeout or engine error mid-stream ends the stream with an
+ * OpenAI-style `{"error": ...}` event and no `[DONE]`; the metrics count it as 504/500 (499 when the client left).
  */
 function streamCompletion(c: Context, p: StreamParts): Response {
   const base = { id: p.id, object: 'chat.completion.chunk' as const, created: p.created, model: p.model, system_fingerprint: p.fingerprint };
-  const withUsage = p.usage !== null ? { usage: null } : {};
-  const chunks: ChatCompletionChunk[] = [
-    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...withUsage },
-    ...(p.text.length > 0 ? [{ ...base, choices: [{ index: 0, delta: { content: p.text }, logprobs: null, finish_reason: null }], ...withUsage }] : []),
-    { ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: p.finishReason }], ...withUsage },
-    ...(p.usage !== null ? [{ ...base, choices: [], usage: p.usage }] : []),
-  ];
+  const withUsage = p.includeUsage ? { usage: null } : {};
+  const choice = (delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: 'stop' | 'length' | null): ChatCompletionChunk => ({
+    ...base,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...withUsage,
+  });
   return streamSSE(c, async (stream) => {
-    for (const chunk of chunks) {
-      if (stream.aborted) return;
-      await stream.writeSSE({ data: JSON.stringify(chunk) });
+    stream.onAbort(() => p.streamClosed.abort(new Error('client closed the stream')));
+    const send = (data: unknown): Promise<void> => stream.writeSSE({ data: typeof data === 'string' ? data : JSON.stringify(data) });
+    await send(choice({ role: 'assistant', content: '' }, null));
+    for await (const delta of p.feed) {
+      if (stream.aborted) break;
+      await send(choice({ content: delta }, null));
     }
-    await stream.writeSSE({ data: '[DONE]' });
+    const result = await p.generation.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+    if (stream.aborted) return p.record(499);
+    if (result instanceof Error || result.finishReason === 'abort') {
+      const [status, body] = result instanceof Error ? [500, generationFailed(result)] : p.timeout.aborted ? [504, timedOut(p.timeoutMs)] : [499, clientClosed()];
+      await send(body);
+      return p.record(status);
+    }
+    await send(choice({}, result.finishReason));
+    if (p.includeUsage) await send({ ...base, choices: [], usage: usageOf(result) } satisfies ChatCompletionChunk);
+    await send('[DONE]');
+    p.record(200);
   });
 }
