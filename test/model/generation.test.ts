@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine, GenerateRow } from '../../trainer/engine.ts';
 import { ContextLengthError, createEngine } from '../../trainer/model/create-engine.ts';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
+import { streamableLength } from '../../trainer/generation/text-stream.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { argmax, fullLogits, session } from './onnx-helpers.ts';
@@ -91,5 +92,85 @@ describe('batched KV-cache generation', () => {
     expect(r.promptTokens).toBe(c.max_position_embeddings - 4);
     expect(r.completionTokens).toBe(4);
     await truncating.close();
+  });
+});
+
+describe('streaming pieces (onText)', () => {
+  let lowrank: Engine;
+  beforeAll(async () => {
+    lowrank = await createEngine({ model: { preset: 'tiny', seed: 3 }, mode: 'lowrank' });
+  });
+  afterAll(() => lowrank.close());
+
+  /** Runs `rows` with an onText hook on each, returning the results and every row's pieces. */
+  async function streamed(e: Engine, rows: GenerateRow[]) {
+    const pieces = rows.map(() => [] as string[]);
+    const results = await e.generate(rows.map((r, i) => ({ ...r, onText: (d: string) => pieces[i].push(d) })));
+    return { results, pieces };
+  }
+  const sampled = (seed: number, over: Partial<GenerateRow> = {}) => row({ sampling: { temperature: 1, topP: 1, topK: 0, seed }, ...over });
+
+  it('pieces concatenate to the text; the hook changes nothing else, in full and low-rank mode', async () => {
+    for (const e of [engine, lowrank]) {
+      const rows = [sampled(1, { maxNewTokens: 16, allowedTokenIds: [97, 98, 99, 32], ignoreEos: true }), row({ maxNewTokens: 10 }), sampled(2, { maxNewTokens: 16 })];
+      const plain = await e.generate(rows);
+      const { results, pieces } = await streamed(e, rows);
+      expect(results).toEqual(plain);
+      results.forEach((r, i) => expect(pieces[i].join('')).toBe(r.text));
+      expect(pieces[0].length).toBeGreaterThan(1);
+      expect(pieces.flat().every((p) => p.length > 0)).toBe(true);
+    }
+  });
+
+  it('pieces arrive while the row is still decoding: aborting from the first piece cuts the row short', async () => {
+    const ac = new AbortController();
+    const events: string[] = [];
+    const r = sampled(5, { maxNewTokens: 20, allowedTokenIds: [97, 98, 99], ignoreEos: true, signal: ac.signal });
+    const [full] = await engine.generate([{ ...r, signal: undefined }]);
+    expect(full.completionTokens).toBe(20);
+    const done = engine.generate([{ ...r, onText: (d) => (events.push(`piece:${d}`), ac.abort()) }]).then((res) => (events.push('resolved'), res));
+    const [cut] = await done;
+    expect(cut.finishReason).toBe('abort');
+    expect(cut.completionTokens).toBeLessThan(20);
+    expect(events[0]).toMatch(/^piece:/);
+    expect(events.at(-1)).toBe('resolved');
+    expect(full.text.startsWith(cut.text)).toBe(true);
+  });
+
+  it('never splits a multi-byte character', async () => {
+    // Only the bytes of "é" (C3 A9) and "€" (E2 82 AC): the samples mix whole characters with broken bytes.
+    const bytes = [0xc3, 0xa9, 0xe2, 0x82, 0xac];
+    const rows = Array.from({ length: 16 }, (_, seed) => sampled(seed, { maxNewTokens: 48, allowedTokenIds: bytes, ignoreEos: true }));
+    const { results, pieces } = await streamed(engine, rows);
+    const all = results.map((r) => r.text).join('');
+    expect(all).toContain('é');
+    expect(all).toContain('€');
+    results.forEach((r, i) => {
+      // A piece ending in half a character would show as U+FFFD where the final text has the whole one.
+      expect(pieces[i].join('')).toBe(r.text);
+      expect(pieces[i].length).toBeLessThan(r.completionTokens);
+    });
+  });
+
+  it('never streams text a stop string cuts, and flushes a held-back partial stop at the end', async () => {
+    const abc = { maxNewTokens: 24, allowedTokenIds: [97, 98, 99], ignoreEos: true };
+    const [free] = await engine.generate([sampled(7, abc)]);
+    const stop = free.text.slice(6, 9);
+    const never = 'abcabcabcX'; // shares prefixes with the text but cannot be produced
+    const { results, pieces } = await streamed(engine, [sampled(7, { ...abc, stop: [stop, never] }), sampled(7, { ...abc, stop: [never] })]);
+    expect(results[0].finishReason).toBe('stop');
+    expect(results[0].text).toBe(free.text.slice(0, free.text.indexOf(stop)));
+    expect(pieces[0].join('')).toBe(results[0].text);
+    expect(results[1].text).toBe(free.text);
+    expect(pieces[1].join('')).toBe(free.text);
+  });
+
+  it('holds back exactly a trailing partial character or stop-string prefix', () => {
+    expect(streamableLength('hello wor', ['world'])).toBe(6);
+    expect(streamableLength('hello', ['world'])).toBe(5);
+    expect(streamableLength('ab\uFFFD', [])).toBe(2);
+    expect(streamableLength('ab\uFFFD', ['b€'])).toBe(1);
+    expect(streamableLength('aaa', ['aaab', 'ab'])).toBe(0);
+    expect(streamableLength('xyz', ['yz!', 'z'])).toBe(1);
   });
 });
