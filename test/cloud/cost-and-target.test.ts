@@ -29,7 +29,7 @@ describe('cost model', () => {
 
 describe('cloud target', () => {
   it('names what is missing, and opens the S3 store and Lambda fan-out of a complete one', async () => {
-    expect(() => cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs' })).toThrow(/episodeFunction/);
+    expect(() => cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs' })).toThrow(/ESOPT_EPISODE_FUNCTION is not set/);
     const target = cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs', ESOPT_EPISODE_FUNCTION: 'esopt-prod-Episode', AWS_REGION: 'eu-west-1', ESOPT_EPISODES_PER_INVOCATION: '4' });
     expect(target).toEqual({ bucket: 'esopt-prod-runs', episodeFunction: 'esopt-prod-Episode', region: 'eu-west-1', invocationType: 'Event', episodesPerInvocation: 4 });
     const { store, fanout } = openCloudTarget(target);

@@ -1,11 +1,14 @@
 /**
  * A deployed stack as the trainer sees it: the runs bucket (S3 adapter) and the Episode function
  * (Lambda adapter). What `sst deploy` prints, or what the trainer box's environment says, turned into
- * the ObjectStore + Fanout pair that the ES loop takes in place of the embedded fs store + local pool.
+ * the ObjectStore + Fanout pair that the run wiring (trainer/loop/embedded-run.ts) takes in place of the
+ * embedded fs store + local pool: `esopt train --cloud`.
  */
 import { z } from 'zod';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
+import type { RunTarget } from '../loop/run-target.ts';
 import { LambdaFanout } from './lambda.ts';
+import { RecordAwaitingFanout } from './record-awaiting.ts';
 
 export const CloudTarget = z
   .object({
@@ -14,30 +17,88 @@ export const CloudTarget = z
     region: z.string().min(1).default('us-east-1'),
     invocationType: z.enum(['Event', 'RequestResponse']).default('Event'),
     episodesPerInvocation: z.number().int().min(1).max(64).default(1),
+    /** An S3-compatible server instead of AWS S3 (s3rver on loopback in the tests). */
+    s3Endpoint: z.url().optional(),
+    /** A Lambda-Invoke-compatible endpoint instead of AWS Lambda (functions/dev/invoke-endpoint.ts). */
+    lambdaEndpoint: z.url().optional(),
+    /** Default: path-style exactly when `s3Endpoint` is set, as S3-compatible servers need. */
+    forcePathStyle: z.boolean().optional(),
   })
   .strict();
 export type CloudTarget = z.infer<typeof CloudTarget>;
 
-/** From ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (and optional ESOPT_EPISODES_PER_INVOCATION). */
+/** A variable that is unset or empty is "not set": shells and CI often export empty strings. */
+const notSet = (iss: { input?: unknown }) => (iss.input === undefined ? 'is not set' : undefined);
+
+/** The trainer box's environment, by variable name, so an error names the variable to set. */
+const CloudEnv = z.object({
+  ESOPT_BUCKET: z.string({ error: notSet }).min(3).max(63),
+  ESOPT_EPISODE_FUNCTION: z.string({ error: notSet }).min(1).max(170),
+  AWS_REGION: z.string().optional(),
+  ESOPT_AWS_REGION: z.string().optional(),
+  ESOPT_INVOCATION_TYPE: z.enum(['Event', 'RequestResponse']).optional(),
+  ESOPT_EPISODES_PER_INVOCATION: z.coerce.number().int().min(1).max(64).optional(),
+  // The AWS SDKs' own names for endpoint overrides; the service-specific one wins.
+  AWS_ENDPOINT_URL: z.url().optional(),
+  AWS_ENDPOINT_URL_S3: z.url().optional(),
+  AWS_ENDPOINT_URL_LAMBDA: z.url().optional(),
+  ESOPT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+});
+
+/**
+ * From ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION (`sst deploy`'s outputs `bucket`, `episodeFunction`),
+ * AWS_REGION (or ESOPT_AWS_REGION), and optionally ESOPT_INVOCATION_TYPE, ESOPT_EPISODES_PER_INVOCATION,
+ * AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_LAMBDA / AWS_ENDPOINT_URL and ESOPT_S3_FORCE_PATH_STYLE.
+ */
 export function cloudTargetFromEnv(env: Record<string, string | undefined>): CloudTarget {
-  const r = CloudTarget.safeParse({
-    bucket: env.ESOPT_BUCKET,
-    episodeFunction: env.ESOPT_EPISODE_FUNCTION,
-    region: env.AWS_REGION ?? env.ESOPT_AWS_REGION,
-    episodesPerInvocation: env.ESOPT_EPISODES_PER_INVOCATION === undefined ? undefined : Number(env.ESOPT_EPISODES_PER_INVOCATION),
+  const present = Object.fromEntries(Object.keys(CloudEnv.shape).flatMap((name) => (env[name] ? [[name, env[name]]] : [])));
+  const r = CloudEnv.safeParse(present);
+  if (!r.success) {
+    const problems = r.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
+    throw new Error(`the cloud target is incomplete: ${problems} (ESOPT_BUCKET and ESOPT_EPISODE_FUNCTION are \`sst deploy\`'s outputs bucket and episodeFunction)`);
+  }
+  const e = r.data;
+  return CloudTarget.parse({
+    bucket: e.ESOPT_BUCKET,
+    episodeFunction: e.ESOPT_EPISODE_FUNCTION,
+    region: e.AWS_REGION ?? e.ESOPT_AWS_REGION,
+    invocationType: e.ESOPT_INVOCATION_TYPE,
+    episodesPerInvocation: e.ESOPT_EPISODES_PER_INVOCATION,
+    s3Endpoint: e.AWS_ENDPOINT_URL_S3 ?? e.AWS_ENDPOINT_URL,
+    lambdaEndpoint: e.AWS_ENDPOINT_URL_LAMBDA ?? e.AWS_ENDPOINT_URL,
+    forcePathStyle: e.ESOPT_S3_FORCE_PATH_STYLE === undefined ? undefined : e.ESOPT_S3_FORCE_PATH_STYLE === 'true',
   });
-  if (!r.success) throw new Error(`the cloud target is incomplete: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')} (set ESOPT_BUCKET and ESOPT_EPISODE_FUNCTION from \`sst deploy\`'s outputs)`);
-  return r.data;
 }
 
+/** Credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
 export function openCloudTarget(target: CloudTarget): { store: S3ObjectStore; fanout: LambdaFanout } {
   return {
-    store: new S3ObjectStore({ bucket: target.bucket, region: target.region }),
+    store: new S3ObjectStore({ bucket: target.bucket, region: target.region, endpoint: target.s3Endpoint, forcePathStyle: target.forcePathStyle ?? target.s3Endpoint !== undefined }),
     fanout: new LambdaFanout({
       functionName: target.episodeFunction,
       region: target.region,
+      endpoint: target.lambdaEndpoint,
       invocationType: target.invocationType,
       episodesPerInvocation: target.episodesPerInvocation,
     }),
+  };
+}
+
+/**
+ * The stack as a run target. `publicUrl` is the inference server's address as the Episode function
+ * reaches it (the stack's `trainerUrl`); the function holds the bearer token in ESOPT_TRAINER_TOKEN.
+ */
+export function cloudRunTarget(target: CloudTarget, publicUrl: string): RunTarget {
+  const { store, fanout } = openCloudTarget(target);
+  return {
+    store,
+    // The loop takes a settled dispatch to mean every record is in; an Event invoke settles at the queue.
+    fanout: target.invocationType === 'Event' ? new RecordAwaitingFanout(fanout, store) : fanout,
+    locate: (key) => `s3://${target.bucket}/${key}`,
+    policyEndpoint: { baseUrl: `${publicUrl.replace(/\/+$/, '')}/v1`, tokenEnv: 'ESOPT_TRAINER_TOKEN' },
+    async close() {
+      await fanout.close();
+      store.client.destroy();
+    },
   };
 }

@@ -1,8 +1,10 @@
 /**
- * The embedded default: everything in one process tree on this machine. A filesystem store under the
- * store root, the engine and its inference server on a loopback port, the local worker pool running the
- * Episode function against that server, the ES loop, then the report and the curve written next to the
- * run's records.
+ * The run wiring `esopt train` (and `start`, the local API, the demo) uses: the engine and its inference
+ * server, a {store, fanout} target (run-target.ts), the ES loop, then the report and the curve written
+ * next to the run's records. The embedded default target is everything in one process tree on this
+ * machine: a filesystem store under the store root and the local worker pool running the Episode
+ * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
+ * goes through exactly the same wiring.
  */
 import { join } from 'node:path';
 import { keys } from '../../shared/keys.ts';
@@ -16,36 +18,59 @@ import { renderCurveSvg } from './curve-svg.ts';
 import type { FaultHook } from './fault-points.ts';
 import type { TrainingProgress } from './progress.ts';
 import { buildReport, type TrainingReport } from './report.ts';
+import type { RunTarget } from './run-target.ts';
 import { train, type TrainingResult } from './training.ts';
 
-export interface EmbeddedRunOptions {
+interface RunOptionsCommon {
   config: RunConfig;
   run: string;
-  storeRoot: string;
   progress: TrainingProgress;
-  /** Bearer token for the server; workers get it through ESOPT_TOKEN. */
+  /** Bearer token for the server; local workers get it through ESOPT_TOKEN. */
   token?: string;
+  /** Where the inference server listens (default 127.0.0.1 on a free port); remote workers need a reachable address. */
+  server?: { host?: string; port?: number };
   faults?: FaultHook;
   pollMs?: number;
   executionProvider?: 'cpu' | 'cuda';
 }
+
+/**
+ * Either `storeRoot` (the embedded default target over that directory) or a `target` the run takes
+ * over: it is warmed before the first iteration and closed when the run ends.
+ */
+export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; target?: never } | { target: RunTarget; storeRoot?: never });
 
 export interface EmbeddedRunResult {
   report: TrainingReport;
   result: TrainingResult;
 }
 
+/** The embedded default: a filesystem store under `storeRoot` and the local worker pool opening the same directory. */
+export function localRunTarget(storeRoot: string, o: { workers: number; token?: string }): RunTarget {
+  const fanout = new LocalFanout({ workers: o.workers, store: { kind: 'fs', root: storeRoot }, env: o.token ? { ESOPT_TOKEN: o.token } : {} });
+  return {
+    store: new FsObjectStore(storeRoot),
+    fanout,
+    locate: (key) => join(storeRoot, key),
+    warm: () => fanout.warm(),
+    close: () => fanout.close(),
+  };
+}
+
 export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {
-  const { config, run, storeRoot } = o;
-  const store = new FsObjectStore(storeRoot);
-  const environment = await loadEnvironment(config.environment.name);
-  // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
-  const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left' });
-  const fanout = new LocalFanout({ workers: config.workers, store: { kind: 'fs', root: storeRoot }, env: o.token ? { ESOPT_TOKEN: o.token } : {} });
+  const { config, run } = o;
+  const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token });
+  const { store, fanout } = target;
+  let engine: Awaited<ReturnType<typeof createEngine>> | undefined;
+  let server: Awaited<ReturnType<typeof startInferenceServer>> | undefined;
   try {
+    const environment = await loadEnvironment(config.environment.name);
+    // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
+    engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+    server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port });
+    const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
     // Workers take a moment to load; start them before the clock of the first iteration runs.
-    await fanout.warm();
+    await target.warm?.();
     const result = await train({
       run,
       config,
@@ -53,7 +78,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
       fanout,
       weights: engine,
       population: server.service,
-      policy: config.policy === 'model' ? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) } : { baseUrl: config.policy },
+      policy: config.policy === 'model' ? endpoint : { baseUrl: config.policy },
       environment,
       pollMs: o.pollMs,
       faults: o.faults,
@@ -62,15 +87,15 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
       onEvaluation: (e) => o.progress.evaluation(e),
     });
     o.progress.stop();
-    const files = { report: join(storeRoot, keys.report(run)), curve: join(storeRoot, keys.curve(run)) };
+    const files = { report: target.locate(keys.report(run)), curve: target.locate(keys.curve(run)) };
     const report = buildReport(config, result, files);
     await store.put(keys.curve(run), renderCurveSvg(`esopt run ${run}: ${config.environment.name}`, result.rows, result.evaluations), { contentType: 'image/svg+xml' });
     await store.put(keys.report(run), JSON.stringify(report, null, 2), { contentType: 'application/json' });
     return { report, result };
   } finally {
     o.progress.stop();
-    await fanout.close();
-    await server.close();
-    await engine.close();
+    await target.close();
+    await server?.close();
+    await engine?.close();
   }
 }

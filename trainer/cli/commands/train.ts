@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
-import { runEmbedded } from '../../loop/embedded-run.ts';
+import { cloudRunTarget, cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { localRunTarget, runEmbedded } from '../../loop/embedded-run.ts';
 import { stopAtFromEnv } from '../../loop/fault-points.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
+import type { RunTarget } from '../../loop/run-target.ts';
 import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command, CommandIo } from '../command.ts';
@@ -28,28 +31,83 @@ function defaultRunId(config: RunConfig): string {
   return `${config.name ?? config.environment.name}-${stamp}`;
 }
 
-/** Shared by `train` and `start`: run (or resume) one embedded training run and print where its results are. */
+const Port = z.coerce.number().int().min(0).max(65_535);
+const PublicUrl = z.url({ protocol: /^https?$/ });
+
+/** Where the run goes, before its config is known (a resume reads the config from the target's store). */
+interface TargetChoice {
+  store: ObjectStore;
+  where: string;
+  open(config: RunConfig): RunTarget;
+  /** Release it when the run never starts. */
+  abandon(): Promise<void>;
+}
+
+/**
+ * The embedded default over --store, or with --cloud the deployed stack the environment names
+ * (cloud-target.ts), whose Episode function reaches the inference server at --public-url with the bearer
+ * token ESOPT_TOKEN. Every missing piece is a UsageError naming the flag or variable.
+ */
+function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefined): TargetChoice {
+  if (!p.values.cloud) {
+    if (p.values['public-url'] !== undefined) throw new UsageError('--public-url is for --cloud runs (local workers reach the server on loopback)');
+    const storeRoot = p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1));
+    // The local pool's size is the run's config: it opens once the config is known.
+    return { store: new FsObjectStore(storeRoot), where: storeRoot, open: (config) => localRunTarget(storeRoot, { workers: config.workers, token }), abandon: async () => {} };
+  }
+  if (p.values.store !== undefined) throw new UsageError('--store is for embedded runs; a --cloud run keeps its records in ESOPT_BUCKET');
+  const publicUrl = flag(p.values, 'public-url', PublicUrl);
+  if (!token) throw new UsageError('--cloud: ESOPT_TOKEN is not set (the bearer token the Episode function sends as its ESOPT_TRAINER_TOKEN: the stack\'s TrainerToken secret)');
+  let cloud;
+  try {
+    cloud = cloudTargetFromEnv(process.env);
+  } catch (err) {
+    throw new UsageError(`--cloud: ${(err as Error).message}`);
+  }
+  const target = cloudRunTarget(cloud, publicUrl);
+  return { store: target.store, where: `s3://${cloud.bucket}`, open: () => target, abandon: () => target.close() };
+}
+
+/** Shared by `train` and `start`: run (or resume) one training run and print where its results are. */
 export async function trainCommand(argv: string[], io: CommandIo): Promise<number> {
-  const p = parseFlags(argv, { config: { type: 'string' }, resume: { type: 'string' }, run: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
-  const storeRoot = flag(p.values, 'store', z.string().min(1));
+  const p = parseFlags(argv, {
+    config: { type: 'string' },
+    resume: { type: 'string' },
+    run: { type: 'string' },
+    store: { type: 'string' },
+    cloud: { type: 'boolean' },
+    'public-url': { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+  });
   if ((p.values.config === undefined) === (p.values.resume === undefined)) throw new UsageError('give exactly one of --config FILE or --resume RUN');
+  const host = p.values.host === undefined ? undefined : flag(p.values, 'host', z.string().min(1));
+  const port = p.values.port === undefined ? undefined : flag(p.values, 'port', Port);
+  const token = process.env.ESOPT_TOKEN || undefined;
+  const choice = chooseTarget(p, token);
   let config: RunConfig;
   let run: string;
-  if (p.values.resume !== undefined) {
-    run = flag(p.values, 'resume', Id);
-    const stored = await readRunConfig(new FsObjectStore(storeRoot), run);
-    if (!stored) throw new UsageError(`--resume: no run ${run} in ${storeRoot} (is --store right?)`);
-    config = stored;
-  } else {
-    config = readConfigFile(flag(p.values, 'config', z.string().min(1)));
-    run = p.values.run === undefined ? defaultRunId(config) : flag(p.values, 'run', Id);
+  try {
+    if (p.values.resume !== undefined) {
+      run = flag(p.values, 'resume', Id);
+      const stored = await readRunConfig(choice.store, run);
+      if (!stored) throw new UsageError(`--resume: no run ${run} in ${choice.where} (${p.values.cloud ? 'is ESOPT_BUCKET right?' : 'is --store right?'})`);
+      config = stored;
+    } else {
+      config = readConfigFile(flag(p.values, 'config', z.string().min(1)));
+      run = p.values.run === undefined ? defaultRunId(config) : flag(p.values, 'run', Id);
+    }
+  } catch (err) {
+    await choice.abandon();
+    throw err;
   }
   const { report } = await runEmbedded({
     config,
     run,
-    storeRoot,
+    target: choice.open(config),
+    server: { host, port },
     progress: p.json ? silentProgress : progressBar(config.iterations),
-    token: process.env.ESOPT_TOKEN || undefined,
+    token,
     faults: stopAtFromEnv(process.env.ESOPT_STOP_AT),
   });
   if (p.json) {
@@ -73,7 +131,9 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
 
 export const command: Command = {
   name: 'train',
-  summary: 'run ES training end to end on this machine (or resume a run)',
-  usage: 'esopt train (--config configs/<name>.json [--run ID] | --resume RUN) [--store DIR] [--json]',
+  summary: 'run ES training end to end on this machine, or against the deployed stack with --cloud (or resume a run)',
+  usage:
+    'esopt train (--config configs/<name>.json [--run ID] | --resume RUN) [--store DIR | --cloud --public-url URL] [--host H] [--port P] [--json]\n' +
+    '  --cloud: S3 store + Lambda fan-out from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN',
   run: trainCommand,
 };

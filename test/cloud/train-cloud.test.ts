@@ -1,0 +1,165 @@
+/**
+ * `esopt train --cloud` end to end on loopback: s3rver stands in for the runs bucket and the dev
+ * Lambda-invoke endpoint (running the real Episode handler in this process) for the Episode function,
+ * both reached only through the SDK endpoint overrides in the trainer's environment, exactly as a
+ * deployed stack would be. The trainer child process serves a tiny model at --public-url; the handler
+ * plays every episode against it with the bearer token, writes its reward to the bucket, and the
+ * trainer folds the rewards in from there. Records, checkpoint, log and report must all be in the bucket.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/dev/local-cloud.ts';
+import { keys } from '../../shared/keys.ts';
+import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
+import { TrainingReport } from '../../trainer/loop/report.ts';
+
+const BIN = join(import.meta.dirname, '../../trainer/cli/bin.js');
+const root = mkdtempSync(join(tmpdir(), 'esopt-train-cloud-'));
+const configPath = join(root, 'config.json');
+const TOKEN = 'train-cloud-test-token';
+const RUN = 'cloud-run';
+const POPULATION = 4;
+const ITERATIONS = 2;
+
+writeFileSync(
+  configPath,
+  JSON.stringify({
+    environment: { name: 'sudoku', options: { size: 4, blanks: 2, invalidMove: 'waste', slack: 0 } },
+    tasks: { seed: 5, trainPerIteration: 1, evalCount: 1 },
+    model: { preset: 'tiny', seed: 1 },
+    es: { population: POPULATION, sigma: 0.05, alpha: 0.05 },
+    generation: { temperature: 1, topP: 1, topK: 0, maxTokens: 6 },
+    iterations: ITERATIONS,
+    evalInterval: 2,
+    checkpointInterval: 1,
+    deadlineMs: 60_000,
+    seed: 3,
+  }),
+);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function esopt(args: string[], env: Record<string, string>): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    // Only what a trainer box would have: no AWS settings inherited from whoever runs the tests.
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('ESOPT_')));
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+let cloud: LocalCloud;
+let port: number;
+let publicUrl: string;
+let cloudEnv: Record<string, string>;
+
+beforeAll(async () => {
+  port = await freePort();
+  publicUrl = `http://127.0.0.1:${port}`;
+  // The Episode function's environment as the stack sets it: the trainer's URL and the token.
+  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: publicUrl, ESOPT_TRAINER_TOKEN: TOKEN } });
+  cloudEnv = {
+    ESOPT_BUCKET: cloud.s3.bucket,
+    ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
+    AWS_REGION: 'us-east-1',
+    AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
+    AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
+    // s3rver's fixed development key pair, through the SDK's default credential chain.
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    ESOPT_TOKEN: TOKEN,
+  };
+});
+
+afterAll(async () => {
+  await cloud?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function json<T>(key: string, schema: { parse(v: unknown): T }): Promise<T> {
+  const body = await cloud.store.get(key);
+  expect(body, key).not.toBeNull();
+  return schema.parse(JSON.parse(new TextDecoder().decode(body!)));
+}
+
+describe('esopt train --cloud', () => {
+  it('trains 2 iterations through the Lambda endpoint and the bucket, the handler playing against --public-url', async () => {
+    const exit = await esopt(['train', '--cloud', '--config', configPath, '--run', RUN, '--public-url', publicUrl, '--host', '127.0.0.1', '--port', String(port), '--json'], cloudEnv);
+    expect(exit.code, exit.stderr).toBe(0);
+    const report = TrainingReport.parse(JSON.parse(exit.stdout));
+    expect(report.iterations).toBe(ITERATIONS);
+    expect(report.files).toEqual({ report: `s3://${cloud.s3.bucket}/${keys.report(RUN)}`, curve: `s3://${cloud.s3.bucket}/${keys.curve(RUN)}` });
+
+    let lastHash = '';
+    for (let k = 0; k < ITERATIONS; k++) {
+      const manifest = await json(keys.manifest(RUN, k), IterationManifest);
+      const rewardKeys = await cloud.store.list(keys.rewards(RUN, k));
+      const records = await Promise.all(rewardKeys.map((key) => json(key, RewardRecord)));
+      const training = records.filter((r) => r.member !== 'base');
+      expect(training.length).toBe(POPULATION * manifest.tasks.length);
+      for (const r of training) {
+        // Played by the model over HTTP with the bearer token: any refusal or unreachable server would be an error here.
+        expect(r.error, JSON.stringify(r)).toBeNull();
+        expect(r.tokens.completion).toBeGreaterThan(0);
+      }
+      const update = await json(keys.update(RUN, k), UpdateRecord);
+      // The update folded in exactly the rewards the handler wrote to the bucket (one task: a member's reward is its record's).
+      expect(update.counted.length).toBe(POPULATION);
+      if (k > 0) expect(update.thetaHashBefore).toBe(lastHash);
+      lastHash = update.thetaHashAfter;
+      const byMember = new Map(training.map((r) => [r.member, r.reward]));
+      for (const m of update.memberRewards) expect(m.reward).toBe(byMember.get(m.member));
+      await json(keys.checkpointMeta(RUN, k + 1), CheckpointMeta);
+    }
+    const log = new TextDecoder().decode((await cloud.store.get(keys.log(RUN)))!).trim().split('\n').map((line) => LogEntry.parse(JSON.parse(line)));
+    expect(log.length).toBeGreaterThanOrEqual(ITERATIONS);
+    expect(report.thetaHash).toBe(lastHash);
+    const stored = await json(keys.report(RUN), TrainingReport);
+    expect(stored.thetaHash).toBe(report.thetaHash);
+    expect(cloud.tally.written).toBeGreaterThanOrEqual(POPULATION * ITERATIONS);
+    expect(cloud.invoke.stats.deliveries).toBeGreaterThanOrEqual(POPULATION * ITERATIONS);
+  }, 60_000);
+
+  it('resumes a run from the bucket, reading its config there', async () => {
+    const exit = await esopt(['train', '--cloud', '--resume', RUN, '--public-url', publicUrl, '--port', String(port), '--json'], cloudEnv);
+    expect(exit.code, exit.stderr).toBe(0);
+    const report = TrainingReport.parse(JSON.parse(exit.stdout));
+    expect(report.iterations).toBe(ITERATIONS);
+    expect(report.thetaHash).toBe((await json(keys.report(RUN), TrainingReport)).thetaHash);
+  }, 30_000);
+
+  it('names what is missing: a variable, the token, the public URL', async () => {
+    const { ESOPT_EPISODE_FUNCTION: _, ...noFunction } = cloudEnv;
+    const a = await esopt(['train', '--cloud', '--config', configPath, '--public-url', publicUrl], noFunction);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/ESOPT_EPISODE_FUNCTION is not set/);
+    const { ESOPT_TOKEN: __, ...noToken } = cloudEnv;
+    const b = await esopt(['train', '--cloud', '--config', configPath, '--public-url', publicUrl], noToken);
+    expect(b.code).toBe(2);
+    expect(b.stderr).toMatch(/ESOPT_TOKEN is not set/);
+    const c = await esopt(['train', '--cloud', '--config', configPath], cloudEnv);
+    expect(c.code).toBe(2);
+    expect(c.stderr).toMatch(/--public-url is required/);
+  }, 30_000);
+});

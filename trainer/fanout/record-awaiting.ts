@@ -1,0 +1,60 @@
+/**
+ * A fan-out that settles a request only once its reward record is in the store. The ES loop reads a
+ * settled dispatch as "nothing more is coming" and closes the iteration at the next listing
+ * (trainer/loop/training.ts); the local pool settles that way by itself, but Lambda's `Event` invoke
+ * returns as soon as the event is queued, long before the episode has run. Wrapped in this, the Event
+ * fan-out keeps the loop's contract: each accepted request settles when its record is listed, when the
+ * dispatch is cancelled (the iteration closed), or when its per-episode time has passed.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { keys } from '../../shared/keys.ts';
+import type { DispatchOptions, DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+
+export class RecordAwaitingFanout implements Fanout {
+  constructor(
+    private readonly inner: Fanout,
+    private readonly store: ObjectStore,
+    private readonly pollMs = 250,
+  ) {}
+
+  async dispatch(requests: Parameters<Fanout['dispatch']>[0], options: DispatchOptions): Promise<DispatchOutcome[]> {
+    const outcomes = await this.inner.dispatch(requests, options);
+    const deadline = Date.now() + options.timeoutMs;
+    // Accepted and not yet seen in the store: reward key → its outcome's index, grouped by rewards prefix.
+    const pending = new Map<string, Map<string, number>>();
+    outcomes.forEach((o, i) => {
+      if (!o.ok || o.record) return;
+      const { run, iteration, member, task } = o.request;
+      const prefix = keys.rewards(run, iteration);
+      if (!pending.has(prefix)) pending.set(prefix, new Map());
+      pending.get(prefix)!.set(keys.reward(run, iteration, member, task.id), i);
+    });
+    const giveUp = (why: string) => {
+      for (const group of pending.values()) for (const i of group.values()) outcomes[i] = { request: outcomes[i]!.request, ok: false, error: why };
+      pending.clear();
+    };
+    while (pending.size > 0) {
+      if (options.signal?.aborted) {
+        giveUp('cancelled before its record arrived');
+        break;
+      }
+      if (Date.now() >= deadline) {
+        giveUp(`accepted, but no record within ${options.timeoutMs} ms`);
+        break;
+      }
+      for (const [prefix, group] of pending) {
+        const listed = new Set(await this.store.list(prefix));
+        for (const key of group.keys()) if (listed.has(key)) group.delete(key);
+        if (group.size === 0) pending.delete(prefix);
+      }
+      if (pending.size === 0) break;
+      await sleep(this.pollMs, undefined, { signal: options.signal }).catch(() => {});
+    }
+    return outcomes;
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Where a run happens: the object store its records go to and the fan-out that plays its episodes, as
+ * one pair the run wiring (embedded-run.ts) takes. The embedded default is a directory + the local
+ * worker pool; the cloud target (trainer/fanout/cloud-target.ts) is an S3 bucket + the Lambda function.
+ */
+import type { Fanout } from '../../shared/ports/fanout.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+
+/** How the workers reach the trainer's inference server, as the episode requests carry it. */
+export interface WorkerPolicyEndpoint {
+  /** The OpenAI-compatible base URL, ending in /v1. */
+  baseUrl: string;
+  /** The variable in the workers' environment that holds the bearer token (the token never travels in a request). */
+  tokenEnv?: string;
+}
+
+export interface RunTarget {
+  store: ObjectStore;
+  fanout: Fanout;
+  /** Where a key of the store is, for people to open: a path, or an s3:// URL. */
+  locate(key: string): string;
+  /**
+   * How the workers reach the inference server. Absent: the server's own (loopback) URL, which is all a
+   * local pool needs; a remote fan-out must be given the server's public address.
+   */
+  policyEndpoint?: WorkerPolicyEndpoint;
+  /** Get the workers ready before the first iteration's clock runs. */
+  warm?(): Promise<void>;
+  /** Release the fan-out and the store's connections. */
+  close(): Promise<void>;
+}
