@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
-import type { Engine } from '../../trainer/engine.ts';
+import type { Engine, GenerateRow } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { ChatCompletion, ChatCompletionChunk, ErrorBody } from '../../trainer/server/openai-schema.ts';
 import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
@@ -221,5 +221,131 @@ describe('back-pressure, timeouts, cancellation', () => {
     expect(s.service.batcher.depth).toBe(0);
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
     expect(metrics).toMatch(/^esopt_requests_total\{status="499"\} 1/m);
+  });
+});
+
+/** The `data:` payload of each SSE event as it arrives off the wire. */
+async function* sseEvents(res: Response): AsyncGenerator<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffered += value;
+    for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+      const event = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      yield event
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('\n');
+    }
+  }
+}
+
+const contentOf = (chunks: ChatCompletionChunk[]): string[] => chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).filter((t) => t.length > 0);
+
+/**
+ * The real engine, observed: its generate results are handed on only once `release` settles, and the
+ * moment decoding ended and the moment results went on are logged in `events`. Nothing is faked.
+ */
+function holdingResults(inner: Engine, release: Promise<unknown>, events: string[]): Engine {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'generate') {
+        return async (rows: GenerateRow[]) => {
+          const results = await target.generate(rows);
+          events.push('engine decoded');
+          await release;
+          events.push('engine returned');
+          return results;
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+describe('incremental streaming', () => {
+  let s: RunningServer;
+  beforeAll(async () => {
+    s = await serve();
+  });
+  const sampledReq = { model: 'base', messages: hello, temperature: 1, seed: 42, max_tokens: 24 };
+
+  it('a streamed reply arrives in several content chunks that join to the non-streamed reply of the same seed', async () => {
+    const plain = ChatCompletion.parse(await (await post(s, sampledReq)).json());
+    const data = sseData(await (await post(s, { ...sampledReq, stream: true })).text());
+    expect(data.at(-1)).toBe('[DONE]');
+    const chunks = data.slice(0, -1).map((d) => ChatCompletionChunk.parse(JSON.parse(d)));
+    expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    expect(chunks.at(-1)!.choices[0].finish_reason).toBe(plain.choices[0].finish_reason);
+    const pieces = contentOf(chunks.slice(1, -1));
+    expect(pieces.length).toBeGreaterThan(1);
+    expect(pieces.join('')).toBe(plain.choices[0].message.content);
+    expect(chunks.slice(1, -1).every((c) => c.choices[0].finish_reason === null && c.choices[0].delta.role === undefined)).toBe(true);
+  });
+
+  it('stop strings never reach the stream', async () => {
+    const plain = ChatCompletion.parse(await (await post(s, sampledReq)).json()).choices[0].message.content!;
+    const stop = plain.slice(5, 7);
+    const cut = plain.slice(0, plain.indexOf(stop));
+    const stopped = ChatCompletion.parse(await (await post(s, { ...sampledReq, stop: [stop] })).json());
+    expect(stopped.choices[0].message.content).toBe(cut);
+    const data = sseData(await (await post(s, { ...sampledReq, stop: [stop], stream: true })).text());
+    const chunks = data.slice(0, -1).map((d) => ChatCompletionChunk.parse(JSON.parse(d)));
+    expect(contentOf(chunks).join('')).toBe(cut);
+    expect(chunks.at(-1)!.choices[0].finish_reason).toBe('stop');
+  });
+
+  it('the first content chunk reaches the client before the engine call returns', async () => {
+    const events: string[] = [];
+    let sawFirst!: () => void;
+    // Results are held until the client has a piece; without incremental streaming it never would, so a
+    // fallback lets the call finish and the ordering check below fails instead of the test hanging.
+    const firstPiece = new Promise<void>((resolve) => (sawFirst = resolve));
+    const gated = await startInferenceServer(holdingResults(engine, Promise.race([firstPiece, new Promise((r) => setTimeout(r, 3000))]), events));
+    servers.push(gated);
+    const res = await post(gated, { ...sampledReq, stream: true, stream_options: { include_usage: true } });
+    const pieces: string[] = [];
+    const data: string[] = [];
+    for await (const d of sseEvents(res)) {
+      data.push(d);
+      if (d === '[DONE]') continue;
+      const content = ChatCompletionChunk.parse(JSON.parse(d)).choices[0]?.delta.content;
+      if (content) {
+        if (pieces.length === 0) events.push('client got a piece');
+        pieces.push(content);
+        sawFirst();
+      }
+    }
+    expect(events.indexOf('client got a piece')).toBeGreaterThanOrEqual(0);
+    expect(events.indexOf('client got a piece')).toBeLessThan(events.indexOf('engine returned'));
+    expect(data.at(-1)).toBe('[DONE]');
+    const plain = ChatCompletion.parse(await (await post(s, sampledReq)).json());
+    expect(pieces.join('')).toBe(plain.choices[0].message.content);
+    expect(ChatCompletionChunk.parse(JSON.parse(data.at(-2)!)).usage).toEqual(plain.usage);
+  });
+
+  it('a client that leaves mid-stream ends its stream and is counted as 499', async () => {
+    const controller = new AbortController();
+    const left = new Promise<void>((resolve) => controller.signal.addEventListener('abort', () => resolve()));
+    // As above: without incremental streaming the client would have no piece to leave after.
+    const gated = await startInferenceServer(holdingResults(engine, Promise.race([left, new Promise((r) => setTimeout(r, 3000))]), []));
+    servers.push(gated);
+    const res = await post(gated, { ...sampledReq, stream: true }, {}, controller.signal);
+    const read = (async () => {
+      for await (const d of sseEvents(res)) {
+        if (ChatCompletionChunk.parse(JSON.parse(d)).choices[0]?.delta.content) controller.abort();
+      }
+    })();
+    await expect(read).rejects.toThrow();
+    const count499 = async () => Number(/^esopt_requests_total\{status="499"\} (\d+)/m.exec(await (await fetch(`${gated.url}/metrics`)).text())?.[1] ?? 0);
+    // The server counts the request once its stream notices the closed connection.
+    for (let poll = 0; poll < 200 && (await count499()) === 0; poll++) await new Promise((r) => setTimeout(r, 20));
+    expect(await count499()).toBe(1);
+    expect(await (await fetch(`${gated.url}/metrics`)).text()).not.toMatch(/^esopt_requests_total\{status="200"\}/m);
   });
 });
