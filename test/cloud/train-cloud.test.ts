@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/dev/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
+import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-target.ts';
 import { TrainingReport } from '../../trainer/loop/report.ts';
 
 const BIN = join(import.meta.dirname, '../../trainer/cli/bin.js');
@@ -78,7 +79,7 @@ beforeAll(async () => {
   port = await freePort();
   publicUrl = `http://127.0.0.1:${port}`;
   // The Episode function's environment as the stack sets it: the trainer's URL and the token.
-  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: publicUrl, ESOPT_TRAINER_TOKEN: TOKEN } });
+  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `${publicUrl}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
   cloudEnv = {
     ESOPT_BUCKET: cloud.s3.bucket,
     ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
@@ -103,9 +104,24 @@ async function json<T>(key: string, schema: { parse(v: unknown): T }): Promise<T
   return schema.parse(JSON.parse(new TextDecoder().decode(body!)));
 }
 
+describe('the cloud run target', () => {
+  it('takes the SDK endpoint overrides (path-style for an S3-compatible server) and the public URL with or without /v1', async () => {
+    const target = cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-dev-runs', ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4569', AWS_ENDPOINT_URL_LAMBDA: 'http://127.0.0.1:9001', ESOPT_TOKEN: 'x' });
+    expect(target).toMatchObject({ s3Endpoint: 'http://127.0.0.1:4569', lambdaEndpoint: 'http://127.0.0.1:9001', region: 'us-east-1' });
+    for (const url of ['http://10.0.0.5:8080', 'http://10.0.0.5:8080/', 'http://10.0.0.5:8080/v1']) {
+      const t = cloudRunTarget(target, url);
+      expect(t.policyEndpoint).toEqual({ baseUrl: 'http://10.0.0.5:8080/v1', tokenEnv: 'ESOPT_TRAINER_TOKEN' });
+      expect(t.locate('runs/r/report.json')).toBe('s3://esopt-dev-runs/runs/r/report.json');
+      await t.close();
+    }
+    expect(() => cloudTargetFromEnv({ ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'not a url' })).toThrow(/ESOPT_BUCKET is not set.*AWS_ENDPOINT_URL_S3/);
+  });
+});
+
 describe('esopt train --cloud', () => {
   it('trains 2 iterations through the Lambda endpoint and the bucket, the handler playing against --public-url', async () => {
-    const exit = await esopt(['train', '--cloud', '--config', configPath, '--run', RUN, '--public-url', publicUrl, '--host', '127.0.0.1', '--port', String(port), '--json'], cloudEnv);
+    // The stack's trainerUrl output, /v1 included, is what --public-url takes.
+    const exit = await esopt(['train', '--cloud', '--config', configPath, '--run', RUN, '--public-url', `${publicUrl}/v1`, '--host', '127.0.0.1', '--port', String(port), '--json'], cloudEnv);
     expect(exit.code, exit.stderr).toBe(0);
     const report = TrainingReport.parse(JSON.parse(exit.stdout));
     expect(report.iterations).toBe(ITERATIONS);

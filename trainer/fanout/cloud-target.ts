@@ -86,7 +86,8 @@ export function openCloudTarget(target: CloudTarget): { store: S3ObjectStore; fa
 
 /**
  * The stack as a run target. `publicUrl` is the inference server's address as the Episode function
- * reaches it (the stack's `trainerUrl`); the function holds the bearer token in ESOPT_TRAINER_TOKEN.
+ * reaches it, with or without the `/v1` the stack's `trainerUrl` output ends in; the function holds the
+ * bearer token in ESOPT_TRAINER_TOKEN.
  */
 export function cloudRunTarget(target: CloudTarget, publicUrl: string): RunTarget {
   const { store, fanout } = openCloudTarget(target);
@@ -95,7 +96,7 @@ export function cloudRunTarget(target: CloudTarget, publicUrl: string): RunTarge
     // The loop takes a settled dispatch to mean every record is in; an Event invoke settles at the queue.
     fanout: target.invocationType === 'Event' ? new RecordAwaitingFanout(fanout, store) : fanout,
     locate: (key) => `s3://${target.bucket}/${key}`,
-    policyEndpoint: { baseUrl: `${publicUrl.replace(/\/+$/, '')}/v1`, tokenEnv: 'ESOPT_TRAINER_TOKEN' },
+    policyEndpoint: { baseUrl: `${publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`, tokenEnv: 'ESOPT_TRAINER_TOKEN' },
     async close() {
       await fanout.close();
       store.client.destroy();
