@@ -152,6 +152,15 @@ systemctl enable --now esopt-serve
       ],
     });
 
+    // `esopt train --cloud` on the trainer box fans episodes out to the Episode function: invoke it, nothing else.
+    new aws.iam.RolePolicy('TrainerInvokePolicy', {
+      role: trainerRole.id,
+      policy: $jsonStringify({
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [episode.arn] }],
+      }),
+    });
+
     const api = new sst.aws.Function('Api', {
       handler: 'functions/api.handler',
       runtime: 'nodejs20.x',

@@ -97,6 +97,7 @@ describe('sst.config.ts', () => {
       'aws.ec2.SecurityGroup TrainerSecurityGroup',
       'aws.iam.InstanceProfile TrainerProfile',
       'aws.iam.Role TrainerRole',
+      'aws.iam.RolePolicy TrainerInvokePolicy',
       'aws.iam.RolePolicy TrainerPolicy',
       'aws.ssm.Parameter TrainerTokenParameter',
       'sst.Secret TrainerToken',
@@ -181,6 +182,10 @@ describe('sst.config.ts', () => {
     const policy = JSON.parse(one('aws.iam.RolePolicy', 'TrainerPolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
     const ssm = policy.Statement.find((s) => s.Action.includes('ssm:GetParameter'));
     expect(ssm?.Resource).toEqual([render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.arn)]);
+    // The trainer may invoke the Episode function (esopt train --cloud), and only that function.
+    const invoke = JSON.parse(one('aws.iam.RolePolicy', 'TrainerInvokePolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
+    expect(invoke.Statement).toEqual([{ Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [render(one('sst.aws.Function', 'Episode').self.arn)] }]);
+    expect(one('aws.iam.RolePolicy', 'TrainerInvokePolicy').args.role).toBe(one('aws.iam.Role', 'TrainerRole').self.id);
     const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000' });
     expect(two('aws.ec2.Instance', 'Trainer').args.instanceType).toBe('g6.2xlarge');
     expect(two('aws.ec2.Instance', 'Trainer').args.userData).toContain('--port 9000');
