@@ -2,7 +2,8 @@
  * The OpenAI-compatible HTTP API of the trainer (hono): chat completions for `base` and every member of the
  * live iteration, `/v1/models`, `/healthz` and Prometheus `/metrics`. Bearer auth when a token is given.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { bearerToken, tokenMatches } from '../../shared/bearer-token.ts';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
@@ -32,12 +33,6 @@ function errorBody(message: string, type: string, code: string | null = null, pa
   return { error: { message, type, param, code } };
 }
 
-/** Compare digests, not the strings: equal length, so timingSafeEqual never throws and leaks nothing. */
-function tokenMatches(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
 
 function zodPaths(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`).join('; ');
@@ -57,9 +52,8 @@ export function createInferenceApp(service: InferenceService, options: AppOption
   if (options.token !== undefined) {
     const expected = options.token;
     app.use('*', async (c, next) => {
-      const header = c.req.header('authorization') ?? '';
-      const m = /^Bearer (.+)$/.exec(header);
-      if (!m || !tokenMatches(m[1], expected)) {
+      const given = bearerToken(c.req.header('authorization'));
+      if (given === null || !tokenMatches(given, expected)) {
         return c.json(errorBody('missing or wrong bearer token (Authorization: Bearer <ESOPT_TOKEN>)', 'invalid_request_error', 'invalid_api_key'), 401, {
           'WWW-Authenticate': 'Bearer',
         });
