@@ -2,7 +2,8 @@ import type { Command } from './command.ts';
 
 /**
  * Every command, loaded lazily so `esopt --help` does not pay for onnxruntime or Chromium.
- * Add a line here for a new command; its module lives in ./commands/.
+ * Add a line here for a new command; its module lives in ./commands/. The order is the order of `--help`:
+ * running things first, then the API clients, the inspection tools and the benchmarks.
  */
 export interface Entry {
   name: string;
@@ -11,11 +12,12 @@ export interface Entry {
 }
 
 export const registry: Entry[] = [
-  { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
-  { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
-  { name: 'bench noise', summary: 'benchmark regenerate-and-apply noise vs numpy and a plain add', load: async () => (await import('./commands/bench-noise.ts')).command },
+  { name: 'start', summary: 'the demo: train configs/demo.json end to end (npm start)', load: async () => (await import('./commands/start.ts')).command },
+  { name: 'train', summary: 'run ES training end to end, here or against the deployed stack with --cloud (or --resume a run)', load: async () => (await import('./commands/train.ts')).command },
+  { name: 'serve', summary: 'serve the OpenAI-compatible inference API until interrupted', load: async () => (await import('./commands/serve.ts')).command },
   { name: 'episode', summary: 'play one episode of an environment with a scripted or HTTP policy', load: async () => (await import('./commands/episode.ts')).command },
   { name: 'tasks', summary: "sample an environment's tasks from its train or eval split", load: async () => (await import('./commands/tasks.ts')).command },
+  { name: 'pretrain', summary: "pretrain a built model by imitating an environment's oracle (the demo's base agent)", load: async () => (await import('./commands/pretrain.ts')).command },
   { name: 'api', summary: 'serve the HTTP API and dashboard over the local store', load: async () => (await import('./commands/api.ts')).command },
   { name: 'runs start', summary: 'start a training run on the API from a run config file', load: async () => (await import('./commands/runs-start.ts')).command },
   { name: 'runs list', summary: "list the runs in the API's store", load: async () => (await import('./commands/runs-list.ts')).command },
@@ -24,16 +26,15 @@ export const registry: Entry[] = [
   { name: 'runs watch', summary: 'follow a run live until it ends', load: async () => (await import('./commands/runs-watch.ts')).command },
   { name: 'evals start', summary: 'start a pay-per-episode evaluation', load: async () => (await import('./commands/evals-start.ts')).command },
   { name: 'evals show', summary: 'an evaluation: summary, interval, cost and every episode', load: async () => (await import('./commands/evals-show.ts')).command },
-  { name: 'serve', summary: 'serve the OpenAI-compatible inference API until interrupted', load: async () => (await import('./commands/serve.ts')).command },
-  { name: 'train', summary: 'run ES training end to end on this machine (or --resume a run)', load: async () => (await import('./commands/train.ts')).command },
   { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
+  { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
+  { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
+  { name: 'bench all', summary: 'run every bench command (through its module, --json) and gather the results', load: async () => (await import('./commands/bench-all.ts')).command },
+  { name: 'bench noise', summary: 'benchmark regenerate-and-apply noise vs numpy and a plain add', load: async () => (await import('./commands/bench-noise.ts')).command },
   { name: 'bench lowrank', summary: 'low-rank mode tokens/s with B members in one batch ÷ unperturbed tokens/s', load: async () => (await import('./commands/bench-lowrank.ts')).command },
   { name: 'bench full', summary: 'full mode: member switch cost, restore drift, θ-as-inputs ÷ initializers tokens/s', load: async () => (await import('./commands/bench-full.ts')).command },
   { name: 'bench memory', summary: 'peak RSS of training ÷ peak RSS of generating only (child processes)', load: async () => (await import('./commands/bench-memory.ts')).command },
-  { name: 'bench fanout', summary: 'benchmark local-pool scaling and the trainer overhead of a Lambda iteration', load: async () => (await import('./commands/bench-fanout.ts')).command },
-  { name: 'pretrain', summary: "pretrain a built model by imitating an environment's oracle (the demo's base agent)", load: async () => (await import('./commands/pretrain.ts')).command },
-  { name: 'bench all', summary: 'run every bench command (through its module, --json) and gather the results', load: async () => (await import('./commands/bench-all.ts')).command },
-  { name: 'start', summary: 'the demo: train configs/demo.json end to end (npm start)', load: async () => (await import('./commands/start.ts')).command },
   { name: 'bench server', summary: 'tokens/s through the HTTP server (32 concurrent chats) ÷ offline batched generation', load: async () => (await import('./commands/bench-server.ts')).command },
   { name: 'bench update', summary: "share of an iteration's wall time outside episodes (small model, G = 32)", load: async () => (await import('./commands/bench-update.ts')).command },
+  { name: 'bench fanout', summary: 'benchmark local-pool scaling and the trainer overhead of a Lambda iteration', load: async () => (await import('./commands/bench-fanout.ts')).command },
 ];
