@@ -65,12 +65,21 @@ class Worker {
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
-      this.child.send({ id, event });
+      // With a callback a failed send (a worker that died meanwhile: EPIPE) is this request's error,
+      // not an 'error' event that would take the whole pool down.
+      this.child.send({ id, event }, (err) => {
+        if (!err || !this.waiting.has(id)) return;
+        this.waiting.delete(id);
+        resolve(err);
+      });
     });
   }
 
   kill(): void {
-    if (this.alive) this.child.kill('SIGKILL');
+    if (!this.alive) return;
+    // Dead from now on, not from the 'exit' event: nothing may be sent to it in between.
+    this.exited = new Error('worker killed');
+    this.child.kill('SIGKILL');
   }
 }
 
