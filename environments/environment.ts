@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import type { EnvironmentName } from '../shared/schemas/index.ts';
-import type { Policy, PolicyReply, ToolSpec } from '../shared/ports/policy.ts';
+import type { ActionConstraint, Policy, PolicyReply, ToolSpec } from '../shared/ports/policy.ts';
 
 export interface StepResult {
   observation: string;
@@ -23,6 +23,12 @@ export interface Environment {
   readonly systemPrompt: string;
   /** Tools the environment accepts in the chat API's `tool_calls` form, if any (passed to the policy). */
   readonly tools?: ToolSpec[];
+  /**
+   * The format the next reply must take, asked before every turn (it may follow the state: only the
+   * blank cells, only the open pages). Policies that can, decode only matching replies; step() still
+   * judges every action, since a policy may ignore it.
+   */
+  actionConstraint?(): ActionConstraint | undefined;
   reset(seed: number): Promise<string>;
   /** The raw action text, or the whole reply when the policy used the chat API's `tool_calls` form. */
   step(action: PolicyReply): Promise<StepResult>;

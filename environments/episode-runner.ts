@@ -132,10 +132,9 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
     while (steps < environment.horizon) {
       checkStop();
       // Raced against the signal too, so a policy that ignores its signal cannot outlive the deadline.
-      const reply = await untilAborted(
-        input.policy.act(messages.slice(), { step: steps, signal: controller.signal, ...(environment.tools ? { tools: environment.tools } : {}) }),
-        controller.signal,
-      );
+      const constraint = environment.actionConstraint?.();
+      const context = { step: steps, signal: controller.signal, ...(environment.tools ? { tools: environment.tools } : {}), ...(constraint ? { constraint } : {}) };
+      const reply = await untilAborted(input.policy.act(messages.slice(), context), controller.signal);
       checkStop();
       tokens.prompt += reply.tokens.prompt;
       tokens.completion += reply.tokens.completion;

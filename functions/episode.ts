@@ -84,6 +84,7 @@ async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinit
     topK: request.generation.topK,
     maxTokens: request.generation.maxTokens,
     seed: request.seed,
+    guidedDecoding: request.policy.guidedDecoding ?? true,
     // No single call may outlive the episode's deadline.
     timeoutMs: Math.max(1, Math.min(60_000, deadline - Date.now())),
   });

@@ -4,7 +4,7 @@
  * in-process Policy adapter all code against this interface; trainer/model/create-engine.ts builds one.
  */
 import type { Coefficient, ParameterSegment } from '../shared/es.ts';
-import type { ChatMessage } from '../shared/ports/policy.ts';
+import type { ActionConstraint, ChatMessage } from '../shared/ports/policy.ts';
 import type { Member, ModelSpec } from '../shared/schemas/index.ts';
 
 /** Which weights a row runs on: θ itself, or member `index` of the population of `iteration`. */
@@ -36,6 +36,12 @@ export interface GenerateRow {
   stop: string[];
   /** Only these token ids may be generated (the end-of-sequence token is always allowed). */
   allowedTokenIds?: number[];
+  /**
+   * The completion must match this as a whole: only tokens that keep it a prefix of a match are decoded,
+   * end-of-sequence only after a whole match, and the row ends by itself once the match cannot grow.
+   * Throws ConstraintError (trainer/generation/regex-automaton.ts) if the pattern does not compile.
+   */
+  constraint?: ActionConstraint;
   /** Keep generating past end-of-sequence tokens (benchmarks that need a fixed token count). */
   ignoreEos?: boolean;
   signal?: AbortSignal;

@@ -5,7 +5,7 @@
  * IterationClosedError so an episode of a closed iteration stops at once instead of retrying.
  */
 import { z } from 'zod';
-import type { ChatMessage, Policy, PolicyContext, PolicyReply, ToolCall } from '../../shared/ports/policy.ts';
+import type { ActionConstraint, ChatMessage, Policy, PolicyContext, PolicyReply, ToolCall } from '../../shared/ports/policy.ts';
 import type { GenerationOptions, PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../random.ts';
 import { IterationClosedError, PolicyHttpError } from './http-errors.ts';
@@ -29,6 +29,8 @@ export const HttpPolicyOptions = z.object({
   backoffMaxMs: z.number().min(0).default(10_000),
   /** A Retry-After longer than this is cut to it (a server asking for minutes would stall the episode). */
   retryAfterMaxMs: z.number().min(0).default(30_000),
+  /** Send the environment's action constraint as `guided_regex` / `guided_choice` (vLLM's fields, which the trainer serves). */
+  guidedDecoding: z.boolean().default(false),
 });
 export type HttpPolicyOptions = z.input<typeof HttpPolicyOptions>;
 
@@ -99,6 +101,10 @@ function parseToolArguments(raw: string): unknown {
   }
 }
 
+function guidedFields(c: ActionConstraint): { guided_regex: string } | { guided_choice: string[] } {
+  return 'regex' in c ? { guided_regex: c.regex } : { guided_choice: c.choice };
+}
+
 export class HttpPolicy implements Policy {
   private readonly options: z.infer<typeof HttpPolicyOptions>;
   private readonly url: string;
@@ -146,6 +152,7 @@ export class HttpPolicy implements Policy {
       ...(o.topK > 0 ? { top_k: o.topK } : {}),
       ...(o.seed !== undefined ? { seed: deriveSeed(o.seed, context.step) } : {}),
       ...(context.tools?.length ? { tools: context.tools.map((t) => ({ type: 'function', function: t })) } : {}),
+      ...(context.constraint && o.guidedDecoding ? guidedFields(context.constraint) : {}),
     });
     let last: Retryable | null = null;
     for (let attempt = 0; attempt <= o.retries; attempt++) {

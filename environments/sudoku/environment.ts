@@ -1,5 +1,5 @@
 /** One sudoku episode: the board, the move rules, the horizon and the (terminal) reward. */
-import type { PolicyReply } from '../../shared/ports/policy.ts';
+import type { ActionConstraint, PolicyReply } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
 import { parsePlacement } from './action.ts';
 import { parseGrid, renderBoard, type Size } from './grid.ts';
@@ -50,6 +50,16 @@ export class SudokuEnvironment implements Environment {
     this.moves = 0;
     this.done = false;
     return this.observation('New puzzle.');
+  }
+
+  actionConstraint(): ActionConstraint | undefined {
+    if (!this.options.constrainActions) return undefined;
+    const n = this.size;
+    const blanks: string[] = [];
+    this.cells.forEach((d, i) => {
+      if (d === 0) blanks.push(`${Math.floor(i / n) + 1} ${(i % n) + 1}`);
+    });
+    return { regex: `place (${blanks.join('|')}) [1-${n}]` };
   }
 
   async step(action: PolicyReply): Promise<StepResult> {

@@ -45,6 +45,12 @@ export const SudokuOptions = z
     horizon: z.number().int().min(1).max(10_000).optional(),
     /** Reward the fraction of blanks filled correctly instead of 1/0 for a solved grid. */
     shapedReward: z.boolean().default(false),
+    /**
+     * Ask policies to reply with exactly `place <row> <col> <digit>` naming a blank cell (a regex action
+     * constraint over the cells still blank): the format and the legal cells are forced, the digit is
+     * the policy's to choose — which is the puzzle.
+     */
+    constrainActions: z.boolean().default(false),
   })
   .strict();
 export type SudokuOptions = z.infer<typeof SudokuOptions>;

@@ -57,15 +57,21 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
     await writeJson(store, keys.evaluationPlan(id), plan);
     await save({ state: 'running', planned });
 
-    let endpoint: { baseUrl: string; model: string; token?: string };
+    let endpoint: { baseUrl: string; model: string; token?: string; guidedDecoding?: boolean };
     if (request.model.kind === 'external') {
-      endpoint = { baseUrl: request.model.baseUrl, model: request.model.model, ...(secrets.apiKey ? { token: secrets.apiKey } : {}) };
+      const { baseUrl, model, guidedDecoding } = request.model;
+      endpoint = { baseUrl, model, guidedDecoding, ...(secrets.apiKey ? { token: secrets.apiKey } : {}) };
     } else {
       if (!deps.modelHost) throw new Error(`this deployment has no model host: it cannot serve a ${request.model.kind} model`);
       served = await deps.modelHost.serve(request.model);
       endpoint = served;
     }
-    const policy: PolicyEndpoint = { baseUrl: endpoint.baseUrl, model: endpoint.model, ...(endpoint.token ? { tokenEnv: EVALUATION_TOKEN_ENV } : {}) };
+    const policy: PolicyEndpoint = {
+      baseUrl: endpoint.baseUrl,
+      model: endpoint.model,
+      ...(endpoint.guidedDecoding !== undefined ? { guidedDecoding: endpoint.guidedDecoding } : {}),
+      ...(endpoint.token ? { tokenEnv: EVALUATION_TOKEN_ENV } : {}),
+    };
     fanout = deps.fanoutFor(endpoint.token ? { [EVALUATION_TOKEN_ENV]: endpoint.token } : {});
 
     const maxCost = request.budget.maxCostUsd;

@@ -27,12 +27,22 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
+/**
+ * What an environment may force its action format to: a regular expression (JavaScript syntax, matched
+ * against the whole reply) or a list of allowed replies. The trainer's engine decodes only continuations
+ * that can still match; other OpenAI-compatible servers receive it as vLLM's `guided_regex` /
+ * `guided_choice`. The environment still checks every action itself.
+ */
+export type ActionConstraint = { regex: string } | { choice: string[] };
+
 export interface PolicyContext {
   /** Index of the turn in the episode, from 0: seeds per-step sampling. */
   step: number;
   signal?: AbortSignal;
   /** Tools the environment accepts as `tool_calls` (an HTTP policy forwards them as `tools`). */
   tools?: ToolSpec[];
+  /** The format the environment accepts for this turn's reply, if it constrains it. */
+  constraint?: ActionConstraint;
 }
 
 export interface Policy {

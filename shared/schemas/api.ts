@@ -125,6 +125,8 @@ export const EvaluationModel = z.discriminatedUnion('kind', [
       model: z.string().min(1).max(200),
       /** Sent as the bearer token; stored nowhere, never returned. */
       apiKey: z.string().min(1).max(4000).optional(),
+      /** Forward environments' action constraints as `guided_regex` / `guided_choice` (vLLM-style servers only). */
+      guidedDecoding: z.boolean().default(false),
       pricing: TokenPricing.default({ usdPerMillionPromptTokens: 0, usdPerMillionCompletionTokens: 0 }),
     })
     .strict(),

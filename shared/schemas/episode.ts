@@ -8,6 +8,11 @@ export const PolicyEndpoint = z.object({
   model: z.string().min(1).max(200),
   /** Name of the environment variable holding the bearer token; the token itself never travels in events. */
   tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+  /**
+   * Send the environment's action constraint as vLLM's `guided_regex` / `guided_choice` (the trainer's
+   * server and vLLM honour it); set false for endpoints that reject fields they do not know. Default on.
+   */
+  guidedDecoding: z.boolean().optional(),
 });
 export type PolicyEndpoint = z.infer<typeof PolicyEndpoint>;
 

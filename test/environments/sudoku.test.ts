@@ -204,3 +204,45 @@ describe('episodes', () => {
     expect(r.error).toMatch(/replay file x.json has only 2 action\(s\)/);
   });
 });
+
+describe('action constraint', () => {
+  it('off by default; when on, it names exactly the blank cells, shrinking as they fill', async () => {
+    expect((await episode(SMALL)).actionConstraint?.()).toBeUndefined();
+    const env = await episode(SMALL, { size: 4, constrainActions: true });
+    const pattern = () => {
+      const c = env.actionConstraint!();
+      if (!c || !('regex' in c)) throw new Error('expected a regex constraint');
+      return new RegExp(`^(?:${c.regex})$`);
+    };
+    // Blanks of '..31.1..42131.24': (1,1) (1,2) (2,1) (2,3) (2,4) (4,2).
+    for (const move of ['place 1 1 2', 'place 1 2 4', 'place 4 2 1']) expect(move).toMatch(pattern());
+    for (const move of ['place 1 3 2', 'place 3 1 4', 'place 1 1 0', 'place 1 2 9', 'place 1 1 2 ', 'Place 1 1 2']) expect(move).not.toMatch(pattern());
+    await env.step(act('place 1 1 2'));
+    expect('place 1 1 2').not.toMatch(pattern());
+    expect('place 1 2 4').toMatch(pattern());
+  });
+
+  it('reaches the policy every turn, and the oracle always satisfies it', async () => {
+    const o = options({ size: 4, constrainActions: true });
+    const oracle = sudoku.oracle(SudokuTask.parse(SMALL), o);
+    const seen: string[] = [];
+    const result = await runEpisode({
+      definition: sudoku,
+      task: SMALL,
+      options: o,
+      seed: 0,
+      policy: {
+        async act(messages, context) {
+          const reply = await oracle.act(messages, context);
+          if (!context.constraint || !('regex' in context.constraint)) throw new Error('no constraint in the policy context');
+          expect(reply.text).toMatch(new RegExp(`^(?:${context.constraint.regex})$`));
+          seen.push(context.constraint.regex);
+          return reply;
+        },
+      },
+    });
+    expect(result.reward).toBe(1);
+    expect(seen).toHaveLength(6);
+    expect(new Set(seen).size).toBe(6);
+  });
+});

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
+import type { ChatMessage } from '../../shared/ports/policy.ts';
 import type { Engine, GenerateRow } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { ChatCompletion, ChatCompletionChunk, ErrorBody } from '../../trainer/server/openai-schema.ts';
@@ -162,6 +163,36 @@ describe('inference server', () => {
     const reply = await policy.act([{ role: 'user', content: 'hi' }], { step: 0 });
     expect(reply.tokens.completion).toBeGreaterThan(0);
     expect(typeof reply.text).toBe('string');
+  });
+
+  it('guided_regex / guided_choice constrain the reply; a bad pattern is a 400 naming the field', async () => {
+    const regex = await post(s, { model: 'base', messages: hello, guided_regex: 'place (1 2|3 4) [1-4]', temperature: 1.2, seed: 5 });
+    expect(regex.status).toBe(200);
+    expect(ChatCompletion.parse(await regex.json()).choices[0].message.content).toMatch(/^place (1 2|3 4) [1-4]$/);
+    const choice = await post(s, { model: 'member-3-1', messages: hello, guided_choice: ['yes', 'no'], seed: 6 });
+    expect(['yes', 'no']).toContain(ChatCompletion.parse(await choice.json()).choices[0].message.content);
+    const bad = await post(s, { model: 'base', messages: hello, guided_regex: '(unclosed' });
+    expect(bad.status).toBe(400);
+    const err = ErrorBody.parse(await bad.json()).error;
+    expect(err.param).toBe('guided_regex');
+    expect(err.message).toMatch(/does not compile/);
+    const both = await post(s, { model: 'base', messages: hello, guided_regex: 'a', guided_choice: ['a'] });
+    expect(both.status).toBe(400);
+    expect(ErrorBody.parse(await both.json()).error.message).toMatch(/guided_choice.*not both/);
+  });
+
+  it('the HTTP policy forwards an action constraint only when guided decoding is on', async () => {
+    const context = { step: 0, constraint: { choice: ['left', 'right'] } };
+    const chat: ChatMessage[] = [{ role: 'user', content: 'Which way?' }];
+    const on = new HttpPolicy({ baseUrl: `${s.url}/v1`, model: 'base', maxTokens: 12, retries: 0, guidedDecoding: true });
+    const off = new HttpPolicy({ baseUrl: `${s.url}/v1`, model: 'base', maxTokens: 12, retries: 0 });
+    for (let seed = 0; seed < 4; seed++) {
+      const reply = await new HttpPolicy({ baseUrl: `${s.url}/v1`, model: 'base', maxTokens: 12, retries: 0, guidedDecoding: true, temperature: 1, seed }).act(chat, context);
+      expect(['left', 'right']).toContain(reply.text);
+    }
+    expect(['left', 'right']).toContain((await on.act(chat, context)).text);
+    // The untrained model left to itself says neither.
+    expect(['left', 'right']).not.toContain((await off.act(chat, context)).text);
   });
 
   it('concurrent requests are decoded together in batches', async () => {

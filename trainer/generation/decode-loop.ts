@@ -10,6 +10,7 @@ import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
 import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
+import type { TokenConstraint } from './token-constraint.ts';
 
 export interface DecoderShape {
   layers: number;
@@ -26,6 +27,8 @@ export interface PreparedRow {
   stop: string[];
   /** 0/1 over the vocabulary, end-of-sequence ids already allowed. */
   allowed?: Uint8Array;
+  /** The action format the completion must match as a whole (combined with `allowed` when both are set). */
+  constraint?: TokenConstraint;
   ignoreEos?: boolean;
   signal?: AbortSignal;
   /** Called with each newly decoded piece of the completion; the pieces concatenate to the result's text. */
@@ -48,6 +51,8 @@ interface RowState {
   text: string;
   done: FinishReason | null;
   stream: TextStream | null;
+  /** Where the completion stands in the constraint's automaton. */
+  constraintState: ReturnType<TokenConstraint['advance']>;
 }
 
 export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Promise<GenerateResult[]> {
@@ -71,7 +76,13 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   for (let l = 0; l < shape.layers; l++) {
     for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [B, shape.kvHeads, 0, shape.headDim]);
   }
-  const state: RowState[] = rows.map((r) => ({ tokens: [], text: '', done: null, stream: r.onText ? new TextStream(r.stop, r.onText) : null }));
+  const state: RowState[] = rows.map((r) => ({
+    tokens: [],
+    text: '',
+    done: null,
+    stream: r.onText ? new TextStream(r.stop, r.onText) : null,
+    constraintState: r.constraint?.initial ?? null,
+  }));
   const settle = (s: RowState, reason: FinishReason, text: string): void => {
     s.done = reason;
     s.text = text;
@@ -79,6 +90,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   };
   rows.forEach((r, b) => {
     if (r.maxNewTokens <= 0) settle(state[b], 'length', '');
+    else if (r.constraint?.isFinished(r.constraint.initial)) settle(state[b], 'stop', '');
   });
   let inputIds = new ort.Tensor('int64', ids, [B, width]);
   let positionIds = new ort.Tensor('int64', positions, [B, width]);
@@ -107,17 +119,27 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
         return;
       }
       const base = (b * seq + seq - 1) * V;
-      const token = sampleToken(logits.subarray(base, base + V), r.sampling, step, r.allowed);
+      const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
+      const token = sampleToken(logits.subarray(base, base + V), r.sampling, step, allowed);
+      if (token < 0) {
+        // The token mask and the constraint leave nothing to choose: end the row where it stands.
+        settle(s, 'stop', ctx.tokenizer.decode(s.tokens));
+        return;
+      }
       s.tokens.push(token);
       next[b] = BigInt(token);
       nextPosition[b]++;
       const atEos = !r.ignoreEos && ctx.eosIds.has(token);
       const atLength = s.tokens.length >= r.maxNewTokens;
+      if (r.constraint) s.constraintState = r.constraint.advance(s.constraintState!, token);
+      // A whole match that cannot grow ends the row without spending a step on end-of-sequence.
+      const matched = r.constraint !== undefined && s.constraintState !== null && r.constraint.isFinished(s.constraintState);
       // Whole-text decodes only where something reads them mid-row (stop strings, streaming).
-      if (!atEos && !atLength && r.stop.length === 0 && s.stream === null) return;
+      if (!atEos && !atLength && !matched && r.stop.length === 0 && s.stream === null) return;
       const text = ctx.tokenizer.decode(s.tokens);
       const cut = atEos ? -1 : firstStop(text, r.stop);
       if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
+      else if (matched) settle(s, 'stop', text);
       else if (atEos) settle(s, 'stop', text);
       else if (atLength) settle(s, 'length', text);
       else s.stream?.update(text);
@@ -143,6 +165,14 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       finishReason: s.done ?? 'length',
     };
   });
+}
+
+/** `constraint` ∧ `allowed`, in a fresh array (the constraint's masks are cached and shared). */
+function intersect(constraint: Uint8Array, allowed: Uint8Array | undefined): Uint8Array {
+  if (!allowed) return constraint;
+  const both = new Uint8Array(constraint.length);
+  for (let i = 0; i < both.length; i++) both[i] = constraint[i] & allowed[i];
+  return both;
 }
 
 function firstStop(text: string, stops: readonly string[]): number {

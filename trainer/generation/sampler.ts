@@ -17,7 +17,7 @@ export function stepUniform(seed: number, step: number): number {
 
 /**
  * `allowed`, when given, is a 0/1 mask over the vocabulary; disallowed tokens are never chosen.
- * `logits` is read, never written.
+ * `logits` is read, never written. Returns −1 when the mask allows nothing.
  */
 export function sampleToken(logits: Float32Array, options: SamplingOptions, step: number, allowed?: Uint8Array): number {
   const V = logits.length;
@@ -35,6 +35,7 @@ export function sampleToken(logits: Float32Array, options: SamplingOptions, step
   }
   const candidates: number[] = [];
   for (let i = 0; i < V; i++) if (!allowed || allowed[i]) candidates.push(i);
+  if (candidates.length === 0) return -1;
   // Sorting by (logit desc, id asc) makes ties and the nucleus cut deterministic.
   candidates.sort((a, b) => logits[b] - logits[a] || a - b);
   const k = options.topK > 0 ? Math.min(options.topK, candidates.length) : candidates.length;

@@ -9,10 +9,12 @@
 import * as ort from 'onnxruntime-node';
 import { applyDenseUpdate, layoutSegments, type ParameterSegment } from '../../shared/es.ts';
 import { accumulateLowRank } from '../../shared/lowrank.ts';
-import type { ChatMessage } from '../../shared/ports/policy.ts';
+import type { ActionConstraint, ChatMessage } from '../../shared/ports/policy.ts';
 import type { Member } from '../../shared/schemas/index.ts';
 import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, MemberSelector, PerturbationMode, Population } from '../engine.ts';
 import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import { compileConstraint } from '../generation/regex-automaton.ts';
+import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
 import { perturb, restore } from '../perturbation/exact-perturbation.ts';
 import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../perturbation/lowrank-factors.ts';
 import { lowRankRewrite, type LowRankGroup, type LowRankTarget } from '../perturbation/lowrank-graph.ts';
@@ -55,6 +57,10 @@ export class OnnxEngine implements Engine {
   private readonly shape: DecoderShape;
   private readonly eosIds: Set<number>;
   private readonly padId: number;
+  /** The vocabulary's token texts, built on the first constrained row. */
+  private tokenTexts: Array<string | null> | null = null;
+  /** Compiled constraints by automaton, so their per-state masks survive across requests. */
+  private readonly constraints = new WeakMap<object, TokenConstraint>();
   readonly contextLength: number;
 
   private constructor(
@@ -160,7 +166,19 @@ export class OnnxEngine implements Engine {
       }
       for (const id of this.eosIds) allowed[id] = 1;
     }
-    return { promptIds: ids, sampling: row.sampling, maxNewTokens: row.maxNewTokens, stop: row.stop, allowed, ignoreEos: row.ignoreEos, signal: row.signal, onText: row.onText };
+    const constraint = row.constraint ? this.tokenConstraint(row.constraint) : undefined;
+    return { promptIds: ids, sampling: row.sampling, maxNewTokens: row.maxNewTokens, stop: row.stop, allowed, constraint, ignoreEos: row.ignoreEos, signal: row.signal, onText: row.onText };
+  }
+
+  private tokenConstraint(c: ActionConstraint): TokenConstraint {
+    const dfa = compileConstraint(c);
+    let compiled = this.constraints.get(dfa);
+    if (!compiled) {
+      this.tokenTexts ??= vocabularyTexts(this.model.tokenizer, this.shape.vocabSize);
+      compiled = new TokenConstraint(dfa, this.tokenTexts, this.eosIds);
+      this.constraints.set(dfa, compiled);
+    }
+    return compiled;
   }
 
   private decodeContext(extraFeeds: Record<string, ort.Tensor>) {

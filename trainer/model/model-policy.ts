@@ -33,6 +33,7 @@ export class ModelPolicy implements Policy {
         maxNewTokens: o.maxNewTokens,
         stop: o.stop ?? [],
         allowedTokenIds: o.allowedTokenIds,
+        ...(context.constraint ? { constraint: context.constraint } : {}),
         signal: context.signal,
       },
     ]);

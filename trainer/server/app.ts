@@ -7,8 +7,9 @@ import { bearerToken, tokenMatches } from '../../shared/bearer-token.ts';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
-import type { ChatMessage } from '../../shared/ports/policy.ts';
+import type { ActionConstraint, ChatMessage } from '../../shared/ports/policy.ts';
 import type { GenerateResult, GenerateRow } from '../engine.ts';
+import { compileConstraint, ConstraintError } from '../generation/regex-automaton.ts';
 import { QueueFullError, RequestAbortedError, StaleMemberError } from './batcher.ts';
 import { BASE_MODEL, memberModelName, resolveModel } from './model-name.ts';
 import { ChatCompletionRequest, type ChatCompletion, type ChatCompletionChunk, type ErrorBody } from './openai-schema.ts';
@@ -109,6 +110,18 @@ export function createInferenceApp(service: InferenceService, options: AppOption
         errorBody(`the prompt has ${promptTokens} tokens; with max_tokens ${asked ?? 1} that exceeds the context of ${engine.contextLength}`, 'invalid_request_error', 'context_length_exceeded', 'messages'),
       );
     }
+    const constraint: ActionConstraint | undefined =
+      req.guided_regex != null ? { regex: req.guided_regex } : req.guided_choice != null ? { choice: req.guided_choice } : undefined;
+    if (constraint) {
+      // Compiled here, not in the batch: a pattern that does not compile fails its own request only.
+      try {
+        compileConstraint(constraint);
+      } catch (err) {
+        if (!(err instanceof ConstraintError)) throw err;
+        const param = 'regex' in constraint ? 'guided_regex' : 'guided_choice';
+        return fail(400, errorBody(`${param}: ${err.message}`, 'invalid_request_error', 'invalid_constraint', param));
+      }
+    }
     const timeout = AbortSignal.timeout(options.requestTimeoutMs);
     // Aborted when a streaming client goes away mid-stream, whether or not the request's own signal says so.
     const streamClosed = new AbortController();
@@ -120,6 +133,7 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, seed: req.seed ?? (Math.random() * 0x100000000) >>> 0 },
       maxNewTokens: asked ?? Math.min(options.defaultMaxTokens, room),
       stop: req.stop == null ? [] : typeof req.stop === 'string' ? [req.stop] : req.stop,
+      ...(constraint ? { constraint } : {}),
       signal,
       ...(feed ? { onText: (delta: string) => feed.push(delta) } : {}),
     };

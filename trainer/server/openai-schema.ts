@@ -30,7 +30,11 @@ export const ChatCompletionRequest = z.looseObject({
   stream: z.boolean().nullable().default(false),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
   n: z.literal(1).nullable().optional(),
-});
+  /** vLLM's guided decoding: the completion must match this regular expression (JavaScript syntax) as a whole. */
+  guided_regex: z.string().min(1).max(4000).nullable().optional(),
+  /** vLLM's guided decoding: the completion must be exactly one of these. */
+  guided_choice: z.array(z.string().min(1).max(1000)).min(1).max(1000).nullable().optional(),
+}).refine((r) => r.guided_regex == null || r.guided_choice == null, { message: 'give guided_regex or guided_choice, not both', path: ['guided_choice'] });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
 /** What the server answers with; declared as schemas so the tests check the wire format field by field. */
