@@ -2,7 +2,7 @@
 import type { ActionConstraint, PolicyReply } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
 import { parsePlacement } from './action.ts';
-import { parseGrid, renderBoard, type Size } from './grid.ts';
+import { parseGrid, renderBoard, renderSeenDigits, type Size } from './grid.ts';
 import { solve } from './solver.ts';
 import type { SudokuOptions, SudokuTask } from './task.ts';
 
@@ -110,6 +110,7 @@ export class SudokuEnvironment implements Environment {
 
   private observation(status: string): string {
     const left = this.cells.filter((d) => d === 0).length;
-    return `${status}\nMove ${this.moves} of at most ${this.horizon}; ${left} blank cell(s) left.\n${renderBoard(this.cells, this.size)}`;
+    const view = this.options.observation === 'board' ? renderBoard(this.cells, this.size) : renderSeenDigits(this.cells, this.size);
+    return `${status}\nMove ${this.moves} of at most ${this.horizon}; ${left} blank cell(s) left.\n${view}`;
   }
 }

@@ -59,3 +59,26 @@ export function renderBoard(cells: readonly number[], size: Size): string {
   }
   return lines.join('\n');
 }
+
+/**
+ * The blank cells, one a line, each with the digits its row, column and box already hold ("2 3: 1 3 4"):
+ * the bookkeeping a player does in pencil, so a small model reads each cell's constraints off one line
+ * instead of addressing the grid. Which digit fits, and which cell to fill first, is still the player's.
+ */
+export function renderSeenDigits(cells: readonly number[], size: Size): string {
+  const g = geometry(size);
+  const lines = ['Blanks (row col: digits seen):'];
+  for (let i = 0; i < cells.length; i++) {
+    if (cells[i] !== 0) continue;
+    const row = Math.floor(i / size);
+    const col = i % size;
+    const seen = new Set<number>();
+    for (let j = 0; j < cells.length; j++) {
+      const r = Math.floor(j / size);
+      const c = j % size;
+      if (cells[j] !== 0 && (r === row || c === col || boxOf(g, r, c) === boxOf(g, row, col))) seen.add(cells[j]);
+    }
+    lines.push(`${row + 1} ${col + 1}: ${[...seen].sort((a, b) => a - b).join(' ')}`);
+  }
+  return lines.join('\n');
+}

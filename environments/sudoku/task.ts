@@ -51,6 +51,12 @@ export const SudokuOptions = z
      * the policy's to choose — which is the puzzle.
      */
     constrainActions: z.boolean().default(false),
+    /**
+     * What an observation shows besides the move status: the board, or instead each blank cell with the
+     * digits its row, column and box already hold (grid.ts renderSeenDigits), which fits a small model's
+     * context and spares it addressing the grid.
+     */
+    observation: z.enum(['board', 'seen-digits']).default('board'),
   })
   .strict();
 export type SudokuOptions = z.infer<typeof SudokuOptions>;

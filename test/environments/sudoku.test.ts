@@ -246,3 +246,17 @@ describe('action constraint', () => {
     expect(new Set(seen).size).toBe(6);
   });
 });
+
+describe('seen-digits observation', () => {
+  it('lists each blank with the digits its row, column and box hold, and follows the moves', async () => {
+    const env = await sudoku.create(SudokuTask.parse(SMALL), options({ size: 4, observation: 'seen-digits', invalidMove: 'waste' }));
+    const first = await env.reset(0);
+    // '..31.1..42131.24' → rows ". . 3 1" / ". 1 . ." / "4 2 1 3" / "1 . 2 4".
+    expect(first).not.toContain('|');
+    expect(first.split('\n').slice(-6)).toEqual(['1 1: 1 3 4', '1 2: 1 2 3', '2 1: 1 4', '2 3: 1 2 3', '2 4: 1 3 4', '4 2: 1 2 4']);
+    const next = (await env.step(act('place 1 1 2'))).observation;
+    expect(next).not.toMatch(/^1 1:/m);
+    expect(next).toMatch(/^1 2: 1 2 3$/m);
+    expect(next).toMatch(/^2 1: 1 2 4$/m);
+  });
+});
