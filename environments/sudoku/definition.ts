@@ -4,20 +4,24 @@ import { scriptedPolicy, seededPolicy } from '../policies/scripted.ts';
 import { sampleSplit } from '../task-sampler.ts';
 import { formatPlacement } from './action.ts';
 import { generatePuzzle } from './generator.ts';
-import { parseGrid } from './grid.ts';
+import { nextCell, parseGrid } from './grid.ts';
 import { solve } from './solver.ts';
 import { SudokuEnvironment } from './environment.ts';
 import { DEFAULT_BLANKS, SudokuOptions, SudokuTask } from './task.ts';
 
 /** The correct placements of a task, row-major. */
-function solutionMoves(task: SudokuTask): string[] {
+/** The solution's moves: in reading order, or in the environment's next-cell order when it names the cell. */
+function solutionMoves(task: SudokuTask, options: SudokuOptions): string[] {
   const cells = parseGrid(task.puzzle, task.size);
   const { solution } = solve(cells, task.size, 1);
   if (!solution) throw new Error('sudoku task has no solution');
   const moves: string[] = [];
-  cells.forEach((d, i) => {
-    if (d === 0) moves.push(formatPlacement({ row: Math.floor(i / task.size) + 1, col: (i % task.size) + 1, digit: solution[i] }));
-  });
+  const place = (i: number) => {
+    moves.push(formatPlacement({ row: Math.floor(i / task.size) + 1, col: (i % task.size) + 1, digit: solution[i] }));
+    cells[i] = solution[i];
+  };
+  if (options.observation === 'next-cell') for (let i = nextCell(cells, task.size); i !== null; i = nextCell(cells, task.size)) place(i);
+  else cells.forEach((d, i) => d === 0 && place(i));
   return moves;
 }
 
@@ -38,8 +42,8 @@ export const sudoku: EnvironmentDefinition<SudokuTask, SudokuOptions> = {
       seed,
     );
   },
-  oracle(task) {
-    return scriptedPolicy(solutionMoves(task), 'the sudoku oracle');
+  oracle(task, options) {
+    return scriptedPolicy(solutionMoves(task, options), 'the sudoku oracle');
   },
   random(task, _options, seed) {
     // Legal moves only: a random digit into a random cell that this policy has not filled yet.

@@ -2,7 +2,7 @@
 import type { ActionConstraint, PolicyReply } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
 import { parsePlacement } from './action.ts';
-import { parseGrid, renderBoard, renderSeenDigits, type Size } from './grid.ts';
+import { nextCell, parseGrid, renderBoard, renderNextCell, type Size } from './grid.ts';
 import { solve } from './solver.ts';
 import type { SudokuOptions, SudokuTask } from './task.ts';
 
@@ -55,9 +55,10 @@ export class SudokuEnvironment implements Environment {
   actionConstraint(): ActionConstraint | undefined {
     if (!this.options.constrainActions) return undefined;
     const n = this.size;
+    const next = this.options.observation === 'next-cell' ? nextCell(this.cells, n) : null;
     const blanks: string[] = [];
     this.cells.forEach((d, i) => {
-      if (d === 0) blanks.push(`${Math.floor(i / n) + 1} ${(i % n) + 1}`);
+      if (d === 0 && (next === null || i === next)) blanks.push(`${Math.floor(i / n) + 1} ${(i % n) + 1}`);
     });
     return { regex: `place (${blanks.join('|')}) [1-${n}]` };
   }
@@ -110,7 +111,7 @@ export class SudokuEnvironment implements Environment {
 
   private observation(status: string): string {
     const left = this.cells.filter((d) => d === 0).length;
-    const view = this.options.observation === 'board' ? renderBoard(this.cells, this.size) : renderSeenDigits(this.cells, this.size);
+    const view = this.options.observation === 'board' ? renderBoard(this.cells, this.size) : renderNextCell(this.cells, this.size);
     return `${status}\nMove ${this.moves} of at most ${this.horizon}; ${left} blank cell(s) left.\n${view}`;
   }
 }

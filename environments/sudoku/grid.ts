@@ -60,25 +60,39 @@ export function renderBoard(cells: readonly number[], size: Size): string {
   return lines.join('\n');
 }
 
-/**
- * The blank cells, one a line, each with the digits its row, column and box already hold ("2 3: 1 3 4"):
- * the bookkeeping a player does in pencil, so a small model reads each cell's constraints off one line
- * instead of addressing the grid. Which digit fits, and which cell to fill first, is still the player's.
- */
-export function renderSeenDigits(cells: readonly number[], size: Size): string {
+/** The digits already in the row, column and box of cell `i`, ascending. */
+export function seenDigits(cells: readonly number[], size: Size, i: number): number[] {
   const g = geometry(size);
-  const lines = ['Blanks (row col: digits seen):'];
+  const row = Math.floor(i / size);
+  const col = i % size;
+  const seen = new Set<number>();
+  for (let j = 0; j < cells.length; j++) {
+    const r = Math.floor(j / size);
+    const c = j % size;
+    if (cells[j] !== 0 && (r === row || c === col || boxOf(g, r, c) === boxOf(g, row, col))) seen.add(cells[j]);
+  }
+  return [...seen].sort((a, b) => a - b);
+}
+
+/** The blank a careful player fills next: the one that sees the most digits (fewest candidates), first in reading order on ties. */
+export function nextCell(cells: readonly number[], size: Size): number | null {
+  let best: number | null = null;
+  let bestSeen = -1;
   for (let i = 0; i < cells.length; i++) {
     if (cells[i] !== 0) continue;
-    const row = Math.floor(i / size);
-    const col = i % size;
-    const seen = new Set<number>();
-    for (let j = 0; j < cells.length; j++) {
-      const r = Math.floor(j / size);
-      const c = j % size;
-      if (cells[j] !== 0 && (r === row || c === col || boxOf(g, r, c) === boxOf(g, row, col))) seen.add(cells[j]);
-    }
-    lines.push(`${row + 1} ${col + 1}: ${[...seen].sort((a, b) => a - b).join(' ')}`);
+    const seen = seenDigits(cells, size, i).length;
+    if (seen > bestSeen) [best, bestSeen] = [i, seen];
   }
-  return lines.join('\n');
+  return best;
+}
+
+/**
+ * The next cell and the digits its row, column and box already hold ("2 3: 1 3 4"), instead of the
+ * board: the bookkeeping a player does in pencil, on one line, so a small model needs neither a long
+ * context nor to address the grid. Which digit goes there is still the player's to work out.
+ */
+export function renderNextCell(cells: readonly number[], size: Size): string {
+  const i = nextCell(cells, size);
+  if (i === null) return 'No blank cells.';
+  return `Next cell (row col: digits seen):\n${Math.floor(i / size) + 1} ${(i % size) + 1}: ${seenDigits(cells, size, i).join(' ')}`;
 }

@@ -52,11 +52,11 @@ export const SudokuOptions = z
      */
     constrainActions: z.boolean().default(false),
     /**
-     * What an observation shows besides the move status: the board, or instead each blank cell with the
-     * digits its row, column and box already hold (grid.ts renderSeenDigits), which fits a small model's
-     * context and spares it addressing the grid.
+     * What an observation shows besides the move status: the board, or only the next cell — the blank
+     * that sees the most digits — with the digits its row, column and box hold (grid.ts renderNextCell),
+     * which fits a small model's context. With `constrainActions`, replies must then fill that cell.
      */
-    observation: z.enum(['board', 'seen-digits']).default('board'),
+    observation: z.enum(['board', 'next-cell']).default('board'),
   })
   .strict();
 export type SudokuOptions = z.infer<typeof SudokuOptions>;

@@ -247,16 +247,35 @@ describe('action constraint', () => {
   });
 });
 
-describe('seen-digits observation', () => {
-  it('lists each blank with the digits its row, column and box hold, and follows the moves', async () => {
-    const env = await sudoku.create(SudokuTask.parse(SMALL), options({ size: 4, observation: 'seen-digits', invalidMove: 'waste' }));
+describe('next-cell observation', () => {
+  it('names the blank that sees the most digits with what it sees, constrains replies to it, and follows the moves', async () => {
+    const o = { size: 4, observation: 'next-cell', constrainActions: true, invalidMove: 'waste' } as const;
+    const env = await sudoku.create(SudokuTask.parse(SMALL), options(o));
     const first = await env.reset(0);
-    // '..31.1..42131.24' → rows ". . 3 1" / ". 1 . ." / "4 2 1 3" / "1 . 2 4".
+    // '..31.1..42131.24' → rows ". . 3 1" / ". 1 . ." / "4 2 1 3" / "1 . 2 4": (1,1) sees 1 3 4, (1,2) 1 2 3,
+    // (2,1) 1 4, (2,3) 1 2 3, (2,4) 1 3 4, (4,2) 1 2 4 → three see three digits; the first in reading order is named.
     expect(first).not.toContain('|');
-    expect(first.split('\n').slice(-6)).toEqual(['1 1: 1 3 4', '1 2: 1 2 3', '2 1: 1 4', '2 3: 1 2 3', '2 4: 1 3 4', '4 2: 1 2 4']);
+    expect(first.split('\n').slice(-1)).toEqual(['1 1: 1 3 4']);
+    expect(env.actionConstraint!()).toEqual({ regex: 'place (1 1) [1-4]' });
     const next = (await env.step(act('place 1 1 2'))).observation;
-    expect(next).not.toMatch(/^1 1:/m);
-    expect(next).toMatch(/^1 2: 1 2 3$/m);
-    expect(next).toMatch(/^2 1: 1 2 4$/m);
+    // Now (2,1) sees 1 2 4 and (1,2) sees 1 2 3: (1,2) comes first in reading order.
+    expect(next.split('\n').slice(-1)).toEqual(['1 2: 1 2 3']);
+  });
+
+  it('the oracle plays in the named order and solves', async () => {
+    const o = options({ size: 4, observation: 'next-cell', constrainActions: true });
+    const oracle = sudoku.oracle(SudokuTask.parse(SMALL), o);
+    let matched = 0;
+    const policy = {
+      async act(messages: Parameters<typeof oracle.act>[0], context: Parameters<typeof oracle.act>[1]) {
+        const reply = await oracle.act(messages, context);
+        if (context.constraint && 'regex' in context.constraint && new RegExp(`^(?:${context.constraint.regex})$`).test(reply.text)) matched++;
+        return reply;
+      },
+    };
+    const result = await runEpisode({ definition: sudoku, task: SMALL, options: o, policy, seed: 0 });
+    expect(result.reward).toBe(1);
+    expect(result.steps).toBe(6);
+    expect(matched).toBe(6);
   });
 });
