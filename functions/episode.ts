@@ -6,6 +6,11 @@
  * once), run the episode against the policy endpoint, and write one RewardRecord create-only under
  * `keys.reward(run, iteration, member, task)`. A malformed event is logged and answered with a clear
  * error instead of throwing, so Lambda does not retry it and nothing upstream crashes.
+ *
+ * Episodes of the base weights (evaluations: the API's and a run's own) also store their transcript,
+ * size-bounded (episode-transcript.ts), create-only at `keys.transcript(...)`, and the record names it
+ * in `transcriptKey`. Population members' episodes do not: nobody reads a perturbed member's play, and
+ * training would pay a second write per episode.
  */
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -20,6 +25,7 @@ import { runEpisode, type EpisodeResult } from '../environments/episode-runner.t
 import { loadEnvironment, parseWith } from '../environments/index.ts';
 import { HttpPolicy } from '../environments/policies/http-client.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
+import { boundTranscript } from './episode-transcript.ts';
 
 /**
  * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
@@ -109,6 +115,21 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
   const log = options.log ?? pino({ name: 'esopt-episode' });
   const { store } = options;
 
+  /** The transcript's key once it is in the store; null when it is not kept, or could not be written (the reward matters more). */
+  async function storeTranscript(request: EpisodeRequest, result: EpisodeResult): Promise<string | null> {
+    if (request.member !== 'base') return null;
+    const key = keys.transcript(request.run, request.iteration, request.member, request.task.id);
+    const body = boundTranscript({ run: request.run, iteration: request.iteration, member: request.member, task: request.task.id }, result.transcript);
+    try {
+      // Create-only: a re-delivered episode leaves the first transcript, which its record names.
+      await store.put(key, JSON.stringify(body), { ifAbsent: true, contentType: 'application/json' });
+      return key;
+    } catch (err) {
+      log.error({ key, error: (err as Error).message }, 'transcript not stored');
+      return null;
+    }
+  }
+
   async function one(request: EpisodeRequest, batchSize: number): Promise<EpisodeOutcome> {
     const key = keys.reward(request.run, request.iteration, request.member, request.task.id);
     const base = { key, written: false, duplicate: false, closed: false, reward: null, error: null };
@@ -138,6 +159,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
       log.info({ key, error: result.error }, 'iteration closed: episode stopped, no record written');
       return { ...base, closed: true, error: result.error };
     }
+    const transcriptKey = await storeTranscript(request, result);
     const record = RewardRecord.parse({
       run: request.run,
       iteration: request.iteration,
@@ -157,7 +179,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
         prices,
       ),
       error: result.error,
-      transcriptKey: null,
+      transcriptKey,
       writtenAt: new Date().toISOString(),
     });
     const written = await store.put(key, JSON.stringify(record), { ifAbsent: true, contentType: 'application/json' });

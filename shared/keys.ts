@@ -12,8 +12,10 @@
  *   runs/{run}/status.json | stop.json                     ← the API's view of a run, and a stop request
  *   evaluations/{id}/request.json | status.json | plan.json ← a pay-per-episode evaluation (records: runs/{id}/…)
  *   idempotency/{sha256}.json                               ← a POST's stored response, by Idempotency-Key
+ *   queue/{run|evaluation}/{id}.json                        ← work the API leaves for the trainer box
+ *   claims/{run|evaluation}/{id}.json                       ← the box that took it (create-only: one per work item)
  */
-import { Id, Iteration, MemberRef } from './schemas/index.ts';
+import { Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
 
 const ITER_WIDTH = 8; // zero-padded so lexical list order is iteration order
 
@@ -60,6 +62,9 @@ export const keys = {
   evaluationStatus: (evaluation: string) => `${keys.evaluation(evaluation)}status.json`,
   /** The resolved task ids in order: episode i plays task i mod n. */
   evaluationPlan: (evaluation: string) => `${keys.evaluation(evaluation)}plan.json`,
+  workQueue: () => 'queue/',
+  queuedWork: (kind: WorkKind, work: string) => `${keys.workQueue()}${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
+  workClaim: (kind: WorkKind, work: string) => `claims/${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   idempotency: (hash: string) => {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
     return `idempotency/${hash}.json`;
@@ -91,4 +96,10 @@ export function parseCheckpointIteration(key: string): number | null {
 export function parseRunConfigKey(key: string): string | null {
   const m = /^runs\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/config\.json$/.exec(key);
   return m ? m[1] : null;
+}
+
+/** The kind and id of a `queue/{kind}/{id}.json` key; null for any other key. */
+export function parseQueuedWorkKey(key: string): { kind: WorkKind; id: string } | null {
+  const m = /^queue\/(run|evaluation)\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/.exec(key);
+  return m ? { kind: m[1] as WorkKind, id: m[2] } : null;
 }

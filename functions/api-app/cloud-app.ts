@@ -1,14 +1,15 @@
 /**
  * The API app as the Api Lambda serves it: the S3 store of the stack, the token from the function's
- * environment, and queued launchers (queued-launchers.ts). functions/api.ts wraps it with hono/aws-lambda.
+ * environment, and launchers that queue the work in the store for the trainer box (queued-launchers.ts).
+ * functions/api.ts wraps it with hono/aws-lambda.
  */
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import { CostPrices } from '../../shared/cost.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
 import { createApiApp } from './app.ts';
-import { queuedEvaluations, queuedRuns } from './queued-launchers.ts';
+import { storeQueueLaunchers } from './queued-launchers.ts';
 
 export const CloudApiEnv = z.object({
   ESOPT_BUCKET: z.string().min(3),
@@ -19,16 +20,15 @@ export const CloudApiEnv = z.object({
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
-export function createCloudApp(env: CloudApiEnv, store: ObjectStore = openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION })) {
+export function createCloudApp(env: CloudApiEnv, store: ObjectStore = openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION }), log: Logger = pino({ name: 'esopt-api' })) {
   return createApiApp({
     store,
     token: env.ESOPT_TOKEN,
-    runs: queuedRuns,
-    evaluations: queuedEvaluations,
+    ...storeQueueLaunchers(store),
     // The trainer box that picks queued work up serves base models and checkpoints.
     servesOwnModels: true,
     prices: CostPrices.parse(env.ESOPT_COST_PRICES ? JSON.parse(env.ESOPT_COST_PRICES) : {}),
-    log: pino({ name: 'esopt-api' }),
+    log,
     // Lambda bills the open stream: poll less often than the local API.
     eventPollMs: 2000,
   });

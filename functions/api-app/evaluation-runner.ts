@@ -57,7 +57,7 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
     await writeJson(store, keys.evaluationPlan(id), plan);
     await save({ state: 'running', planned });
 
-    let endpoint: { baseUrl: string; model: string; token?: string; guidedDecoding?: boolean };
+    let endpoint: { baseUrl: string; model: string; token?: string; tokenEnv?: string; guidedDecoding?: boolean };
     if (request.model.kind === 'external') {
       const { baseUrl, model, guidedDecoding } = request.model;
       endpoint = { baseUrl, model, guidedDecoding, ...(secrets.apiKey ? { token: secrets.apiKey } : {}) };
@@ -70,9 +70,10 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
       baseUrl: endpoint.baseUrl,
       model: endpoint.model,
       ...(endpoint.guidedDecoding !== undefined ? { guidedDecoding: endpoint.guidedDecoding } : {}),
-      ...(endpoint.token ? { tokenEnv: EVALUATION_TOKEN_ENV } : {}),
+      ...(endpoint.tokenEnv ? { tokenEnv: endpoint.tokenEnv } : endpoint.token ? { tokenEnv: EVALUATION_TOKEN_ENV } : {}),
     };
-    fanout = deps.fanoutFor(endpoint.token ? { [EVALUATION_TOKEN_ENV]: endpoint.token } : {});
+    // A token the workers hold already (the trainer box's own) is not handed to them again.
+    fanout = deps.fanoutFor(endpoint.token && !endpoint.tokenEnv ? { [EVALUATION_TOKEN_ENV]: endpoint.token } : {});
 
     const maxCost = request.budget.maxCostUsd;
     let spent = 0;

@@ -13,6 +13,11 @@ export interface ServedModel {
   model: string;
   /** Bearer token of the endpoint, if it has one. */
   token?: string;
+  /**
+   * The variable that already holds `token` in every worker's environment (remote workers, such as the
+   * Episode function's ESOPT_TRAINER_TOKEN); absent: the token is handed to the workers as it is.
+   */
+  tokenEnv?: string;
   /** Which weights: the checkpoint's iteration, or 0 for a base model. */
   iteration: number;
   close(): Promise<void>;

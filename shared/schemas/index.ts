@@ -5,3 +5,4 @@ export * from './episode.ts';
 export * from './checkpoint.ts';
 export * from './metrics.ts';
 export * from './api.ts';
+export * from './work-queue.ts';

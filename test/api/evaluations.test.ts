@@ -8,6 +8,7 @@ import { keys } from '../../shared/keys.ts';
 import { EvaluationView, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { sudoku } from '../../environments/sudoku/definition.ts';
+import { StoredTranscript } from '../../functions/episode-transcript.ts';
 import { startAgentServer, type AgentServer } from './agent-server.ts';
 import { startTestApi, tinyRunConfig, waitFor, type TestApi } from './helpers.ts';
 
@@ -98,24 +99,29 @@ describe('evaluating an external OpenAI-compatible endpoint', () => {
     expect((await api.call('GET', '/evaluations')).body.evaluations.map((e: { id: string }) => e.id)).toContain(view.id);
   });
 
-  it('links an episode\'s transcript when the worker stored one, and only from the evaluation\'s own prefix', async () => {
-    // The Episode function writes transcriptKey: null today; this is what a worker that stores transcripts leaves behind.
+  it('links each episode\'s transcript as the worker stored it, and only from the evaluation\'s own prefix', async () => {
     const store = new FsObjectStore(api.storeRoot);
     const [first, second] = view.episodes;
-    const recordKey = keys.reward(view.id, first.round, 'base', first.task);
+    // The worker stored every episode's transcript and named it in the record: the agent's own replies, in order.
+    for (const episode of view.episodes) expect(episode.transcript).toBe(`/evaluations/${view.id}/episodes/${episode.index}/transcript`);
+    const got = await api.call('GET', first.transcript as string);
+    expect(got.status).toBe(200);
+    const transcript = StoredTranscript.parse(got.body);
+    expect(transcript).toMatchObject({ run: view.id, iteration: first.round, member: 'base', task: first.task, truncated: null });
+    const actions = transcript.entries.filter((e) => e.kind === 'action');
+    expect(actions).toHaveLength(first.steps);
+    expect(actions.reduce((n, e) => n + (e.kind === 'action' ? e.tokens.completion : 0), 0)).toBe(first.tokens.completion);
+
+    const recordKey = keys.reward(view.id, second.round, 'base', second.task);
     const record = JSON.parse(new TextDecoder().decode((await store.get(recordKey)) as Uint8Array));
-    const transcriptKey = keys.transcript(view.id, first.round, 'base', first.task);
-    const transcript = [{ kind: 'action', step: 0, text: 'place 1 1 1' }];
-    await store.put(transcriptKey, JSON.stringify(transcript));
-    await store.put(recordKey, JSON.stringify({ ...record, transcriptKey }));
+    expect(record.transcriptKey).toBe(keys.transcript(view.id, second.round, 'base', second.task));
+    await store.put(recordKey, JSON.stringify({ ...record, transcriptKey: null }));
     const now = EvaluationView.parse((await api.call('GET', `/evaluations/${view.id}`)).body);
-    expect(now.episodes[0].transcript).toBe(`/evaluations/${view.id}/episodes/0/transcript`);
     expect(now.episodes[1].transcript).toBeNull();
-    expect(await api.call('GET', now.episodes[0].transcript as string)).toMatchObject({ status: 200, body: transcript });
     expect(await api.call('GET', `/evaluations/${view.id}/episodes/${second.index}/transcript`)).toMatchObject({ status: 404, body: { error: { code: 'no_transcript' } } });
     expect(await api.call('GET', `/evaluations/${view.id}/episodes/99/transcript`)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
     await store.put(recordKey, JSON.stringify({ ...record, transcriptKey: keys.config('someone-else') }));
-    expect((await api.call('GET', `/evaluations/${view.id}/episodes/0/transcript`)).status).toBe(404);
+    expect((await api.call('GET', `/evaluations/${view.id}/episodes/${second.index}/transcript`)).status).toBe(404);
     await store.put(recordKey, JSON.stringify(record));
   });
 

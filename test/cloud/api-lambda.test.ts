@@ -1,10 +1,13 @@
 /**
  * The Api function's adapter: function-URL events in, the esopt API app's answers out, through
- * hono/aws-lambda, over a real s3rver bucket. Reads work; starting work is refused with why.
+ * hono/aws-lambda, over a real s3rver bucket. Reads work; starting a run queues it for the trainer box.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCloudApiApp, handler, lambdaHandlerFor } from '../../functions/api.ts';
+import { handler, lambdaHandlerFor } from '../../functions/api.ts';
+import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { keys } from '../../shared/keys.ts';
+import { QueuedWork } from '../../shared/schemas/index.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 
@@ -44,6 +47,9 @@ beforeAll(async () => {
   s3 = await startLocalS3('esopt-api-lambda');
   store = new S3ObjectStore(s3.storeConfig);
 });
+const TOKEN = 'tok-123-api-lambda-test';
+const appOver = (s: S3ObjectStore) => createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN }, s);
+
 afterAll(async () => {
   store?.client.destroy();
   await s3?.close();
@@ -51,28 +57,28 @@ afterAll(async () => {
 
 describe('functions/api.ts', () => {
   it('serves the API app from the bucket through function-URL events, bearer-protected', async () => {
-    const handle = lambdaHandlerFor(createCloudApiApp({ store, token: 'tok-123' }));
+    const handle = lambdaHandlerFor(appOver(store));
     const health = await call(handle, functionUrlEvent('GET', '/healthz'));
     expect(health.statusCode).toBe(200);
     expect(JSON.parse(health.body)).toEqual({ ok: true });
     expect((await call(handle, functionUrlEvent('GET', '/runs'))).statusCode).toBe(401);
-    const runs = await call(handle, functionUrlEvent('GET', '/runs', { authorization: 'Bearer tok-123' }));
+    const runs = await call(handle, functionUrlEvent('GET', '/runs', { authorization: `Bearer ${TOKEN}` }));
     expect(runs.statusCode).toBe(200);
     expect(JSON.parse(runs.body)).toEqual({ runs: [] });
-    expect((await call(handle, functionUrlEvent('GET', '/nope', { authorization: 'Bearer tok-123' }))).statusCode).toBe(404);
+    expect((await call(handle, functionUrlEvent('GET', '/nope', { authorization: `Bearer ${TOKEN}` }))).statusCode).toBe(404);
   });
 
-  it('refuses to start a run (no trainer behind it) with a clear 409, and records why', async () => {
-    const handle = lambdaHandlerFor(createCloudApiApp({ store, token: 'tok-123' }));
+  it('queues a run for the trainer box (status requested, one queue entry) and answers 201 with its id', async () => {
+    const handle = lambdaHandlerFor(appOver(store));
     const config = readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8');
-    const res = await call(handle, functionUrlEvent('POST', '/runs', { authorization: 'Bearer tok-123', 'content-type': 'application/json' }, config));
-    expect(res.statusCode).toBe(409);
-    expect(res.body).toMatch(/esopt api. on the trainer box/);
-    const list = JSON.parse((await call(handle, functionUrlEvent('GET', '/runs', { authorization: 'Bearer tok-123' }))).body) as { runs: { id: string; state: string }[] };
-    expect(list.runs).toHaveLength(1);
-    expect(list.runs[0].state).toBe('failed');
-    const detail = JSON.parse((await call(handle, functionUrlEvent('GET', `/runs/${list.runs[0].id}`, { authorization: 'Bearer tok-123' }))).body) as { status: { error: string } };
-    expect(detail.status.error).toMatch(/reads only/);
+    const res = await call(handle, functionUrlEvent('POST', '/runs', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, config));
+    expect(res.statusCode).toBe(201);
+    const { id } = JSON.parse(res.body) as { id: string };
+    const detail = JSON.parse((await call(handle, functionUrlEvent('GET', `/runs/${id}`, { authorization: `Bearer ${TOKEN}` }))).body) as { state: string; completedIterations: number };
+    expect(detail).toMatchObject({ state: 'requested', completedIterations: 0 });
+    expect(await store.list(keys.workQueue())).toEqual([keys.queuedWork('run', id)]);
+    const work = QueuedWork.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.queuedWork('run', id)))!)));
+    expect(work).toMatchObject({ kind: 'run', id });
   });
 
   it('the deployed entry point reads bucket and token from the environment, and refuses to start without them', async () => {

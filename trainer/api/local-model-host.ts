@@ -1,6 +1,8 @@
 /**
- * The ModelHost of the local API: an Engine for the weights asked for (θ_0 of a model spec, or a run's
- * verified checkpoint) behind an inference server on a loopback port with its own token.
+ * The ModelHost of the local API and the trainer box: an Engine for the weights asked for (θ_0 of a
+ * model spec, or a run's verified checkpoint) behind an inference server. By default on a free loopback
+ * port with its own token; the trainer box serves on its public port with the stack's token instead
+ * (`PublicServing`), where the Episode function can reach it.
  */
 import { randomBytes } from 'node:crypto';
 import type { HostedModel, ModelHost, ServedModel } from '../../shared/ports/model-host.ts';
@@ -10,8 +12,21 @@ import { readRunConfig } from '../loop/training.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { startInferenceServer } from '../server/server.ts';
 
+/** Serve where remote workers reach the server: they hold `token` in their variable `tokenEnv`. */
+export interface PublicServing {
+  host: string;
+  port: number;
+  /** The server's address as the workers reach it, with or without /v1. */
+  publicUrl: string;
+  token: string;
+  tokenEnv: string;
+}
+
 export class LocalModelHost implements ModelHost {
-  constructor(private readonly store: ObjectStore) {}
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly serving?: PublicServing,
+  ) {}
 
   async serve(model: HostedModel): Promise<ServedModel> {
     let spec;
@@ -33,12 +48,14 @@ export class LocalModelHost implements ModelHost {
         await engine.commitUpdate();
         iteration = loaded.meta.iteration;
       }
-      const token = randomBytes(24).toString('hex');
-      const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left' });
+      const pub = this.serving;
+      const token = pub?.token ?? randomBytes(24).toString('hex');
+      const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left', ...(pub ? { host: pub.host, port: pub.port } : {}) });
       return {
-        baseUrl: `${server.url}/v1`,
+        baseUrl: pub ? `${pub.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1` : `${server.url}/v1`,
         model: 'base',
         token,
+        ...(pub ? { tokenEnv: pub.tokenEnv } : {}),
         iteration,
         close: async () => {
           await server.close();

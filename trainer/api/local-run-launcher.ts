@@ -1,18 +1,22 @@
 /**
- * The RunLauncher of the local API: starts `runEmbedded` (the same wiring `esopt train` uses: engine,
- * inference server, local worker pool, ES loop) in this process for a run the API put in the store.
+ * The RunLauncher that trains in this process: starts `runEmbedded` (the same wiring `esopt train`
+ * uses: engine, inference server, a {store, fanout} target, ES loop) for a run the API put in the store.
+ * The local API gives it the embedded target over its store directory; the trainer box's poller
+ * (bucket-requests.ts) gives it the stack's S3 bucket and Episode function.
  *
  * Stop: the loop calls its progress hook right after an iteration's metrics row is written; when a stop
  * was asked for (by this process, or a stop.json another API instance wrote) that hook throws
  * StopRequested, so train() ends there: the iteration is complete in the store and the run can be resumed.
+ * A run whose stop.json is there before it starts is marked stopped without training.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { keys } from '../../shared/keys.ts';
 import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { RunStatus } from '../../shared/schemas/index.ts';
-import { runEmbedded } from '../loop/embedded-run.ts';
+import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
+import { localRunTarget, runEmbedded } from '../loop/embedded-run.ts';
+import type { RunTarget } from '../loop/run-target.ts';
 import { readRunConfig } from '../loop/training.ts';
 
 export class StopRequested extends Error {
@@ -21,15 +25,25 @@ export class StopRequested extends Error {
   }
 }
 
-export interface LocalRunLauncherOptions {
+interface LauncherOptionsCommon {
   store: ObjectStore;
-  /** The FsObjectStore's root: runEmbedded opens the same directory for the loop and its workers. */
-  storeRoot: string;
   log: Logger;
   /** How often a running run looks for a stop.json written elsewhere. */
   stopPollMs?: number;
   pollMs?: number;
+  /** The inference server's bearer token; default a fresh one per run (nothing but this run's local workers need it). */
+  token?: string;
+  /** Where the inference server listens; remote workers need a reachable address. */
+  server?: { host?: string; port?: number };
 }
+
+/**
+ * `storeRoot`: the embedded target over that directory (the same one `store` is opened on), its
+ * workers given the run's token. `target`: a fresh RunTarget for each run, over the same store.
+ */
+export type LocalRunLauncherOptions = LauncherOptionsCommon & ({ storeRoot: string; target?: never } | { target: (config: RunConfig) => RunTarget; storeRoot?: never });
+
+const FINAL = new Set<RunStatus['state']>(['finished', 'stopped', 'failed']);
 
 export class LocalRunLauncher implements RunLauncher {
   private readonly stops = new Set<string>();
@@ -37,10 +51,14 @@ export class LocalRunLauncher implements RunLauncher {
 
   constructor(private readonly o: LocalRunLauncherOptions) {}
 
-  private async setStatus(run: string, patch: Partial<RunStatus>): Promise<void> {
+  private async readStatus(run: string): Promise<RunStatus | null> {
     const body = await this.o.store.get(keys.runStatus(run));
+    return body ? RunStatus.parse(JSON.parse(new TextDecoder().decode(body))) : null;
+  }
+
+  private async setStatus(run: string, patch: Partial<RunStatus>): Promise<void> {
     const now = new Date().toISOString();
-    const current = body ? RunStatus.parse(JSON.parse(new TextDecoder().decode(body))) : { run, state: 'requested' as const, requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now };
+    const current = (await this.readStatus(run)) ?? { run, state: 'requested' as const, requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now };
     const next = RunStatus.parse({ ...current, ...patch, updatedAt: now });
     await this.o.store.put(keys.runStatus(run), JSON.stringify(next), { contentType: 'application/json' });
   }
@@ -49,16 +67,29 @@ export class LocalRunLauncher implements RunLauncher {
     if (this.running.has(run)) return;
     const config = await readRunConfig(this.o.store, run);
     if (!config) throw new Error(`run ${run} has no config in the store`);
+    const status = await this.readStatus(run);
+    if (status && FINAL.has(status.state)) {
+      this.o.log.info({ run, state: status.state }, 'run is over already; not started');
+      return;
+    }
+    if ((await this.o.store.get(keys.stopRequest(run))) !== null) {
+      await this.setStatus(run, { state: 'stopped', finishedAt: new Date().toISOString() });
+      this.o.log.info({ run }, 'stop requested before the run started; not started');
+      return;
+    }
     await this.setStatus(run, { state: 'running', startedAt: new Date().toISOString() });
     const watcher = setInterval(() => {
       void this.o.store.get(keys.stopRequest(run)).then((b) => b && this.stops.add(run), () => {});
     }, this.o.stopPollMs ?? 1000);
+    // A per-run token keeps the loopback inference server closed to anything but this run's workers.
+    const token = this.o.token ?? randomBytes(24).toString('hex');
+    const target = this.o.target ? this.o.target(config) : localRunTarget(this.o.storeRoot, { workers: config.workers, token });
     const job = runEmbedded({
       config,
       run,
-      storeRoot: this.o.storeRoot,
-      // A per-run token keeps the loopback inference server closed to anything but this run's workers.
-      token: randomBytes(24).toString('hex'),
+      target,
+      token,
+      server: this.o.server,
       pollMs: this.o.pollMs,
       progress: {
         start: () => {},

@@ -70,10 +70,15 @@ export function cloudTargetFromEnv(env: Record<string, string | undefined>): Clo
   });
 }
 
+/** The stack's bucket; credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
+export function openCloudStore(target: CloudTarget): S3ObjectStore {
+  return new S3ObjectStore({ bucket: target.bucket, region: target.region, endpoint: target.s3Endpoint, forcePathStyle: target.forcePathStyle ?? target.s3Endpoint !== undefined });
+}
+
 /** Credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
 export function openCloudTarget(target: CloudTarget): { store: S3ObjectStore; fanout: LambdaFanout } {
   return {
-    store: new S3ObjectStore({ bucket: target.bucket, region: target.region, endpoint: target.s3Endpoint, forcePathStyle: target.forcePathStyle ?? target.s3Endpoint !== undefined }),
+    store: openCloudStore(target),
     fanout: new LambdaFanout({
       functionName: target.episodeFunction,
       region: target.region,

@@ -1,0 +1,245 @@
+/**
+ * The cloud API end to end on loopback: the app the Api Lambda serves (createCloudApp) over s3rver,
+ * the dev Lambda-invoke endpoint running the real Episode handler, and the trainer box's poller
+ * (BucketPoller) — every part talking through the real AWS SDK clients. POST /runs and POST
+ * /evaluations only queue work in the bucket; the poller claims it, trains / evaluates the tiny model
+ * with the episodes played by the Episode handler against the box's inference server, and the API
+ * then shows what landed in the bucket: metrics, a clean stop, episode transcripts.
+ */
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { serve } from '@hono/node-server';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/dev/local-cloud.ts';
+import { StoredTranscript } from '../../functions/episode-transcript.ts';
+import { keys } from '../../shared/keys.ts';
+import { EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
+import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { BucketPoller } from '../../trainer/api/bucket-requests.ts';
+import { tinyRunConfig, waitFor } from '../api/helpers.ts';
+
+const BOX_TOKEN = 'trainer-box-test-token';
+const API_TOKEN = 'trainer-box-test-api-token-0123';
+const BIN = join(import.meta.dirname, '../../trainer/cli/bin.js');
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+let cloud: LocalCloud;
+let target: CloudTarget;
+let api: ReturnType<typeof serve>;
+let apiUrl: string;
+let port: number;
+const pollers: BucketPoller[] = [];
+const savedEnv = { ...process.env };
+/** s3rver's fixed development key pair, through the SDK's default credential chain, as the box would get its role's. */
+const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+
+function poller(o: { port?: number; pollMs?: number } = {}): BucketPoller {
+  const p = o.port ?? port;
+  const box = new BucketPoller({
+    cloud: target,
+    publicUrl: `http://127.0.0.1:${p}/v1`,
+    host: '127.0.0.1',
+    port: p,
+    token: BOX_TOKEN,
+    pollMs: o.pollMs ?? 100,
+    claimSettleMs: 100,
+    stopPollMs: 50,
+    trainingPollMs: 20,
+    log: pino({ level: 'silent' }),
+  });
+  pollers.push(box);
+  return box;
+}
+
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+}
+
+const detail = async (id: string) => RunDetail.parse((await call('GET', `/runs/${id}`)).body);
+const decode = (body: Uint8Array | null) => (body === null ? null : JSON.parse(new TextDecoder().decode(body)));
+
+beforeAll(async () => {
+  Object.assign(process.env, CREDENTIALS);
+  port = await freePort();
+  // The Episode function's environment as the stack sets it: the box's URL and the token.
+  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN } });
+  target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+  const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN }, cloud.store, pino({ level: 'silent' }));
+  api = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+  });
+  apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  for (const p of pollers) await p.close();
+  await new Promise<void>((resolve) => (api ? api.close(() => resolve()) : resolve()));
+  await cloud?.close();
+  for (const k of Object.keys(CREDENTIALS)) delete process.env[k];
+  Object.assign(process.env, savedEnv);
+});
+
+describe('runs through the cloud API and the trainer box', () => {
+  let run: string;
+
+  it('POST /runs queues the run (201, idempotent); the box claims and trains it; GET /runs/{id} shows its metrics', async () => {
+    const config = tinyRunConfig({ name: 'boxed', iterations: 2, evalInterval: 1 });
+    const post = await call('POST', '/runs', config, { 'idempotency-key': 'box-run-1' });
+    expect(post.status).toBe(201);
+    run = post.body.id;
+    const again = await call('POST', '/runs', config, { 'idempotency-key': 'box-run-1' });
+    expect(again).toMatchObject({ status: 201, body: { id: run } });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await cloud.store.list(keys.workQueue())).toEqual([keys.queuedWork('run', run)]);
+    expect((await detail(run)).state).toBe('requested');
+
+    const ran = await poller().pollOnce();
+    expect(ran).toEqual([{ kind: 'run', id: run }]);
+
+    const shown = await detail(run);
+    expect(shown).toMatchObject({ state: 'finished', completedIterations: 2, iterations: 2, current: null, stopRequested: false });
+    const rows = await Promise.all([0, 1].map(async (k) => MetricsRow.parse(decode(await cloud.store.get(keys.metricsRow(run, k))))));
+    expect(shown.latest).toEqual(rows[1]);
+    // Every member's episode was played by the Episode handler against the box's server: counted, none failed.
+    for (const row of rows) expect(row).toMatchObject({ expected: 2, counted: 2, failed: 0 });
+    expect(rows[0].tokens.completion).toBeGreaterThan(0);
+    const series = await call('GET', `/runs/${run}/metrics`);
+    expect(series.body.rows).toEqual(rows);
+    expect(series.body.evaluations.length).toBeGreaterThan(0);
+    expect(shown.status?.startedAt).not.toBeNull();
+    expect(await cloud.store.list(keys.workQueue())).toEqual([]);
+    expect(WorkClaim.parse(decode(await cloud.store.get(keys.workClaim('run', run))))).toMatchObject({ kind: 'run', id: run });
+  }, 120_000);
+
+  it('a request seen again after it ran (a re-delivered entry) is not run twice', async () => {
+    const before = await cloud.store.list(keys.run(run));
+    await cloud.store.put(keys.queuedWork('run', run), JSON.stringify({ kind: 'run', id: run, queuedAt: new Date().toISOString() }));
+    expect(await poller().pollOnce()).toEqual([]);
+    expect(await cloud.store.list(keys.workQueue())).toEqual([]);
+    expect(await cloud.store.list(keys.run(run))).toEqual(before);
+    expect((await detail(run)).state).toBe('finished');
+  }, 30_000);
+
+  it('two boxes polling the same queue run a run once', async () => {
+    const post = await call('POST', '/runs', tinyRunConfig({ name: 'raced', iterations: 1, evalInterval: 1 }));
+    expect(post.status).toBe(201);
+    const [a, b] = [poller(), poller({ port: await freePort() })];
+    const [ranA, ranB] = await Promise.all([a.pollOnce(), b.pollOnce()]);
+    expect([...ranA, ...ranB]).toEqual([{ kind: 'run', id: post.body.id }]);
+    expect(await detail(post.body.id)).toMatchObject({ state: 'finished', completedIterations: 1 });
+  }, 120_000);
+
+  it('POST /runs/{id}/stop ends a running run after its current iteration; a run stopped while queued never starts', async () => {
+    const box = poller();
+    box.start();
+    const post = await call('POST', '/runs', tinyRunConfig({ name: 'stopped', iterations: 6, evalInterval: 6 }));
+    const id = post.body.id as string;
+    await waitFor(async () => ((await detail(id)).completedIterations >= 1 ? true : undefined), 90_000, 'the first iteration');
+    const stop = await call('POST', `/runs/${id}/stop`);
+    expect(stop).toMatchObject({ status: 202, body: { id, stopRequested: true } });
+    const stopped = await waitFor(async () => {
+      const d = await detail(id);
+      return d.state === 'stopped' ? d : undefined;
+    }, 90_000, 'the stop');
+    // Stopped cleanly at an iteration boundary: every completed iteration has its row, and no more ran.
+    expect(stopped.completedIterations).toBeGreaterThanOrEqual(1);
+    expect(stopped.completedIterations).toBeLessThan(6);
+    expect(stopped.current).toBeNull();
+    expect(stopped.status?.error).toBeNull();
+    await box.close();
+
+    const queued = (await call('POST', '/runs', tinyRunConfig({ name: 'never' }))).body.id as string;
+    expect((await call('POST', `/runs/${queued}/stop`)).status).toBe(202);
+    expect((await detail(queued)).state).toBe('stopping');
+    expect(await poller().pollOnce()).toEqual([{ kind: 'run', id: queued }]);
+    expect(await detail(queued)).toMatchObject({ state: 'stopped', completedIterations: 0 });
+    expect(await cloud.store.list(keys.manifest(queued, 0))).toEqual([]);
+  }, 180_000);
+});
+
+describe('evaluations through the cloud API and the trainer box', () => {
+  it('POST /evaluations of the base model runs on the box; every episode links its stored transcript', async () => {
+    const request: EvaluationRequestInput = {
+      model: { kind: 'base', model: { preset: 'tiny', seed: 0 } },
+      environment: { name: 'sudoku', options: { size: 4, blanks: 2 } },
+      tasks: { split: 'eval', count: 2, seed: 1 },
+      episodes: 3,
+      concurrency: 2,
+      generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 8 },
+      timeoutMs: 30_000,
+    };
+    const post = await call('POST', '/evaluations', request, { 'idempotency-key': 'box-eval-1' });
+    expect(post.status).toBe(202);
+    const id = post.body.id as string;
+    expect((await call('POST', '/evaluations', request, { 'idempotency-key': 'box-eval-1' })).body).toEqual({ id });
+    expect(EvaluationView.parse((await call('GET', `/evaluations/${id}`)).body).status.state).toBe('queued');
+
+    expect(await poller().pollOnce()).toEqual([{ kind: 'evaluation', id }]);
+    const view = EvaluationView.parse((await call('GET', `/evaluations/${id}`)).body);
+    expect(view.status).toMatchObject({ state: 'finished', stopReason: 'completed', planned: 3, dispatched: 3 });
+    expect(view.episodes.map((e) => e.index)).toEqual([0, 1, 2]);
+    for (const episode of view.episodes) {
+      // Played by the box's model through the Episode handler: a real reply, no error.
+      expect(episode.error, JSON.stringify(episode)).toBeNull();
+      expect(episode.tokens.completion).toBeGreaterThan(0);
+      expect(episode.transcript).toBe(`/evaluations/${id}/episodes/${episode.index}/transcript`);
+      const got = await call('GET', episode.transcript as string);
+      expect(got.status).toBe(200);
+      const transcript = StoredTranscript.parse(got.body);
+      expect(transcript).toMatchObject({ run: id, iteration: episode.round, member: 'base', task: episode.task, truncated: null });
+      const actions = transcript.entries.filter((e) => e.kind === 'action');
+      expect(actions.length).toBe(episode.steps);
+      expect(actions.reduce((n, e) => n + (e.kind === 'action' ? e.tokens.completion : 0), 0)).toBe(episode.tokens.completion);
+    }
+    expect(view.summary.episodes).toBe(3);
+  }, 120_000);
+});
+
+describe('esopt trainer-box', () => {
+  it('--once claims and runs what is queued, then exits; a missing token is a usage error', async () => {
+    const id = (await call('POST', '/runs', tinyRunConfig({ name: 'cli', iterations: 1, evalInterval: 1 }))).body.id as string;
+    const env = {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('ESOPT_'))),
+      ...CREDENTIALS,
+      ESOPT_BUCKET: cloud.s3.bucket,
+      ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
+      AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
+    };
+    const esopt = (extra: Record<string, string>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, [BIN, 'trainer-box', '--once', '--json', '--public-url', `http://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port)], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('error', reject);
+        child.on('exit', (code) => resolve({ code, stdout, stderr }));
+      });
+    const missing = await esopt({});
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/ESOPT_TOKEN is not set/);
+    const exit = await esopt({ ESOPT_TOKEN: BOX_TOKEN });
+    expect(exit.code, exit.stderr).toBe(0);
+    expect(JSON.parse(exit.stdout.trim().split('\n').at(-1) as string)).toEqual({ ran: [{ kind: 'run', id }] });
+    expect(await detail(id)).toMatchObject({ state: 'finished', completedIterations: 1 });
+  }, 120_000);
+});

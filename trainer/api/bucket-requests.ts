@@ -1,0 +1,186 @@
+/**
+ * The trainer box's side of the cloud API: the Api function only writes (a run's config, an
+ * evaluation's request, and a QueuedWork entry under `queue/`), and this poller lists that prefix,
+ * claims each entry exactly once and runs it here, through the stack's S3 bucket and Episode function:
+ *
+ *   - a run with the in-process RunLauncher (LocalRunLauncher over the cloud run target), which writes
+ *     the status, metrics and checkpoints where the API's readers look and honours the run's stop.json
+ *     after the iteration in flight;
+ *   - an evaluation with the same runner the local API uses (functions/api-app/evaluation-runner.ts),
+ *     base models and checkpoints served on the box's public port with the stack's token.
+ *
+ * One job at a time, oldest first: the box has one GPU and one public inference port.
+ *
+ * Claims are create-only objects at `keys.workClaim(kind, id)`, so a request seen twice (a second
+ * listing, a second entry for the same id, two boxes polling) runs once. AWS S3 decides a create-only
+ * write atomically (If-None-Match); for servers that ignore it, each claim carries a random id that is
+ * read back after `claimSettleMs`, and only the writer whose claim survived runs the work.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino, type Logger } from 'pino';
+import { CostPrices, type CostPricesInput } from '../../shared/cost.ts';
+import { keys, parseQueuedWorkKey } from '../../shared/keys.ts';
+import type { Fanout } from '../../shared/ports/fanout.ts';
+import type { S3ObjectStore } from '../../shared/store/s3.ts';
+import { EvaluationStatus, QueuedWork, WorkClaim, type WorkKind } from '../../shared/schemas/index.ts';
+import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/api-app/evaluation-runner.ts';
+import { readJson, writeJson } from '../../functions/api-app/store-json.ts';
+import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
+import { LocalModelHost } from './local-model-host.ts';
+import { LocalRunLauncher } from './local-run-launcher.ts';
+
+/** The variable that holds the box's token in the Episode function (sst.config.ts). */
+const WORKER_TOKEN_ENV = 'ESOPT_TRAINER_TOKEN';
+
+export interface BucketPollerOptions {
+  cloud: CloudTarget;
+  /** The box's inference server as the Episode function reaches it (the stack's trainerUrl). */
+  publicUrl: string;
+  host?: string;
+  port: number;
+  /** ESOPT_TOKEN on the box: the same TrainerToken secret the Episode function sends. */
+  token: string;
+  /** How often the queue is listed while idle. */
+  pollMs?: number;
+  /** How long a claim is left before it is read back (see above). */
+  claimSettleMs?: number;
+  /** A running run's look for its stop.json. */
+  stopPollMs?: number;
+  /** The ES loop's collection poll. */
+  trainingPollMs?: number;
+  prices?: CostPricesInput;
+  log?: Logger;
+}
+
+export interface RanWork {
+  kind: WorkKind;
+  id: string;
+}
+
+export class BucketPoller {
+  readonly store: S3ObjectStore;
+  private readonly log: Logger;
+  private readonly runs: LocalRunLauncher;
+  private readonly evaluations: EvaluationRunnerDeps;
+  private readonly who = `${hostname()}:${process.pid}`;
+  private closing = false;
+  private current: RanWork | null = null;
+  private loop: Promise<void> | null = null;
+  private readonly wake = new AbortController();
+
+  constructor(private readonly o: BucketPollerOptions) {
+    this.store = openCloudStore(o.cloud);
+    this.log = o.log ?? pino({ name: 'esopt-trainer-box' });
+    const server = { host: o.host, port: o.port };
+    this.runs = new LocalRunLauncher({
+      store: this.store,
+      log: this.log,
+      token: o.token,
+      server,
+      target: () => cloudRunTarget(o.cloud, o.publicUrl),
+      stopPollMs: o.stopPollMs,
+      pollMs: o.trainingPollMs,
+    });
+    this.evaluations = {
+      store: this.store,
+      prices: CostPrices.parse(o.prices ?? {}),
+      log: this.log,
+      modelHost: new LocalModelHost(this.store, { host: o.host ?? '0.0.0.0', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV }),
+      // The Episode function has its own environment: nothing can be handed to it per evaluation.
+      fanoutFor: (): Fanout => {
+        const target = cloudRunTarget(o.cloud, o.publicUrl);
+        return { dispatch: (requests, options) => target.fanout.dispatch(requests, options), close: () => target.close() };
+      },
+    };
+  }
+
+  /** Claims and runs, one after another and oldest first, every entry queued now; resolves with what this box ran. */
+  async pollOnce(): Promise<RanWork[]> {
+    const listed = (await this.store.list(keys.workQueue())).flatMap((key) => {
+      const work = parseQueuedWorkKey(key);
+      return work ? [{ key, ...work }] : [];
+    });
+    const entries = await Promise.all(listed.map(async (e) => ({ ...e, queuedAt: (await this.readEntry(e.key))?.queuedAt ?? '' })));
+    entries.sort((a, b) => a.queuedAt.localeCompare(b.queuedAt) || a.key.localeCompare(b.key));
+    const ran: RanWork[] = [];
+    for (const entry of entries) {
+      if (this.closing) break;
+      const work = { kind: entry.kind, id: entry.id };
+      try {
+        if (!(await this.claim(work))) {
+          this.log.info(work, 'claimed already (a duplicate entry, or another box): not run here');
+        } else {
+          this.current = work;
+          this.log.info(work, 'claimed: running');
+          await (work.kind === 'run' ? this.runRun(work.id) : this.runEvaluation(work.id));
+          ran.push(work);
+          this.log.info(work, 'done');
+        }
+        await this.store.delete(entry.key);
+      } catch (err) {
+        // A store error leaves the entry for the next poll; the claim (if written) keeps it from running twice.
+        this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
+      } finally {
+        this.current = null;
+      }
+    }
+    return ran;
+  }
+
+  /** Polls until close(). */
+  start(): void {
+    this.loop ??= (async () => {
+      while (!this.closing) {
+        try {
+          await this.pollOnce();
+        } catch (err) {
+          this.log.error({ error: (err as Error).message }, 'listing the queue failed; retrying');
+        }
+        await sleep(this.o.pollMs ?? 5000, undefined, { signal: this.wake.signal }).catch(() => {});
+      }
+    })();
+  }
+
+  /** Stops polling; a run in flight stops after its current iteration (resume it with `esopt train --cloud --resume`). */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.wake.abort();
+    if (this.current?.kind === 'run') await this.runs.stop(this.current.id);
+    await this.loop;
+    await this.runs.settled();
+    this.store.client.destroy();
+  }
+
+  private async readEntry(key: string): Promise<QueuedWork | null> {
+    try {
+      return await readJson(this.store, key, QueuedWork);
+    } catch (err) {
+      this.log.error({ key, error: (err as Error).message }, 'unreadable queue entry; ordered last');
+      return null;
+    }
+  }
+
+  private async claim(work: RanWork): Promise<boolean> {
+    const key = keys.workClaim(work.kind, work.id);
+    const mine: WorkClaim = { ...work, claimId: randomBytes(16).toString('hex'), claimedBy: this.who, claimedAt: new Date().toISOString() };
+    if (!(await writeJson(this.store, key, mine, true))) return false;
+    await sleep(this.o.claimSettleMs ?? 500);
+    return (await readJson(this.store, key, WorkClaim))?.claimId === mine.claimId;
+  }
+
+  private async runRun(id: string): Promise<void> {
+    await this.runs.start(id);
+    await this.runs.settled();
+  }
+
+  private async runEvaluation(id: string): Promise<void> {
+    const status = await readJson(this.store, keys.evaluationStatus(id), EvaluationStatus);
+    if (status?.state !== 'queued') {
+      this.log.info({ evaluation: id, state: status?.state ?? 'missing' }, 'evaluation is not queued; not run');
+      return;
+    }
+    await runEvaluation(this.evaluations, id, {});
+  }
+}

@@ -1,0 +1,65 @@
+import { pino } from 'pino';
+import { z } from 'zod';
+import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { BucketPoller } from '../../api/bucket-requests.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command, CommandIo } from '../command.ts';
+import { UsageError } from '../usage-error.ts';
+
+const PublicUrl = z.url({ protocol: /^https?$/ });
+
+/**
+ * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
+ * evaluations the Api function queued, claims each once and runs it here (trainer/api/bucket-requests.ts),
+ * serving inference on --host/--port where the Episode function reaches it at --public-url.
+ */
+async function run(argv: string[], io: CommandIo): Promise<number> {
+  const p = parseFlags(argv, {
+    'public-url': { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'poll-ms': { type: 'string' },
+    once: { type: 'boolean' },
+  });
+  const publicUrl = flag(p.values, 'public-url', PublicUrl);
+  const host = flag(p.values, 'host', z.string().min(1).default('0.0.0.0'));
+  const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
+  const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
+  const token = process.env.ESOPT_TOKEN;
+  if (!token) throw new UsageError("ESOPT_TOKEN is not set (the stack's TrainerToken secret, which the Episode function sends as its ESOPT_TRAINER_TOKEN)");
+  let cloud;
+  try {
+    cloud = cloudTargetFromEnv(process.env);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  // Logs go to stderr: stdout is the command's answer (--json).
+  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
+  if (p.values.once) {
+    try {
+      const ran = await poller.pollOnce();
+      io.stdout(p.json ? JSON.stringify({ ran }) : ran.length ? ran.map((w) => `ran ${w.kind} ${w.id}`).join('\n') : 'nothing queued');
+    } finally {
+      await poller.close();
+    }
+    return 0;
+  }
+  io.stderr(`trainer box polling s3://${cloud.bucket}/queue/ every ${pollMs} ms; inference on ${host}:${port} (${publicUrl}); Ctrl-C stops after the iteration in flight`);
+  poller.start();
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await poller.close();
+  return 0;
+}
+
+export const command: Command = {
+  name: 'trainer-box',
+  summary: "run the runs and evaluations queued in the deployed stack's bucket (the GPU box's service)",
+  usage:
+    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--once] [--json]\n' +
+    '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +
+    '  --once: claim and run what is queued now, then exit',
+  run,
+};
