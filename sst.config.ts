@@ -1,7 +1,8 @@
 /**
  * The esopt stack on AWS (SST v3): a bucket for runs, the Episode function the trainer fans out to,
  * the Api function behind a function URL, and the GPU trainer box (EC2) that holds the only copy of
- * the weights and serves inference for the members.
+ * the weights and serves inference for the members. The box runs `esopt trainer-box`: it claims the
+ * runs and evaluations the Api function queues in the bucket and runs them through the Episode function.
  *
  *   npx sst secret set TrainerToken <token> --stage <stage>
  *   npx sst deploy --stage <stage>
@@ -40,7 +41,6 @@ export default $config({
       /** Where the trainer box gets esopt from: a git URL and ref (it runs `npm ci` there). */
       ESOPT_SOURCE_GIT: z.url().default('https://github.com/esopt/esopt.git'),
       ESOPT_SOURCE_REF: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('main'),
-      ESOPT_TRAINER_MODEL: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('small'),
       ESOPT_EPISODE_MEMORY_MB: z.coerce.number().int().min(128).max(10240).default(1024),
       ESOPT_EPISODE_TIMEOUT_S: z.coerce.number().int().min(10).max(900).default(900),
       /** Reserved concurrency: the most episodes in flight, and a cap on what a runaway fan-out can spend. */
@@ -90,42 +90,9 @@ export default $config({
       owners: ['amazon'],
       filters: [{ name: 'name', values: ['Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*'] }],
     });
-    const userData = $interpolate`#!/bin/bash
-set -euo pipefail
-curl -fsSL https://deb.nodesource.com/setup_20.x | bash -
-apt-get install -y nodejs git awscli
-git clone --depth 1 --branch ${cfg.ESOPT_SOURCE_REF} ${cfg.ESOPT_SOURCE_GIT} /opt/esopt
-cd /opt/esopt && npm ci --omit=dev
-TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
-install -m 600 /dev/null /etc/esopt.env && echo "ESOPT_TOKEN=$TOKEN" > /etc/esopt.env
-cat > /etc/systemd/system/esopt-serve.service <<UNIT
-[Unit]
-Description=esopt inference server
-After=network-online.target
-[Service]
-EnvironmentFile=/etc/esopt.env
-WorkingDirectory=/opt/esopt
-ExecStart=/usr/bin/node trainer/cli/bin.js serve --host 0.0.0.0 --port ${port} --model ${cfg.ESOPT_TRAINER_MODEL}
-Restart=always
-[Install]
-WantedBy=multi-user.target
-UNIT
-systemctl daemon-reload
-systemctl enable --now esopt-serve
-`;
-    const trainer = new aws.ec2.Instance('Trainer', {
-      instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
-      ami: ami.id,
-      iamInstanceProfile: trainerProfile.name,
-      vpcSecurityGroupIds: [trainerSecurityGroup.id],
-      associatePublicIpAddress: true,
-      rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
-      metadataOptions: { httpTokens: 'required' },
-      userData,
-      userDataReplaceOnChange: true,
-      tags: { Name: `esopt-${$app.stage}-trainer` },
-    });
-    const trainerUrl = $interpolate`http://${trainer.publicIp}:${port}/v1`;
+    // A fixed address, known before the box exists: the Episode function is told it, and the box is told the function.
+    const address = new aws.ec2.Eip('TrainerAddress', { domain: 'vpc', tags: { Name: `esopt-${$app.stage}-trainer` } });
+    const trainerUrl = $interpolate`http://${address.publicIp}:${port}/v1`;
 
     // The Episode function: writes its rewards, reads manifests, and nothing else (no bucket link: a
     // link would grant s3:* on the whole bucket).
@@ -146,13 +113,61 @@ systemctl enable --now esopt-serve
       permissions: [
         // Get as well as Put on rewards: the duplicate check before an episode and the HEAD of a create-only write.
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/rewards/*`] },
+        // The transcripts of base-weights episodes, written create-only (hence the Get) next to their rewards.
+        { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/transcripts/*`] },
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/manifest.json`] },
         // Key names only: without it S3 answers 403 instead of 404 for a record that does not exist yet.
         { actions: ['s3:ListBucket'], resources: [bucket.arn] },
       ],
     });
 
-    // `esopt train --cloud` on the trainer box fans episodes out to the Episode function: invoke it, nothing else.
+    const userData = $interpolate`#!/bin/bash
+set -euo pipefail
+curl -fsSL https://deb.nodesource.com/setup_20.x | bash -
+apt-get install -y nodejs git awscli
+git clone --depth 1 --branch ${cfg.ESOPT_SOURCE_REF} ${cfg.ESOPT_SOURCE_GIT} /opt/esopt
+cd /opt/esopt && npm ci --omit=dev
+TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
+install -m 600 /dev/null /etc/esopt.env
+cat > /etc/esopt.env <<ENV
+ESOPT_TOKEN=$TOKEN
+ESOPT_BUCKET=${bucket.name}
+ESOPT_EPISODE_FUNCTION=${episode.name}
+AWS_REGION=${cfg.ESOPT_AWS_REGION}
+ENV
+cat > /etc/systemd/system/esopt-trainer-box.service <<UNIT
+[Unit]
+Description=esopt trainer box: runs the runs and evaluations queued in the bucket
+After=network-online.target
+[Service]
+EnvironmentFile=/etc/esopt.env
+WorkingDirectory=/opt/esopt
+ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port ${port} --public-url ${trainerUrl}
+# SIGTERM lets a run finish the iteration in flight; it is then resumable.
+TimeoutStopSec=${cfg.ESOPT_EPISODE_TIMEOUT_S + 120}
+Restart=always
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now esopt-trainer-box
+`;
+    const trainer = new aws.ec2.Instance('Trainer', {
+      instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
+      ami: ami.id,
+      iamInstanceProfile: trainerProfile.name,
+      vpcSecurityGroupIds: [trainerSecurityGroup.id],
+      // Boot downloads Node and esopt before the fixed address is attached.
+      associatePublicIpAddress: true,
+      rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
+      metadataOptions: { httpTokens: 'required' },
+      userData,
+      userDataReplaceOnChange: true,
+      tags: { Name: `esopt-${$app.stage}-trainer` },
+    });
+    new aws.ec2.EipAssociation('TrainerAddressAssociation', { instanceId: trainer.id, allocationId: address.allocationId });
+
+    // The trainer box (`esopt trainer-box`, `esopt train --cloud`) fans episodes out to the Episode function: invoke it, nothing else.
     new aws.iam.RolePolicy('TrainerInvokePolicy', {
       role: trainerRole.id,
       policy: $jsonStringify({

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
-import { parseRewardKey } from '../../shared/keys.ts';
+import { keys, parseRewardKey } from '../../shared/keys.ts';
 
 interface Recorded {
   type: string;
@@ -58,6 +58,8 @@ Object.assign(globalThis, {
     ec2: {
       SecurityGroup: resource('aws.ec2.SecurityGroup', ['id']),
       Instance: resource('aws.ec2.Instance', ['id', 'publicIp']),
+      Eip: resource('aws.ec2.Eip', ['id', 'publicIp', 'allocationId']),
+      EipAssociation: resource('aws.ec2.EipAssociation', []),
       getAmiOutput: (args: unknown) => ({ id: new Placeholder(`ami(${JSON.stringify(args)})`) }),
     },
   },
@@ -93,6 +95,8 @@ describe('sst.config.ts', () => {
   it('declares the stack: secret, bucket, Episode and Api functions, the GPU trainer with its role and security group', async () => {
     await evaluate();
     expect(recorded.map((r) => `${r.type} ${r.name}`).sort()).toEqual([
+      'aws.ec2.Eip TrainerAddress',
+      'aws.ec2.EipAssociation TrainerAddressAssociation',
       'aws.ec2.Instance Trainer',
       'aws.ec2.SecurityGroup TrainerSecurityGroup',
       'aws.iam.InstanceProfile TrainerProfile',
@@ -114,14 +118,16 @@ describe('sst.config.ts', () => {
     const episode = one('sst.aws.Function', 'Episode').args;
     const bucket = one('sst.aws.Bucket', 'Runs').self;
     const token = one('sst.Secret', 'TrainerToken').self;
-    const trainer = one('aws.ec2.Instance', 'Trainer').self;
+    const address = one('aws.ec2.Eip', 'TrainerAddress').self;
     expect(episode).toMatchObject({ handler: 'functions/episode.handler', memory: '1024 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
     expect(episode.nodejs).toEqual({ install: ['isolated-vm'] });
     const env = episode.environment as Record<string, unknown>;
     expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
     expect(env.ESOPT_BUCKET).toBe(bucket.name);
     expect(env.ESOPT_TRAINER_TOKEN).toBe(token.value);
-    expect(env.ESOPT_TRAINER_URL).toBe(`http://${render(trainer.publicIp)}:8080/v1`);
+    // The box's fixed address, which is attached to the instance.
+    expect(env.ESOPT_TRAINER_URL).toBe(`http://${render(address.publicIp)}:8080/v1`);
+    expect(one('aws.ec2.EipAssociation', 'TrainerAddressAssociation').args).toEqual({ instanceId: one('aws.ec2.Instance', 'Trainer').self.id, allocationId: address.allocationId });
     // The handler accepts this environment (placeholders standing in for the deploy-time strings).
     const asDeployed = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, k === 'ESOPT_TRAINER_URL' ? 'http://203.0.113.7:8080/v1' : render(v)]));
     expect(EpisodeFunctionEnv.safeParse(asDeployed).success).toBe(true);
@@ -129,7 +135,7 @@ describe('sst.config.ts', () => {
     expect(typeof (await import('../../functions/episode.ts')).handler).toBe('function');
   });
 
-  it('lets the Episode function write rewards and read manifests, nothing else (no bucket link)', async () => {
+  it('lets the Episode function write rewards and transcripts and read manifests, nothing else (no bucket link)', async () => {
     const { one } = await evaluate();
     const episode = one('sst.aws.Function', 'Episode').args;
     const arn = render(one('sst.aws.Bucket', 'Runs').self.arn);
@@ -141,17 +147,19 @@ describe('sst.config.ts', () => {
       for (const r of p.resources) expect(r === arn || r.startsWith(`${arn}/`), r).toBe(true);
       if (p.actions.includes('s3:ListBucket')) expect(p.resources).toEqual([arn]);
     }
-    // Writes go to reward keys only: every resource granting PutObject matches keys.reward(...) and nothing wider.
+    // Writes go to reward and transcript keys only: every resource granting PutObject matches keys.reward(...) or keys.transcript(...) and nothing wider.
     const writable = permissions.filter((p) => p.actions.includes('s3:PutObject')).flatMap((p) => p.resources);
-    expect(writable).toEqual([`${arn}/runs/*/iterations/*/rewards/*`]);
+    expect(writable).toEqual([`${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`]);
     const matches = (pattern: string, key: string) => new RegExp(`^${pattern.slice(arn.length + 1).replace(/\*/g, '[^]*')}$`).test(key);
+    const writableBy = (key: string) => writable.some((w) => matches(w, key));
     expect(parseRewardKey('runs/r1/iterations/00000003/rewards/7/task-1.json')).not.toBeNull();
-    expect(matches(writable[0], 'runs/r1/iterations/00000003/rewards/7/task-1.json')).toBe(true);
-    for (const other of ['runs/r1/iterations/00000003/manifest.json', 'runs/r1/checkpoints/00000003/weights.bin', 'runs/r1/config.json']) {
-      expect(matches(writable[0], other), other).toBe(false);
+    expect(writableBy(keys.reward('r1', 3, 7, 'task-1'))).toBe(true);
+    expect(writableBy(keys.transcript('r1', 3, 'base', 'task-1'))).toBe(true);
+    for (const other of [keys.manifest('r1', 3), keys.checkpointWeights('r1', 3), keys.config('r1'), keys.queuedWork('run', 'r1'), keys.workClaim('run', 'r1')]) {
+      expect(writableBy(other), other).toBe(false);
     }
     const readable = permissions.filter((p) => p.actions.includes('s3:GetObject')).flatMap((p) => p.resources);
-    expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`]);
+    expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`]);
   });
 
   it('serves the Api function through a function URL, linked to the bucket', async () => {
@@ -165,7 +173,7 @@ describe('sst.config.ts', () => {
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
   });
 
-  it('boots a g5/g6-class trainer that installs and starts `esopt serve`, the token fetched from SSM (never in user data)', async () => {
+  it('boots a g5/g6-class trainer that installs esopt and runs `esopt trainer-box` on the stack, the token fetched from SSM (never in user data)', async () => {
     const { one } = await evaluate();
     const instance = one('aws.ec2.Instance', 'Trainer').args;
     expect(instance.instanceType).toMatch(/^g[56]\./);
@@ -174,15 +182,27 @@ describe('sst.config.ts', () => {
     const userData = instance.userData as string;
     expect(userData).toMatch(/^#!\/bin\/bash/);
     expect(userData).toContain('npm ci');
-    expect(userData).toMatch(/ExecStart=\/usr\/bin\/node trainer\/cli\/bin\.js serve .*--port 8080/);
-    expect(userData).toContain('systemctl enable --now esopt-serve');
+    // The poller, serving inference on the open port at the address the Episode function is told.
+    const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
+    expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port 8080 --public-url ${url}\n`);
+    expect(userData).toContain('systemctl enable --now esopt-trainer-box');
+    expect(userData).not.toMatch(/bin\.js serve /);
+    // Its environment names the stack exactly as the command reads it (cloud-target.ts).
+    const envFile = /cat > \/etc\/esopt\.env <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
+    expect(envFile).toEqual([
+      'ESOPT_TOKEN=$TOKEN',
+      `ESOPT_BUCKET=${render(one('sst.aws.Bucket', 'Runs').self.name)}`,
+      `ESOPT_EPISODE_FUNCTION=${render(one('sst.aws.Function', 'Episode').self.name)}`,
+      'AWS_REGION=us-east-1',
+    ]);
+    expect(userData).toMatch(/install -m 600 \/dev\/null \/etc\/esopt\.env/);
     expect(userData).toContain(render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name));
     expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
     expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args).toMatchObject({ type: 'SecureString', value: one('sst.Secret', 'TrainerToken').self.value });
     const policy = JSON.parse(one('aws.iam.RolePolicy', 'TrainerPolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
     const ssm = policy.Statement.find((s) => s.Action.includes('ssm:GetParameter'));
     expect(ssm?.Resource).toEqual([render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.arn)]);
-    // The trainer may invoke the Episode function (esopt train --cloud), and only that function.
+    // The trainer may invoke the Episode function (esopt trainer-box, esopt train --cloud), and only that function.
     const invoke = JSON.parse(one('aws.iam.RolePolicy', 'TrainerInvokePolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
     expect(invoke.Statement).toEqual([{ Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [render(one('sst.aws.Function', 'Episode').self.arn)] }]);
     expect(one('aws.iam.RolePolicy', 'TrainerInvokePolicy').args.role).toBe(one('aws.iam.Role', 'TrainerRole').self.id);
