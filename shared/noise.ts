@@ -15,7 +15,9 @@
  * a WebAssembly SIMD one (shared/noise-wasm/) that runs four chunks in i32x4 lanes. They agree bit for
  * bit (test/shared/noise-wasm.test.ts); the public functions use wasm wherever the engine has it.
  */
-import { WasmNoiseKernel } from './noise-wasm/wasm-noise.ts';
+import { type FixupSink, WasmNoiseKernel } from './noise-wasm/wasm-noise.ts';
+
+export type { FixupSink };
 import { philox4x32 } from './philox.ts';
 
 export const CHUNK = 4096;
@@ -248,4 +250,18 @@ export function fillNoise(out: Float32Array | Float64Array, key: NoiseKey, offse
 export function applyNoise(theta: Float32Array | Float64Array, key: NoiseKey, c: number, offset = 0, start = 0, end = theta.length): void {
   if (start < 0 || end > theta.length || start > end) throw new RangeError(`applyNoise range [${start}, ${end}) outside θ of length ${theta.length}`);
   applyNoiseWith(activeNoiseKernel, theta, key, c, offset + start, start, end - start);
+}
+
+/**
+ * Full mode's exact perturbation of θ[start:end] (stream offset `offset` as in `applyNoise`) in the
+ * WebAssembly kernel: each element becomes a float32 next to θ + c·ε from which θ comes back as
+ * fl32(t − c·ε); elements with none go to `fixups` (index into θ, value before). The rule itself and
+ * its JavaScript reference live in trainer/perturbation/exact-perturbation.ts, which calls this where
+ * `activeNoiseKernel` is 'wasm'.
+ */
+export function perturbExactWasm(theta: Float32Array, key: NoiseKey, c: number, offset: number, start: number, end: number, fixups: FixupSink): void {
+  checkKey(key);
+  if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
+  if (start < 0 || end > theta.length || start > end) throw new RangeError(`perturbExactWasm range [${start}, ${end}) outside θ of length ${theta.length}`);
+  wasmKernel.perturbExact(key, offset + start, end - start, theta, start, c, fixups);
 }

@@ -43,7 +43,10 @@ export const LAYOUT = {
   eps: 16384,
   /** θ block the apply functions update in place (up to LANES chunks of f64). */
   block: 16384 + LANES * CHUNK_ELEMENTS * 4,
-  pages: 4,
+  /** perturbExact32's fix-ups, up to one per element of a block: indices (i32), then saved θ (f32). */
+  fixupIndex: 16384 + LANES * CHUNK_ELEMENTS * 4 + LANES * CHUNK_ELEMENTS * 8,
+  fixupValue: 16384 + LANES * CHUNK_ELEMENTS * 4 + LANES * CHUNK_ELEMENTS * 12,
+  pages: 6,
 } as const;
 
 export const EXP2_COUNT = 320;
@@ -277,6 +280,121 @@ function emitApply(m: ModuleBuilder, target: 'f32' | 'f64'): void {
   f.end();
 }
 
+/**
+ * exactElement(at, d) → 1 if θ needs a fix-up: full mode's exact perturbation of one float32 θ at byte
+ * address `at` by d = c·ε (f64), the same operations in the same order as the JavaScript reference in
+ * trainer/perturbation/exact-perturbation.ts: t = RN(θ + d), kept if fl32(t − d) = θ; else its upper, then
+ * its lower float32 neighbour, whichever maps back to θ; else t, and the caller saves θ.
+ */
+function emitExactElement(m: ModuleBuilder): void {
+  const f = m.func('exactElement', [['at', 'i32'], ['d', 'f64']], ['i32']);
+  f.local('x', 'f64').local('t', 'f32').local('bits', 'i32').local('pos', 'i32').local('zero', 'i32').local('cand', 'f32');
+  f.get('at').mem('f32.load').op('f64.promote_f32').set('x');
+  f.get('x', 'd').op('f64.add', 'f32.demote_f64').set('t');
+  const roundTrips = (v: string) => {
+    f.get(v).op('f64.promote_f32').get('d').op('f64.sub', 'f32.demote_f64', 'f64.promote_f32').get('x').op('f64.eq');
+  };
+  const storeAndReturn = (v: string, r: number) => {
+    f.get('at', v).mem('f32.store');
+    f.i32(r).op('return');
+  };
+  roundTrips('t');
+  f.if('nearest');
+  storeAndReturn('t', 0);
+  f.end();
+  f.get('t').op('i32.reinterpret_f32').set('bits');
+  f.get('t').op('f64.promote_f32').f64(0).op('f64.gt').set('pos');
+  f.get('t').op('f64.promote_f32').f64(0).op('f64.eq').set('zero');
+  // Toward +∞: the smallest positive subnormal from ±0, else one step away from 0 if t > 0, toward 0 if not.
+  f.i32(1).get('bits').i32(1).op('i32.add').get('bits').i32(1).op('i32.sub').get('pos').op('select').get('zero').op('select');
+  f.op('f32.reinterpret_i32').set('cand');
+  roundTrips('cand');
+  f.if('up');
+  storeAndReturn('cand', 0);
+  f.end();
+  // Toward −∞: the smallest negative subnormal from ±0, else toward 0 if t > 0, away from 0 if not.
+  f.i32(-0x7fffffff).get('bits').i32(1).op('i32.sub').get('bits').i32(1).op('i32.add').get('pos').op('select').get('zero').op('select');
+  f.op('f32.reinterpret_i32').set('cand');
+  roundTrips('cand');
+  f.if('down');
+  storeAndReturn('cand', 0);
+  f.end();
+  f.get('at', 't').mem('f32.store');
+  f.i32(1);
+}
+
+/**
+ * perturbExact32(block, eps, len, c, base) → fix-up count: exactElement over θ[k] (float32 at `block`) with
+ * d = c·ε[k] for k < len. Four at a time in SIMD: where t = RN(θ + d) maps back to θ in all four lanes
+ * (≈ 76 % of groups at σ = 1e-3), t is stored as is; otherwise the lanes that missed go through
+ * exactElement and are blended with the rest. Elements that need a fix-up leave base + k at FIXUP_INDEX
+ * and θ[k] before at FIXUP_VALUE, in order.
+ */
+function emitPerturbExact(m: ModuleBuilder): void {
+  const f = m.func('perturbExact32', [['block', 'i32'], ['eps', 'i32'], ['len', 'i32'], ['c', 'f64'], ['base', 'i32']], ['i32'], { export: true });
+  f.local('k', 'i32').local('vecEnd', 'i32').local('n', 'i32').local('l', 'i32').local('miss', 'i32').local('at', 'i32').local('x', 'f32');
+  f.local('e', 'v128').local('th', 'v128').local('cv', 'v128').local('dlo', 'v128').local('dhi', 'v128').local('t', 'v128').local('ok', 'v128');
+  const HIGH_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+  const JOIN_LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+  /** exactElement on element `k + l` (locals), recording a fix-up. */
+  const scalar = (index: () => void) => {
+    f.get('block');
+    index();
+    f.i32(2).op('i32.shl', 'i32.add').tee('at').mem('f32.load').set('x');
+    f.get('at', 'c', 'eps');
+    index();
+    f.i32(2).op('i32.shl', 'i32.add').mem('f32.load').op('f64.promote_f32', 'f64.mul').call('exactElement');
+    f.if('fix');
+    f.get('n').i32(2).op('i32.shl').get('base');
+    index();
+    f.op('i32.add').mem('i32.store', LAYOUT.fixupIndex);
+    f.get('n').i32(2).op('i32.shl').get('x').mem('f32.store', LAYOUT.fixupValue);
+    f.get('n').i32(1).op('i32.add').set('n');
+    f.end();
+  };
+  f.get('c').op('f64x2.splat').set('cv');
+  f.get('len').i32(-4).op('i32.and').set('vecEnd');
+  f.block('vecDone');
+  f.get('vecEnd').op('i32.eqz').brIf('vecDone');
+  f.loop('vec');
+  f.get('eps', 'k').i32(2).op('i32.shl', 'i32.add').mem('v128.load').set('e');
+  f.get('block', 'k').i32(2).op('i32.shl', 'i32.add').mem('v128.load').set('th');
+  f.get('cv', 'e').op('f64x2.promote_low_f32x4', 'f64x2.mul').set('dlo');
+  f.get('cv', 'e', 'e').shuffle(HIGH_HALF).op('f64x2.promote_low_f32x4', 'f64x2.mul').set('dhi');
+  f.get('th').op('f64x2.promote_low_f32x4').get('dlo').op('f64x2.add', 'f32x4.demote_f64x2_zero');
+  f.get('th', 'th').shuffle(HIGH_HALF).op('f64x2.promote_low_f32x4').get('dhi').op('f64x2.add', 'f32x4.demote_f64x2_zero');
+  f.shuffle(JOIN_LOW_HALVES).set('t');
+  f.get('t').op('f64x2.promote_low_f32x4').get('dlo').op('f64x2.sub', 'f32x4.demote_f64x2_zero');
+  f.get('t', 't').shuffle(HIGH_HALF).op('f64x2.promote_low_f32x4').get('dhi').op('f64x2.sub', 'f32x4.demote_f64x2_zero');
+  // Lanes whose t does not map back (bit l of `miss`) are redone one by one, in order, by exactElement,
+  // then blended with the lanes that did.
+  f.shuffle(JOIN_LOW_HALVES).get('th').op('f32x4.eq').tee('ok').op('i32x4.bitmask').i32(15).op('i32.xor').tee('miss');
+  f.op('i32.eqz');
+  f.if('allRoundTrip');
+  f.get('block', 'k').i32(2).op('i32.shl', 'i32.add').get('t').mem('v128.store');
+  f.else();
+  f.loop('lanes');
+  f.get('miss').op('i32.ctz').set('l');
+  scalar(() => f.get('k', 'l').op('i32.add'));
+  f.get('miss', 'miss').i32(1).op('i32.sub', 'i32.and').tee('miss').brIf('lanes');
+  f.end();
+  f.get('block', 'k').i32(2).op('i32.shl', 'i32.add').get('t');
+  f.get('block', 'k').i32(2).op('i32.shl', 'i32.add').mem('v128.load').get('ok').op('v128.bitselect').mem('v128.store');
+  f.end();
+  f.get('k').i32(4).op('i32.add').tee('k').get('vecEnd').op('i32.lt_u').brIf('vec');
+  f.end();
+  f.end();
+  f.block('tailDone');
+  f.loop('tail');
+  f.get('k', 'len').op('i32.ge_u').brIf('tailDone');
+  scalar(() => f.get('k'));
+  f.get('k').i32(1).op('i32.add').set('k');
+  f.br('tail');
+  f.end();
+  f.end();
+  f.get('n');
+}
+
 /** The kernel module's bytes. Imports: math.exp and math.log, (f64) → f64. */
 export function buildNoiseKernel(): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder();
@@ -288,5 +406,7 @@ export function buildNoiseKernel(): Uint8Array<ArrayBuffer> {
   emitAcceptTestExport(m);
   emitApply(m, 'f32');
   emitApply(m, 'f64');
+  emitExactElement(m);
+  emitPerturbExact(m);
   return m.encode();
 }

@@ -29,6 +29,7 @@ interface KernelExports {
   gen(n: number): void;
   apply32(block: number, eps: number, len: number, c: number): void;
   apply64(block: number, eps: number, len: number, c: number): void;
+  perturbExact32(block: number, eps: number, len: number, c: number, base: number): number;
   acceptTest(lhs: number, y: number): number;
 }
 
@@ -42,6 +43,14 @@ function integerThreshold(w: number, x: number): number {
     else lo = mid + 1;
   }
   return lo;
+}
+
+/**
+ * Receives the elements whose θ the exact perturbation could not make round-trip, a block at a time:
+ * indices into `out` and their values before. The arrays are views into kernel memory: copy them.
+ */
+export interface FixupSink {
+  append(index: Int32Array, value: Float32Array): void;
 }
 
 export class WasmNoiseKernel {
@@ -101,6 +110,30 @@ export class WasmNoiseKernel {
       if (wide) this.kernel.apply64(LAYOUT.block, eps, len, c);
       else this.kernel.apply32(LAYOUT.block, eps, len, c);
       out.set(mem.subarray(block, block + len), at);
+      pos = stop;
+    }
+  }
+
+  /**
+   * out[dest + k] ← t next to out[dest + k] + c·ε_key[pos + k] that restores exactly (kernel.ts,
+   * perturbExact32); elements with no such t go to `fixups` with their value before.
+   */
+  perturbExact(key: NoiseKeyLike, pos: number, count: number, out: Float32Array, dest: number, c: number, fixups: FixupSink): void {
+    const block = LAYOUT.block / 4;
+    const start = pos;
+    const end = pos + count;
+    while (pos < end) {
+      const first = Math.floor(pos / CHUNK_ELEMENTS);
+      const last = Math.min(first + LANES, Math.ceil(end / CHUNK_ELEMENTS));
+      this.seed(key, first, last - first);
+      const stop = Math.min(end, last * CHUNK_ELEMENTS);
+      this.kernel.gen(last - first === 1 ? stop - first * CHUNK_ELEMENTS : CHUNK_ELEMENTS);
+      const len = stop - pos;
+      const at = dest + (pos - start);
+      this.f32.set(out.subarray(at, at + len), block);
+      const n = this.kernel.perturbExact32(LAYOUT.block, LAYOUT.eps + (pos - first * CHUNK_ELEMENTS) * 4, len, c, at);
+      out.set(this.f32.subarray(block, block + len), at);
+      if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
       pos = stop;
     }
   }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { applyDenseUpdate, ask, layoutSegments, perturbDense, type ParameterSegment } from '../../shared/es.ts';
-import { applyNoise } from '../../shared/noise.ts';
+import { activeNoiseKernel, applyNoise, noise } from '../../shared/noise.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { perturb, restore } from '../../trainer/perturbation/exact-perturbation.ts';
+import { perturb, perturbWith, restore } from '../../trainer/perturbation/exact-perturbation.ts';
 import { forEachNoiseWindow } from '../../trainer/perturbation/noise-windows.ts';
 
 const c = PRESETS.tiny;
@@ -52,6 +52,37 @@ describe('full mode perturb/restore', () => {
     }
     expect(maxDrift(exact, original)).toBe(0);
     expect(maxDrift(plain, original)).toBeGreaterThan(bound);
+  });
+
+  it('the WebAssembly exact perturbation equals the JavaScript reference bit for bit, fix-ups included', () => {
+    expect(activeNoiseKernel).toBe('wasm');
+    // Values across binades (zeros of both signs, subnormals, norms at 1, tiny and large weights), in
+    // segments that start and end off the stream's chunk grid; coefficients from far below to far above θ.
+    const lengths = [5000, 1, 70000, 3, 16387];
+    let seed = 12345;
+    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const pick = (i: number) => [0, -0, 1e-40, -3e-39, 1, -1, 0.02 * (rand() - 0.5), 1e-4 * rand(), 3 * (rand() - 0.5), 1e-8][i % 10];
+    const make = () => { seed = 12345; return layoutSegments(lengths.map((n, i) => ({ name: `t${i}`, data: Float32Array.from({ length: n }, (_, k) => pick(k * 7 + i)) }))); };
+    for (const [member, c] of [[1, 1e-3], [2, -0.02], [3, 2], [4, 1e-7]] as const) {
+      const key = { runSeed: 9, iteration: 4, member };
+      const viaWasm = make();
+      const viaJs = make();
+      const original = make().map((s) => s.data);
+      const pw = perturbWith('wasm', viaWasm, key, c);
+      const pj = perturbWith('js', viaJs, key, c);
+      viaWasm.forEach((s, i) => expect(Buffer.from(s.data.buffer).equals(Buffer.from(viaJs[i].data.buffer))).toBe(true));
+      expect(pw.fixups.map((f) => [Array.from(f.index), Array.from(f.value)])).toEqual(pj.fixups.map((f) => [Array.from(f.index), Array.from(f.value)]));
+      // the neighbour branch is exercised: some elements differ from RN(θ + c·ε) without being fix-ups
+      const neighbours = viaJs.reduce((a, s, i) => {
+        const eps = noise(key, s.data.length, s.offset);
+        const fixed = new Set(pj.fixups[i].index);
+        return a + s.data.filter((t, k) => !fixed.has(k) && t !== Math.fround(original[i][k] + c * eps[k])).length;
+      }, 0);
+      if (c === 1e-3) expect(neighbours).toBeGreaterThan(0);
+      restore(viaWasm, pw);
+      // by value: fl32(t − c·ε) gives +0 back for −0, which is the same θ
+      viaWasm.forEach((s, i) => expect(s.data.filter((v, k) => v !== original[i][k]).length).toBe(0));
+    }
   });
 
   it('a perturbed θ is θ + c·ε to within one float32 rounding per element', () => {

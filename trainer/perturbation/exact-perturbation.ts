@@ -8,7 +8,7 @@
  * memory is the sparse list, measured as `fixupFraction`.
  */
 import type { ParameterSegment } from '../../shared/es.ts';
-import type { NoiseKey } from '../../shared/noise.ts';
+import { activeNoiseKernel, applyNoise, perturbExactWasm, type NoiseKernelName, type NoiseKey } from '../../shared/noise.ts';
 import { forEachNoiseWindow } from './noise-windows.ts';
 
 const f32 = new Float32Array(1);
@@ -39,23 +39,43 @@ class GrowList {
   value = new Float32Array(16);
   length = 0;
   push(i: number, v: number): void {
-    if (this.length === this.index.length) {
-      const idx = new Uint32Array(this.length * 2);
-      idx.set(this.index);
-      this.index = idx;
-      const val = new Float32Array(this.length * 2);
-      val.set(this.value);
-      this.value = val;
-    }
+    this.reserve(1);
     this.index[this.length] = i;
     this.value[this.length++] = v;
+  }
+  append(index: Int32Array, value: Float32Array): void {
+    this.reserve(index.length);
+    this.index.set(index, this.length);
+    this.value.set(value, this.length);
+    this.length += index.length;
+  }
+  private reserve(extra: number): void {
+    if (this.length + extra <= this.index.length) return;
+    let size = this.index.length * 2;
+    while (size < this.length + extra) size *= 2;
+    const idx = new Uint32Array(size);
+    idx.set(this.index.subarray(0, this.length));
+    this.index = idx;
+    const val = new Float32Array(size);
+    val.set(this.value.subarray(0, this.length));
+    this.value = val;
   }
 }
 
 /** θ ← θ + c·ε_key (rounded so it can be undone exactly); returns what `restore` needs. */
 export function perturb(segments: readonly ParameterSegment[], key: NoiseKey, c: number): Perturbation {
+  return perturbWith(activeNoiseKernel, segments, key, c);
+}
+
+/**
+ * `perturb` with the named noise kernel: 'wasm' runs the rule below inside the WebAssembly kernel
+ * (shared/noise-wasm/kernel.ts, about 3× faster), 'js' is the reference; the two agree bit for bit
+ * (test/model/full-mode.test.ts).
+ */
+export function perturbWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], key: NoiseKey, c: number): Perturbation {
   const lists = segments.map(() => new GrowList());
-  forEachNoiseWindow(segments, key, (si, from, eps, epsFrom, count) => {
+  if (kernel === 'wasm') segments.forEach((s, si) => perturbExactWasm(s.data, key, c, s.offset, 0, s.data.length, lists[si]));
+  else forEachNoiseWindow(segments, key, (si, from, eps, epsFrom, count) => {
     const theta = segments[si].data;
     const list = lists[si];
     for (let k = 0; k < count; k++) {
@@ -79,11 +99,8 @@ export function perturb(segments: readonly ParameterSegment[], key: NoiseKey, c:
 
 /** Undo `perturb` exactly: θ ← fl32(t − c·ε), then the saved elements. */
 export function restore(segments: readonly ParameterSegment[], p: Perturbation): void {
-  const { c } = p;
-  forEachNoiseWindow(segments, p.key, (si, from, eps, epsFrom, count) => {
-    const theta = segments[si].data;
-    for (let k = 0; k < count; k++) theta[from + k] = theta[from + k] - c * eps[epsFrom + k];
-  });
+  // fl32(t + (−c)·ε) is fl32(t − c·ε) bit for bit (negation is exact), which is what applyNoise computes.
+  for (const s of segments) applyNoise(s.data, p.key, -p.c, s.offset);
   segments.forEach((s, si) => {
     const f = p.fixups[si];
     for (let k = 0; k < f.index.length; k++) s.data[f.index[k]] = f.value[k];
