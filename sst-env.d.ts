@@ -98,6 +98,15 @@ declare global {
         readonly id: SstOutput<string>;
         readonly publicIp: SstOutput<string>;
       }
+      class Eip {
+        constructor(name: string, args: SstArgs);
+        readonly id: SstOutput<string>;
+        readonly publicIp: SstOutput<string>;
+        readonly allocationId: SstOutput<string>;
+      }
+      class EipAssociation {
+        constructor(name: string, args: SstArgs);
+      }
       function getAmiOutput(args: SstArgs): { id: SstOutput<string> };
     }
   }
