@@ -9,7 +9,8 @@ export function assertStoreKey(key: string): string {
   if (typeof key !== 'string' || key.length === 0 || key.length > 1024) {
     throw new Error(`invalid store key ${JSON.stringify(key)}: must be 1-1024 characters`);
   }
-  if (key.startsWith(RESERVED_PREFIX)) throw new Error(`invalid store key ${JSON.stringify(key)}: "${RESERVED_PREFIX}" is reserved`);
+  // The staging directory itself too: as a key it would collide with the directory (a raw ENOTEMPTY).
+  if (key.startsWith(RESERVED_PREFIX) || key === RESERVED_PREFIX.slice(0, -1)) throw new Error(`invalid store key ${JSON.stringify(key)}: "${RESERVED_PREFIX}" is reserved`);
   if (/[\\\0]/.test(key)) throw new Error(`invalid store key ${JSON.stringify(key)}: no backslashes or NUL bytes`);
   for (const segment of key.split('/')) {
     if (segment === '' || segment === '.' || segment === '..') {
