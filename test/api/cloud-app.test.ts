@@ -1,7 +1,8 @@
 /**
  * The app as the Api Lambda builds it (createCloudApp): over an S3 store (real AWS SDK client, s3rver on
  * loopback) holding a real finished run, it answers exactly what the local API answers; POSTs queue
- * work in the store and start nothing; an endpoint key is refused rather than queued.
+ * work in the store for the trainer box (test/cloud/trainer-box.test.ts runs it) and start nothing
+ * here; an endpoint key is refused rather than queued.
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -59,7 +60,7 @@ describe('createCloudApp over S3', () => {
     expect(events.at(-1)?.data).toEqual({ type: 'end', state: 'finished' });
   });
 
-  it('queues a new run in the store (status requested) and starts nothing', async () => {
+  it('queues a new run in the store (status requested, one queue entry for the trainer box) and starts nothing', async () => {
     const post = await cloud('POST', '/runs', tinyRunConfig({ name: 'queued' }));
     expect(post.status).toBe(201);
     await new Promise((r) => setTimeout(r, 300));
@@ -67,6 +68,7 @@ describe('createCloudApp over S3', () => {
     expect(detail.body).toMatchObject({ state: 'requested', completedIterations: 0, current: null });
     const store = new S3ObjectStore({ ...s3.storeConfig });
     expect(await store.list(keys.run(post.body.id))).toEqual([keys.config(post.body.id), keys.runStatus(post.body.id)]);
+    expect(await store.list(keys.workQueue())).toEqual([keys.queuedWork('run', post.body.id)]);
   });
 
   it('refuses to queue an endpoint key, and marks that evaluation failed', async () => {
@@ -77,5 +79,6 @@ describe('createCloudApp over S3', () => {
     expect(list.body.evaluations).toHaveLength(1);
     expect(list.body.evaluations[0].status.state).toBe('failed');
     expect(JSON.stringify(list.body)).not.toContain('sk-never-stored');
+    expect(await new S3ObjectStore({ ...s3.storeConfig }).list('queue/evaluation/')).toEqual([]);
   });
 });

@@ -38,6 +38,7 @@ export interface BucketPollerOptions {
   cloud: CloudTarget;
   /** The box's inference server as the Episode function reaches it (the stack's trainerUrl). */
   publicUrl: string;
+  /** Where the inference server listens (default 127.0.0.1; the box: 0.0.0.0, behind its security group). */
   host?: string;
   port: number;
   /** ESOPT_TOKEN on the box: the same TrainerToken secret the Episode function sends. */
@@ -87,7 +88,7 @@ export class BucketPoller {
       store: this.store,
       prices: CostPrices.parse(o.prices ?? {}),
       log: this.log,
-      modelHost: new LocalModelHost(this.store, { host: o.host ?? '0.0.0.0', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV }),
+      modelHost: new LocalModelHost(this.store, { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV }),
       // The Episode function has its own environment: nothing can be handed to it per evaluation.
       fanoutFor: (): Fanout => {
         const target = cloudRunTarget(o.cloud, o.publicUrl);

@@ -22,7 +22,8 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     once: { type: 'boolean' },
   });
   const publicUrl = flag(p.values, 'public-url', PublicUrl);
-  const host = flag(p.values, 'host', z.string().min(1).default('0.0.0.0'));
+  // Loopback unless told otherwise: the stack's unit passes --host 0.0.0.0 behind its security group.
+  const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
   const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
   const token = process.env.ESOPT_TOKEN;
