@@ -7,6 +7,7 @@ import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
+import { StoredTranscript } from '../episode-transcript.ts';
 import { EvaluationPlanRecord } from './evaluation-plan.ts';
 import { listEvaluationIds, readEpisodes, readEvaluation } from './evaluation-reader.ts';
 import { newId } from './ids.ts';
@@ -118,9 +119,9 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       path: '/evaluations/{id}/episodes/{index}/transcript',
       tags,
       security: secured,
-      summary: "An episode's transcript, when the worker stored one",
+      summary: "An episode's transcript, as the Episode function stored it (size-bounded; `truncated` says what was cut)",
       request: { params: z.object({ id: Id, index: z.coerce.number().int().min(0) }) },
-      responses: { 200: json(z.unknown(), 'The transcript as the worker stored it'), 400: errors[400], 401: errors[401], 404: errors[404] },
+      responses: { 200: json(StoredTranscript, 'The stored transcript'), 400: errors[400], 401: errors[401], 404: errors[404] },
     }),
     async (c) => {
       const { id, index } = c.req.valid('param');
@@ -132,7 +133,7 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       // Only the evaluation's own objects: a record can never make this route read elsewhere in the store.
       const body = key && key.startsWith(keys.run(id)) ? await store.get(key) : null;
       if (!body) throw new ApiProblem(404, 'no_transcript', `episode ${index} of ${id} has no stored transcript`);
-      return c.json(JSON.parse(new TextDecoder().decode(body)) as unknown, 200);
+      return c.json(StoredTranscript.parse(JSON.parse(new TextDecoder().decode(body))), 200);
     },
   );
 }

@@ -6,9 +6,7 @@
  * plays every episode against it with the bearer token, writes its reward to the bucket, and the
  * trainer folds the rewards in from there. Records, checkpoint, log and report must all be in the bucket.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,8 +15,8 @@ import { keys } from '../../shared/keys.ts';
 import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
 import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-target.ts';
 import { TrainingReport } from '../../trainer/loop/report.ts';
+import { esopt, freePort } from './helpers/esopt-process.ts';
 
-const BIN = join(import.meta.dirname, '../../trainer/cli/bin.js');
 const root = mkdtempSync(join(tmpdir(), 'esopt-train-cloud-'));
 const configPath = join(root, 'config.json');
 const TOKEN = 'train-cloud-test-token';
@@ -41,34 +39,6 @@ writeFileSync(
     seed: 3,
   }),
 );
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function esopt(args: string[], env: Record<string, string>): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    // Only what a trainer box would have: no AWS settings inherited from whoever runs the tests.
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('ESOPT_')));
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 let cloud: LocalCloud;
 let port: number;

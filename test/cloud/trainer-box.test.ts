@@ -7,9 +7,6 @@
  * then shows what landed in the bucket: metrics, a clean stop, episode transcripts.
  */
 import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,18 +18,10 @@ import { EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationReques
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
 import { BucketPoller } from '../../trainer/api/bucket-requests.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
+import { esopt, freePort } from './helpers/esopt-process.ts';
 
 const BOX_TOKEN = 'trainer-box-test-token';
 const API_TOKEN = 'trainer-box-test-api-token-0123';
-const BIN = join(import.meta.dirname, '../../trainer/cli/bin.js');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 let cloud: LocalCloud;
 let target: CloudTarget;
@@ -216,7 +205,6 @@ describe('esopt trainer-box', () => {
   it('--once claims and runs what is queued, then exits; a missing token is a usage error', async () => {
     const id = (await call('POST', '/runs', tinyRunConfig({ name: 'cli', iterations: 1, evalInterval: 1 }))).body.id as string;
     const env = {
-      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('ESOPT_'))),
       ...CREDENTIALS,
       ESOPT_BUCKET: cloud.s3.bucket,
       ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
@@ -224,20 +212,11 @@ describe('esopt trainer-box', () => {
       AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
       AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
     };
-    const esopt = (extra: Record<string, string>) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, [BIN, 'trainer-box', '--once', '--json', '--public-url', `http://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port)], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => (stdout += d));
-        child.stderr.on('data', (d) => (stderr += d));
-        child.on('error', reject);
-        child.on('exit', (code) => resolve({ code, stdout, stderr }));
-      });
-    const missing = await esopt({});
+    const box = (extra: Record<string, string>) => esopt(['trainer-box', '--once', '--json', '--public-url', `http://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port)], { ...env, ...extra });
+    const missing = await box({});
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/ESOPT_TOKEN is not set/);
-    const exit = await esopt({ ESOPT_TOKEN: BOX_TOKEN });
+    const exit = await box({ ESOPT_TOKEN: BOX_TOKEN });
     expect(exit.code, exit.stderr).toBe(0);
     expect(JSON.parse(exit.stdout.trim().split('\n').at(-1) as string)).toEqual({ ran: [{ kind: 'run', id }] });
     expect(await detail(id)).toMatchObject({ state: 'finished', completedIterations: 1 });
