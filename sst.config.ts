@@ -28,6 +28,11 @@ export default $config({
       /** A g5 (A10G) or g6 (L4) class box by default; any EC2 type with a GPU works. */
       ESOPT_TRAINER_INSTANCE_TYPE: z.string().regex(/^[a-z0-9]+\.[a-z0-9]+$/).default('g5.xlarge'),
       ESOPT_TRAINER_DISK_GB: z.coerce.number().int().min(30).max(2000).default(100),
+      /**
+       * onnxruntime's execution provider on the box. `cuda` also installs onnxruntime-node's CUDA binaries at
+       * boot (the repository's .npmrc skips them); CPU stays the default until scripts/gpu-check.sh has passed on one.
+       */
+      ESOPT_TRAINER_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
       ESOPT_INFERENCE_PORT: z.coerce.number().int().min(1024).max(65535).default(8080),
       /**
        * Who may reach the inference port. Lambda outside a VPC has no fixed addresses, so the default is
@@ -71,7 +76,7 @@ export default $config({
       policy: $jsonStringify({
         Version: '2012-10-17',
         Statement: [
-          // The trainer owns the run: manifests, updates, checkpoints, logs; it reads the rewards.
+          // The trainer owns the run: manifests, updates, checkpoints, logs; it reads the rewards, and claims and clears the API's queued work.
           { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], Resource: [$interpolate`${bucket.arn}/*`] },
           { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
           { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
@@ -127,7 +132,7 @@ curl -fsSL https://deb.nodesource.com/setup_20.x | bash -
 apt-get install -y nodejs git awscli
 git clone --depth 1 --branch ${cfg.ESOPT_SOURCE_REF} ${cfg.ESOPT_SOURCE_GIT} /opt/esopt
 cd /opt/esopt && npm ci --omit=dev
-TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
+${cfg.ESOPT_TRAINER_PROVIDER === 'cuda' ? 'ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n' : ''}TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
 install -m 600 /dev/null /etc/esopt.env
 cat > /etc/esopt.env <<ENV
 ESOPT_TOKEN=$TOKEN
@@ -142,7 +147,7 @@ After=network-online.target
 [Service]
 EnvironmentFile=/etc/esopt.env
 WorkingDirectory=/opt/esopt
-ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port ${port} --public-url ${trainerUrl}
+ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port ${port} --public-url ${trainerUrl} --provider ${cfg.ESOPT_TRAINER_PROVIDER}
 # SIGTERM lets a run finish the iteration in flight; it is then resumable.
 TimeoutStopSec=${cfg.ESOPT_EPISODE_TIMEOUT_S + 120}
 Restart=always

@@ -184,7 +184,8 @@ describe('sst.config.ts', () => {
     expect(userData).toContain('npm ci');
     // The poller, serving inference on the open port at the address the Episode function is told.
     const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
-    expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port 8080 --public-url ${url}\n`);
+    expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cpu\n`);
+    expect(userData).not.toContain('ONNXRUNTIME_NODE_INSTALL');
     expect(userData).toContain('systemctl enable --now esopt-trainer-box');
     expect(userData).not.toMatch(/bin\.js serve /);
     // Its environment names the stack exactly as the command reads it (cloud-target.ts).
@@ -209,6 +210,12 @@ describe('sst.config.ts', () => {
     const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000' });
     expect(two('aws.ec2.Instance', 'Trainer').args.instanceType).toBe('g6.2xlarge');
     expect(two('aws.ec2.Instance', 'Trainer').args.userData).toContain('--port 9000');
+    // The CUDA provider: its binaries installed after npm ci, and the poller told to use it.
+    const { one: gpu } = await evaluate({ ESOPT_TRAINER_PROVIDER: 'cuda' });
+    const gpuUserData = gpu('aws.ec2.Instance', 'Trainer').args.userData as string;
+    expect(gpuUserData).toContain('npm ci --omit=dev\nONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n');
+    expect(gpuUserData).toMatch(/trainer-box .* --provider cuda\n/);
+    await expect(evaluate({ ESOPT_TRAINER_PROVIDER: 'tpu' })).rejects.toThrow(/ESOPT_TRAINER_PROVIDER/);
   });
 
   it('opens the inference port only as configured', async () => {

@@ -216,6 +216,9 @@ describe('esopt trainer-box', () => {
     const missing = await box({});
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/ESOPT_TOKEN is not set/);
+    const badProvider = await esopt(['trainer-box', '--once', '--public-url', `http://127.0.0.1:${port}/v1`, '--provider', 'tpu'], { ...env, ESOPT_TOKEN: BOX_TOKEN });
+    expect(badProvider.code).toBe(2);
+    expect(badProvider.stderr).toMatch(/--provider/);
     const exit = await box({ ESOPT_TOKEN: BOX_TOKEN });
     expect(exit.code, exit.stderr).toBe(0);
     expect(JSON.parse(exit.stdout.trim().split('\n').at(-1) as string)).toEqual({ ran: [{ kind: 'run', id }] });

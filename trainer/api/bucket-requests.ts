@@ -53,6 +53,8 @@ export interface BucketPollerOptions {
   trainingPollMs?: number;
   prices?: CostPricesInput;
   log?: Logger;
+  /** onnxruntime's execution provider for every engine the box starts (default cpu). */
+  executionProvider?: 'cpu' | 'cuda';
 }
 
 export interface RanWork {
@@ -83,12 +85,16 @@ export class BucketPoller {
       target: () => cloudRunTarget(o.cloud, o.publicUrl),
       stopPollMs: o.stopPollMs,
       pollMs: o.trainingPollMs,
+      executionProvider: o.executionProvider,
     });
     this.evaluations = {
       store: this.store,
       prices: CostPrices.parse(o.prices ?? {}),
       log: this.log,
-      modelHost: new LocalModelHost(this.store, { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV }),
+      modelHost: new LocalModelHost(this.store, {
+        serving: { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV },
+        executionProvider: o.executionProvider,
+      }),
       // The Episode function has its own environment: nothing can be handed to it per evaluation.
       fanoutFor: (): Fanout => {
         const target = cloudRunTarget(o.cloud, o.publicUrl);

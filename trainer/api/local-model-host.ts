@@ -22,10 +22,15 @@ export interface PublicServing {
   tokenEnv: string;
 }
 
+export interface LocalModelHostOptions {
+  serving?: PublicServing;
+  executionProvider?: 'cpu' | 'cuda';
+}
+
 export class LocalModelHost implements ModelHost {
   constructor(
     private readonly store: ObjectStore,
-    private readonly serving?: PublicServing,
+    private readonly options: LocalModelHostOptions = {},
   ) {}
 
   async serve(model: HostedModel): Promise<ServedModel> {
@@ -38,7 +43,7 @@ export class LocalModelHost implements ModelHost {
       spec = config.model;
       mode = config.mode;
     }
-    const engine = await createEngine({ model: spec, mode, contextPolicy: 'truncate-left' });
+    const engine = await createEngine({ model: spec, mode, contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
     let iteration = 0;
     try {
       if (model.kind === 'checkpoint') {
@@ -48,7 +53,7 @@ export class LocalModelHost implements ModelHost {
         await engine.commitUpdate();
         iteration = loaded.meta.iteration;
       }
-      const pub = this.serving;
+      const pub = this.options.serving;
       const token = pub?.token ?? randomBytes(24).toString('hex');
       const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left', ...(pub ? { host: pub.host, port: pub.port } : {}) });
       return {

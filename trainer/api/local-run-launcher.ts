@@ -35,6 +35,7 @@ interface LauncherOptionsCommon {
   token?: string;
   /** Where the inference server listens; remote workers need a reachable address. */
   server?: { host?: string; port?: number };
+  executionProvider?: 'cpu' | 'cuda';
 }
 
 /**
@@ -90,6 +91,7 @@ export class LocalRunLauncher implements RunLauncher {
       target,
       token,
       server: this.o.server,
+      executionProvider: this.o.executionProvider,
       pollMs: this.o.pollMs,
       progress: {
         start: () => {},

@@ -19,6 +19,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     host: { type: 'string' },
     port: { type: 'string' },
     'poll-ms': { type: 'string' },
+    provider: { type: 'string' },
     once: { type: 'boolean' },
   });
   const publicUrl = flag(p.values, 'public-url', PublicUrl);
@@ -26,6 +27,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
   const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
+  const executionProvider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']).default('cpu'));
   const token = process.env.ESOPT_TOKEN;
   if (!token) throw new UsageError("ESOPT_TOKEN is not set (the stack's TrainerToken secret, which the Episode function sends as its ESOPT_TRAINER_TOKEN)");
   let cloud;
@@ -35,7 +37,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     throw new UsageError((err as Error).message);
   }
   // Logs go to stderr: stdout is the command's answer (--json).
-  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
+  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, executionProvider, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
   if (p.values.once) {
     try {
       const ran = await poller.pollOnce();
@@ -59,7 +61,7 @@ export const command: Command = {
   name: 'trainer-box',
   summary: "run the runs and evaluations queued in the deployed stack's bucket (the GPU box's service)",
   usage:
-    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--once] [--json]\n' +
+    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +
     '  --once: claim and run what is queued now, then exit',
   run,
