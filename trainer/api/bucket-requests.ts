@@ -33,6 +33,8 @@ import { LocalRunLauncher } from './local-run-launcher.ts';
 
 /** The variable that holds the box's token in the Episode function (sst.config.ts). */
 const WORKER_TOKEN_ENV = 'ESOPT_TRAINER_TOKEN';
+/** Sorts after every ISO time: an entry that cannot be read (or is gone) is tried last. */
+const UNKNOWN_TIME = '~';
 
 export interface BucketPollerOptions {
   cloud: CloudTarget;
@@ -103,13 +105,16 @@ export class BucketPoller {
     };
   }
 
-  /** Claims and runs, one after another and oldest first, every entry queued now; resolves with what this box ran. */
+  /**
+   * Claims and runs, one after another and oldest first, every entry queued now; resolves with what this
+   * box claimed and handled (a run stopped before it started, or already over, is handled by marking it).
+   */
   async pollOnce(): Promise<RanWork[]> {
     const listed = (await this.store.list(keys.workQueue())).flatMap((key) => {
       const work = parseQueuedWorkKey(key);
       return work ? [{ key, ...work }] : [];
     });
-    const entries = await Promise.all(listed.map(async (e) => ({ ...e, queuedAt: (await this.readEntry(e.key))?.queuedAt ?? '' })));
+    const entries = await Promise.all(listed.map(async (e) => ({ ...e, queuedAt: (await this.readEntry(e.key))?.queuedAt ?? UNKNOWN_TIME })));
     entries.sort((a, b) => a.queuedAt.localeCompare(b.queuedAt) || a.key.localeCompare(b.key));
     const ran: RanWork[] = [];
     for (const entry of entries) {
@@ -179,6 +184,8 @@ export class BucketPoller {
 
   private async runRun(id: string): Promise<void> {
     await this.runs.start(id);
+    // close() came while this run was being claimed: it too ends after its first iteration.
+    if (this.closing) await this.runs.stop(id);
     await this.runs.settled();
   }
 
