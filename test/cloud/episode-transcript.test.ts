@@ -3,7 +3,7 @@
  * to its record and names it there; a population member's does not; anything too large is cut with a
  * marker that says what was left out, and the stored object stays inside the byte bound.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,6 +50,23 @@ describe('the Episode handler and transcripts', () => {
     const before = await store.get(transcriptKey);
     expect(await handle(base)).toMatchObject({ ok: true, outcomes: [{ duplicate: true }] });
     expect(await store.get(transcriptKey)).toEqual(before);
+  });
+
+  it('a transcript that cannot be written leaves transcriptKey null, and the reward still lands', async () => {
+    const root = join(dir, 'blocked');
+    const store = new FsObjectStore(root);
+    const lines: string[] = [];
+    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error: (_f, m) => lines.push(m) } });
+    const [request] = await sudokuRequests({ run: 'blocked', members: 1, tasks: 1 });
+    const base = { ...request, member: 'base' as const };
+    // A file where the transcripts directory would go: the store's write fails for real.
+    const transcriptKey = keys.transcript(base.run, base.iteration, 'base', base.task.id);
+    await mkdir(join(root, transcriptKey.split('/transcripts/')[0]), { recursive: true });
+    await writeFile(join(root, `${transcriptKey.split('/transcripts/')[0]}/transcripts`), 'not a directory');
+    expect(await handle(base)).toMatchObject({ ok: true, outcomes: [{ written: true }] });
+    const record = parse(RewardRecord, await store.get(keys.reward(base.run, base.iteration, 'base', base.task.id)))!;
+    expect(record).toMatchObject({ transcriptKey: null, error: null, reward: 1 });
+    expect(lines).toContain('transcript not stored');
   });
 
   it('cuts long texts and drops entries past the byte bound, with a marker saying so', () => {
