@@ -1,14 +1,15 @@
 /**
  * happy-dom: the same task pages, served by the same task server, in an in-process DOM — an order of
  * magnitude cheaper than Chromium, for training and unit tests. Actions are the bridge's DOM events.
- * Requests to anything but the task server are refused by the fetch interceptor, navigation away and
- * popups are disabled, and each episode gets a fresh browser context.
+ * Requests to anything but the task server are refused by the fetch interceptor, WebSockets are not
+ * available, navigation to another origin and popups are disabled, and each episode gets a fresh
+ * browser context.
  *
  * Page scripts run in a Node `vm` context, which is not a security boundary: this backend is for our
  * own task pages only, and a page that loops forever would block the process — the Chromium backend
  * is the one that contains hostile or hung pages.
  */
-import { Browser, type BrowserContext, type BrowserPage } from 'happy-dom';
+import { Browser, BrowserNavigationCrossOriginPolicyEnum, type BrowserContext, type BrowserPage, type BrowserWindow } from 'happy-dom';
 import type { WebAction } from './action.ts';
 import { withTimeout, type OpenPageOptions, type PageVerdict, type WebBackend, type WebPage } from './backend.ts';
 
@@ -30,7 +31,16 @@ export class HappyDomBackend implements WebBackend {
       settings: {
         enableJavaScriptEvaluation: true,
         suppressInsecureJavaScriptEnvironmentWarning: true,
-        navigation: { disableChildPageNavigation: true, disableChildFrameNavigation: true, disableMainFrameNavigation: false, disableFallbackToSetURL: true },
+        navigation: {
+          disableChildPageNavigation: true,
+          disableChildFrameNavigation: true,
+          disableMainFrameNavigation: false,
+          disableFallbackToSetURL: true,
+          // A page may not navigate to another origin at all: a blocked navigation fetch would reject
+          // where happy-dom does not catch it (an unhandled rejection that ends the worker process).
+          crossOriginPolicy: BrowserNavigationCrossOriginPolicyEnum.sameOrigin,
+          beforeContentCallback: (window) => closeSideDoors(window, blocked),
+        },
         fetch: {
           interceptor: {
             beforeAsyncRequest: async ({ request }) => {
@@ -63,6 +73,27 @@ export class HappyDomBackend implements WebBackend {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * What the fetch interceptor does not see, closed before the page's scripts run: happy-dom's WebSocket
+ * connects with the `ws` package directly (no task page needs one, so none gets one, as in Chromium),
+ * and its sendBeacon drops the rejection of the fetch it makes, which for a blocked URL would be an
+ * unhandled rejection that ends the whole worker process.
+ */
+function closeSideDoors(window: BrowserWindow, blocked: string[]): void {
+  class BlockedWebSocket {
+    constructor(url: string | URL) {
+      blocked.push(String(url));
+      throw new window.DOMException(`blocked: WebSocket ${String(url)} is not allowed`, 'SecurityError');
+    }
+  }
+  Object.defineProperty(window, 'WebSocket', { value: BlockedWebSocket, writable: false, configurable: false });
+  const sendBeacon = (url: string, data?: string | null): boolean => {
+    window.fetch(url, { method: 'POST', body: data ?? null }).catch(() => undefined);
+    return true;
+  };
+  Object.defineProperty(window.navigator, 'sendBeacon', { value: sendBeacon, writable: false, configurable: false });
 }
 
 class HappyDomPage implements WebPage {
