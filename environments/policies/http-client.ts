@@ -1,7 +1,8 @@
 /**
  * The HTTP policy: a client of an OpenAI-compatible `POST {baseUrl}/chat/completions` endpoint (our
  * trainer's server, or anybody's). A bearer token, a timeout per request, retries with jittered
- * exponential back-off on 429, 5xx and network errors (honouring Retry-After), and HTTP 409 turned into
+ * exponential back-off on 5xx and network errors, 429s (a full queue) retried after their Retry-After
+ * plus jitter for up to `queueFullBudgetMs` without using up the retries, and HTTP 409 turned into
  * IterationClosedError so an episode of a closed iteration stops at once instead of retrying.
  */
 import { z } from 'zod';
@@ -29,6 +30,8 @@ export const HttpPolicyOptions = z.object({
   backoffMaxMs: z.number().min(0).default(10_000),
   /** A Retry-After longer than this is cut to it (a server asking for minutes would stall the episode). */
   retryAfterMaxMs: z.number().min(0).default(30_000),
+  /** How long one call may wait in all on 429s (a full queue) before they count as failures against `retries`. */
+  queueFullBudgetMs: z.number().min(0).default(120_000),
   /** Send the environment's action constraint as `guided_regex` / `guided_choice` (vLLM's fields, which the trainer serves). */
   guidedDecoding: z.boolean().default(false),
 });
@@ -155,13 +158,24 @@ export class HttpPolicy implements Policy {
       ...(context.constraint && o.guidedDecoding ? guidedFields(context.constraint) : {}),
     });
     let last: Retryable | null = null;
-    for (let attempt = 0; attempt <= o.retries; attempt++) {
-      if (attempt > 0 && last) {
-        const wait = last.retryAfterMs !== null ? Math.min(last.retryAfterMs, o.retryAfterMaxMs) : backoffMs(attempt - 1, o.backoffBaseMs, o.backoffMaxMs);
+    let attempts = 0;
+    let failures = 0;
+    let queueFullWaitedMs = 0;
+    for (;;) {
+      if (last) {
+        // A full queue (429) is the server pacing its clients, not a failure: it is retried within
+        // queueFullBudgetMs without using up `retries`, and the Retry-After gets up to half again as
+        // jitter so the clients it turned away do not all come back in the same instant.
+        const paced = last.status === 429 && queueFullWaitedMs < o.queueFullBudgetMs;
+        if (!paced && ++failures > o.retries) break;
+        const asked = last.retryAfterMs !== null ? Math.min(last.retryAfterMs, o.retryAfterMaxMs) : null;
+        const wait = asked !== null ? asked * (1 + Math.random() / 2) : backoffMs(failures - 1, o.backoffBaseMs, o.backoffMaxMs);
+        if (last.status === 429) queueFullWaitedMs += wait;
         await sleep(wait, context.signal);
       }
+      attempts++;
       try {
-        const completion = await this.request(body, attempt + 1, context.signal);
+        const completion = await this.request(body, attempts, context.signal);
         const message = completion.choices[0].message;
         const toolCalls: ToolCall[] = (message.tool_calls ?? []).map((c) => ({ name: c.function.name, arguments: parseToolArguments(c.function.arguments) }));
         return {
@@ -176,7 +190,7 @@ export class HttpPolicy implements Policy {
         last = err;
       }
     }
-    throw new PolicyHttpError(`${this.url}: ${last?.message ?? 'failed'} (gave up after ${o.retries + 1} attempts)`, last?.status ?? null, o.retries + 1);
+    throw new PolicyHttpError(`${this.url}: ${last?.message ?? 'failed'} (gave up after ${attempts} attempts)`, last?.status ?? null, attempts);
   }
 
   /** One attempt: the parsed completion, or Retryable / a final error. */

@@ -110,6 +110,18 @@ describe('HttpPolicy', () => {
     expect((await policy({ retryAfterMaxMs: 10 }).act(messages, { step: 0 })).text).toBe('done');
   });
 
+  it('keeps retrying a full queue (429) past `retries` within queueFullBudgetMs, then counts them as failures', async () => {
+    script.push(...Array.from({ length: 6 }, () => status(429, { 'retry-after': '0' })), ok('admitted'));
+    expect((await policy({ retries: 1 }).act(messages, { step: 0 })).text).toBe('admitted');
+    expect(requests).toHaveLength(7);
+
+    requests.length = 0;
+    script.length = 0;
+    script.push(status(429, { 'retry-after': '0' }));
+    const err = await policy({ retries: 2, queueFullBudgetMs: 0 }).act(messages, { step: 0 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'PolicyHttpError', status: 429, attempts: 3, message: expect.stringMatching(/gave up after 3 attempts/) });
+  });
+
   it('retries 5xx with back-off and gives up with PolicyHttpError when retries run out', async () => {
     script.push(status(503), status(500), ok('third time'));
     expect((await policy().act(messages, { step: 0 })).text).toBe('third time');
