@@ -1,5 +1,5 @@
 /**
- * Load on loopback, bounded in count and time: 500 episodes of 4×4 sudoku at once through the real
+ * Load on loopback, bounded in count and time: 500 three-move episodes of 4×4 sudoku at once through the real
  * local fan-out (8 worker processes × 63 concurrent episodes each) and the real inference server (tiny
  * ONNX model, the server's default batching and queue limit). Asserted: every episode's record lands
  * exactly once and none failed, every completion the records account for was a 200 the server counted,
@@ -10,18 +10,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadEnvironment } from '../../environments/index.ts';
 import { ask } from '../../shared/es.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { RewardCollector } from '../../shared/store/reward-collector.ts';
 import type { Engine } from '../../trainer/engine.ts';
+import { iterationRequests } from '../../trainer/fanout/iteration-requests.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { DEFAULT_BATCHING } from '../../trainer/server/service.ts';
 import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
-import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
 
 const EPISODES = 500;
 const MEMBERS = 20;
+const BLANKS = 3;
 const WORKERS = 8;
 const PER_INVOCATION = Math.ceil(EPISODES / WORKERS);
 const TOKEN = 'load-token-5e2a9c71d0';
@@ -71,10 +73,21 @@ afterAll(async () => {
 
 describe(`load: ${EPISODES} concurrent episodes`, () => {
   it('loses no episode and no request, pushes back with 429 + Retry-After at the queue limit, keeps memory bounded', async () => {
-    const requests = await sudokuRequests({ run: RUN, members: MEMBERS, tasks: EPISODES / MEMBERS, baseUrl: `${server.url}/v1`, tokenEnv: 'LOAD_TOKEN', deadlineMs: 180_000 });
+    // Three blanks and moves constrained to the action format: every episode plays three moves.
+    const sudoku = await loadEnvironment('sudoku');
+    const options = { size: 4, blanks: BLANKS, constrainActions: true, shapedReward: true };
+    const requests = iterationRequests({
+      run: RUN,
+      iteration: 0,
+      runSeed: 7,
+      members: Array.from({ length: MEMBERS }, (_, i) => i),
+      tasks: sudoku.sampleTasks('train', EPISODES / MEMBERS, 3, sudoku.optionsSchema.parse(options)),
+      environment: { name: 'sudoku', options },
+      policy: { baseUrl: `${server.url}/v1`, tokenEnv: 'LOAD_TOKEN' },
+      generation: { temperature: 0.7, topP: 1, topK: 0, maxTokens: 16 },
+      deadline: new Date(Date.now() + 180_000),
+    });
     expect(requests).toHaveLength(EPISODES);
-    // A sudoku move is a handful of bytes; a smaller budget keeps the run short on busy cores.
-    for (const r of requests) r.generation = { ...r.generation, maxTokens: 8 };
 
     // Sampled while the load runs: the queue's depth and the server process's memory.
     global.gc?.();
@@ -134,6 +147,7 @@ describe(`load: ${EPISODES} concurrent episodes`, () => {
     // Every completion the episodes used was a 200 the server counted (nothing lost in between, nothing
     // served twice), and the overflow was told to come back rather than queued.
     const completionOfRecords = collected.records.reduce((n, r) => n + r.tokens.completion, 0);
+    expect(steps).toBe(EPISODES * BLANKS);
     expect(byStatus.get('200')).toBe(steps);
     expect(completionOfRecords).toBe(completionTokens);
     expect([...byStatus.keys()].sort()).toEqual(byStatus.has('429') ? ['200', '429'] : ['200']);
