@@ -197,8 +197,9 @@ describe('one constant-time check for every bearer token', () => {
 
 describe('tokens in records', () => {
   const INFERENCE_TOKEN = 'Inference-Token-9b8e7d6c5a4f';
+  const ENDPOINT_KEY = 'sk-endpoint-key-77aa31';
 
-  it('a training run started through the API writes neither token to its log or any object in the store', async () => {
+  it('a training run and a keyed evaluation request through the API write no token or key to the log or any object in the store', async () => {
     const fuzz = apiOverTempStore(TOKEN);
     const logs: string[] = [];
     const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }));
@@ -216,16 +217,25 @@ describe('tokens in records', () => {
       await runs.settled();
       const status = await app.request(`/runs/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
       expect(((await status.json()) as { state: string }).state).toBe('finished');
+      // An external endpoint's key: this deployment queues evaluations in the store, so it refuses the
+      // key — after the request (without the key) and its failed status were written.
+      const keyed = await app.request('/evaluations', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'theirs', apiKey: ENDPOINT_KEY }, environment: { name: 'sudoku' }, tasks: { split: 'eval', count: 1 }, episodes: 1 }),
+      });
+      expect(keyed.status).toBe(422);
+      expect((await store.list('evaluations/')).length).toBeGreaterThanOrEqual(2);
 
       const files = (readdirSync(fuzz.root, { recursive: true }) as string[]).map((f) => join(fuzz.root, f)).filter((f) => !readdirSafe(f));
       // Rewards, the manifest, checkpoints, metrics, the report, the idempotency record: many objects, none holding a token.
       expect(files.length).toBeGreaterThan(10);
       for (const file of files) {
         const bytes = readFileSync(file);
-        for (const secret of [TOKEN, INFERENCE_TOKEN]) expect(bytes.includes(Buffer.from(secret)), `${relative(fuzz.root, file)} holds a token`).toBe(false);
+        for (const secret of [TOKEN, INFERENCE_TOKEN, ENDPOINT_KEY]) expect(bytes.includes(Buffer.from(secret)), `${relative(fuzz.root, file)} holds a token`).toBe(false);
       }
       expect(logs.length).toBeGreaterThan(0);
-      for (const line of logs) for (const secret of [TOKEN, INFERENCE_TOKEN]) expect(line).not.toContain(secret);
+      for (const line of logs) for (const secret of [TOKEN, INFERENCE_TOKEN, ENDPOINT_KEY]) expect(line).not.toContain(secret);
     } finally {
       fuzz.dispose();
     }
