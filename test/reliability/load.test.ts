@@ -1,5 +1,5 @@
 /**
- * Load on loopback, bounded in count and time: 500 three-move episodes of 4×4 sudoku at once through the real
+ * Load on loopback, bounded in count and time: 500 two-move episodes of 4×4 sudoku at once through the real
  * local fan-out (8 worker processes × 63 concurrent episodes each) and the real inference server (tiny
  * ONNX model, the server's default batching and queue limit). Asserted: every episode's record lands
  * exactly once and none failed, every completion the records account for was a 200 the server counted,
@@ -23,7 +23,7 @@ import { startInferenceServer, type RunningServer } from '../../trainer/server/s
 
 const EPISODES = 500;
 const MEMBERS = 20;
-const BLANKS = 3;
+const BLANKS = 2;
 const WORKERS = 8;
 const PER_INVOCATION = Math.ceil(EPISODES / WORKERS);
 const TOKEN = 'load-token-5e2a9c71d0';
@@ -73,7 +73,7 @@ afterAll(async () => {
 
 describe(`load: ${EPISODES} concurrent episodes`, () => {
   it('loses no episode and no request, pushes back with 429 + Retry-After at the queue limit, keeps memory bounded', async () => {
-    // Three blanks and moves constrained to the action format: every episode plays three moves.
+    // Two blanks and moves constrained to the action format: every episode plays two moves.
     const sudoku = await loadEnvironment('sudoku');
     const options = { size: 4, blanks: BLANKS, constrainActions: true, shapedReward: true };
     const requests = iterationRequests({
@@ -162,9 +162,13 @@ describe(`load: ${EPISODES} concurrent episodes`, () => {
   it('answers a burst past the queue limit at once with 429 and a Retry-After in whole seconds, serves the rest', async () => {
     const body = JSON.stringify({ model: 'base', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
     const burst = await Promise.all(
-      Array.from({ length: 200 }, async () => {
-        const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
-        return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error?: { code: string } } };
+      Array.from({ length: 100 }, async () => {
+        try {
+          const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
+          return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error?: { code: string } } };
+        } catch (err) {
+          return { status: 0, retryAfter: null, body: { error: { code: `client: ${(err as Error).message} ${String((err as Error).cause)}` } } };
+        }
       }),
     );
     const rejected = burst.filter((r) => r.status === 429);
