@@ -78,6 +78,7 @@ export class HappyDomBackend implements WebBackend {
 /**
  * What the fetch interceptor does not see, closed before the page's scripts run: happy-dom's WebSocket
  * connects with the `ws` package directly (no task page needs one, so none gets one, as in Chromium),
+ * `window.open` would make a window this callback never sees (no popups: null, as a blocked popup is),
  * and its sendBeacon drops the rejection of the fetch it makes, which for a blocked URL would be an
  * unhandled rejection that ends the whole worker process.
  */
@@ -94,6 +95,8 @@ function closeSideDoors(window: BrowserWindow, blocked: string[]): void {
     return true;
   };
   Object.defineProperty(window.navigator, 'sendBeacon', { value: sendBeacon, writable: false, configurable: false });
+  // A popup is a new window that never passes through this callback, with a WebSocket of its own.
+  Object.defineProperty(window, 'open', { value: () => null, writable: false, configurable: false });
 }
 
 class HappyDomPage implements WebPage {
