@@ -161,10 +161,14 @@ describe(`load: ${EPISODES} concurrent episodes`, () => {
 
   it('answers a burst past the queue limit at once with 429 and a Retry-After in whole seconds, serves the rest', async () => {
     const body = JSON.stringify({ model: 'base', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+    const post = (b: string) => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: b });
+    // A completion forced to 400 tokens keeps the engine busy, so the burst meets a queue that is not being drained.
+    const long = post(JSON.stringify({ model: 'base', messages: [{ role: 'user', content: 'hi' }], max_tokens: 480, guided_regex: 'a{400}' }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
     const burst = await Promise.all(
-      Array.from({ length: 100 }, async () => {
+      Array.from({ length: 200 }, async () => {
         try {
-          const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
+          const res = await post(body);
           return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error?: { code: string } } };
         } catch (err) {
           return { status: 0, retryAfter: null, body: { error: { code: `client: ${(err as Error).message} ${String((err as Error).cause)}` } } };
@@ -179,6 +183,9 @@ describe(`load: ${EPISODES} concurrent episodes`, () => {
       expect(r.retryAfter).toMatch(/^[1-9]\d*$/);
       expect(r.body.error?.code).toBe('queue_full');
     }
+    const longReply = await long;
+    expect(longReply.status).toBe(200);
+    expect(((await longReply.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBeGreaterThanOrEqual(400);
     expect(server.service.batcher.depth).toBe(0);
   }, 60_000);
 });
