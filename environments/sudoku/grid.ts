@@ -87,12 +87,15 @@ export function nextCell(cells: readonly number[], size: Size): number | null {
 }
 
 /**
- * The next cell and the digits its row, column and box already hold ("2 3: 1 3 4"), instead of the
+ * The next cell and the digits its row, column and box already hold ("2 3: 1 . 3 4"), instead of the
  * board: the bookkeeping a player does in pencil, on one line, so a small model needs neither a long
  * context nor to address the grid. Which digit goes there is still the player's to work out.
  */
 export function renderNextCell(cells: readonly number[], size: Size): string {
   const i = nextCell(cells, size);
   if (i === null) return 'No blank cells.';
-  return `Next cell (row col: digits seen):\n${Math.floor(i / size) + 1} ${(i % size) + 1}: ${seenDigits(cells, size, i).join(' ')}`;
+  // Each digit in its own slot ("1 2 . 4": 3 is not seen), so every digit sits at a fixed place on the line.
+  const seen = new Set(seenDigits(cells, size, i));
+  const slots = Array.from({ length: size }, (_, d) => (seen.has(d + 1) ? String(d + 1) : '.')).join(' ');
+  return `Next cell (row col: digits seen):\n${Math.floor(i / size) + 1} ${(i % size) + 1}: ${slots}`;
 }

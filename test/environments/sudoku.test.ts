@@ -255,11 +255,11 @@ describe('next-cell observation', () => {
     // '..31.1..42131.24' → rows ". . 3 1" / ". 1 . ." / "4 2 1 3" / "1 . 2 4": (1,1) sees 1 3 4, (1,2) 1 2 3,
     // (2,1) 1 4, (2,3) 1 2 3, (2,4) 1 3 4, (4,2) 1 2 4 → three see three digits; the first in reading order is named.
     expect(first).not.toContain('|');
-    expect(first.split('\n').slice(-1)).toEqual(['1 1: 1 3 4']);
+    expect(first.split('\n').slice(-1)).toEqual(['1 1: 1 . 3 4']);
     expect(env.actionConstraint!()).toEqual({ regex: 'place (1 1) [1-4]' });
     const next = (await env.step(act('place 1 1 2'))).observation;
     // Now (2,1) sees 1 2 4 and (1,2) sees 1 2 3: (1,2) comes first in reading order.
-    expect(next.split('\n').slice(-1)).toEqual(['1 2: 1 2 3']);
+    expect(next.split('\n').slice(-1)).toEqual(['1 2: 1 2 3 .']);
   });
 
   it('the oracle plays in the named order and solves', async () => {
