@@ -17,10 +17,16 @@ export const CloudApiEnv = z.object({
   ESOPT_TOKEN: z.string().min(16, 'ESOPT_TOKEN must be at least 16 characters'),
   /** JSON of CostPrices, the same variable the Episode function reads. */
   ESOPT_COST_PRICES: z.string().optional(),
+  /**
+   * How long one events stream lasts before the client is asked to reconnect with Last-Event-ID: the
+   * buffered Lambda handler answers only when the stream ends, and the function times out at 30 s.
+   */
+  ESOPT_EVENT_WINDOW_MS: z.coerce.number().int().min(100).max(900_000).default(20_000),
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
-export function createCloudApp(env: CloudApiEnv, store: ObjectStore = openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION }), log: Logger = pino({ name: 'esopt-api' })) {
+export function createCloudApp(input: z.input<typeof CloudApiEnv>, store: ObjectStore = openStore({ kind: 's3', bucket: input.ESOPT_BUCKET, region: input.AWS_REGION ?? 'us-east-1' }), log: Logger = pino({ name: 'esopt-api' })) {
+  const env = CloudApiEnv.parse(input);
   return createApiApp({
     store,
     token: env.ESOPT_TOKEN,
@@ -31,5 +37,6 @@ export function createCloudApp(env: CloudApiEnv, store: ObjectStore = openStore(
     log,
     // Lambda bills the open stream: poll less often than the local API.
     eventPollMs: 2000,
+    eventWindowMs: env.ESOPT_EVENT_WINDOW_MS,
   });
 }

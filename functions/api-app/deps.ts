@@ -16,4 +16,6 @@ export interface ApiDeps {
   log: Logger;
   /** How often the events stream polls the store. */
   eventPollMs: number;
+  /** End each events stream after this long (the client resumes with Last-Event-ID); unset: until the run ends. */
+  eventWindowMs?: number;
 }

@@ -1,8 +1,8 @@
 /**
  * A run's progress as events, built by polling the store (so it works on any instance, in-process or on
  * Lambda): the status, each iteration starting (its manifest), rewards arriving, each update applied (its
- * metrics row) and each evaluation. A new subscriber first gets everything so far, then live changes;
- * the sequence ends with `end` once the run is final.
+ * metrics row) and each evaluation. A new subscriber first gets everything so far (or what follows its
+ * cursor), then live changes; the sequence ends with `end` once the run is final.
  */
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -15,6 +15,38 @@ const FINAL: ReadonlySet<RunState> = new Set(['finished', 'stopped', 'failed']);
 export interface RunEventOptions {
   pollMs: number;
   signal?: AbortSignal;
+  /** Resume a stream: updates and evaluations up to these iterations were delivered already. */
+  after?: EventCursor;
+}
+
+/**
+ * How far a stream got: the last iteration whose update and whose evaluation it delivered (−1: none).
+ * It travels as the SSE event id, so a client that reconnects with `Last-Event-ID` (as EventSource does,
+ * and as a stream cut by a Lambda's response limit must) gets the rest without repeats. Status, iteration
+ * and reward events describe the current state and are simply sent again.
+ */
+export interface EventCursor {
+  row: number;
+  evaluation: number;
+}
+
+export const START: EventCursor = { row: -1, evaluation: -1 };
+
+export function formatEventId(c: EventCursor): string {
+  return `${c.row}:${c.evaluation}`;
+}
+
+/** A `Last-Event-ID` this server wrote; anything else (absent, foreign, tampered) replays from the start. */
+export function parseEventId(id: string | undefined): EventCursor {
+  const m = /^(-1|\d{1,9}):(-1|\d{1,9})$/.exec(id?.trim() ?? '');
+  return m ? { row: Number(m[1]), evaluation: Number(m[2]) } : START;
+}
+
+/** The cursor after `event`. */
+export function advanceCursor(c: EventCursor, event: RunEvent): EventCursor {
+  if (event.type === 'update-applied') return { ...c, row: Math.max(c.row, event.iteration) };
+  if (event.type === 'evaluation') return { ...c, evaluation: Math.max(c.evaluation, event.iteration) };
+  return c;
 }
 
 /** metrics/{k}.json and evaluations/{k}.json end in the zero-padded iteration. */
@@ -39,6 +71,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export async function* runEvents(store: ObjectStore, run: string, options: RunEventOptions): AsyncGenerator<RunEvent> {
   const config = await readConfig(store, run);
   const seen = new Set<string>();
+  const after = options.after ?? START;
   let lastStatus = '';
   let started = -1;
   let arrivedAt = '';
@@ -59,6 +92,7 @@ export async function* runEvents(store: ObjectStore, run: string, options: RunEv
     ].sort((a, b) => iterationOfKey(a.key) - iterationOfKey(b.key) || (a.kind === 'evaluation' ? -1 : 1));
     for (const { key, kind } of fresh) {
       seen.add(key);
+      if (iterationOfKey(key) <= (kind === 'row' ? after.row : after.evaluation)) continue;
       if (kind === 'row') {
         const row = await readJson(store, key, MetricsRow);
         if (row) yield { type: 'update-applied', iteration: row.iteration, row };

@@ -9,7 +9,7 @@ import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
 import { newId } from './ids.ts';
 import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
-import { runEvents } from './run-events.ts';
+import { advanceCursor, formatEventId, parseEventId, runEvents } from './run-events.ts';
 import { listRunIds, readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
 import { writeJson } from './store-json.ts';
 
@@ -137,19 +137,28 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       security: secured,
       summary: 'Server-sent events: status, iteration started, rewards arriving, update applied, evaluation, end',
-      description: 'Each event\'s `event:` is its `type`, its `data:` a RunEvent as JSON. A new stream replays the run so far, then follows it live, and closes after `end`.',
+      description:
+        'Each event\'s `event:` is its `type`, its `data:` a RunEvent as JSON, its `id:` a cursor. A new stream replays the run so far, then follows it live, and closes after `end`. Reconnect with `Last-Event-ID` to get only what follows; on Lambda a stream ends after a window (`retry:` says when to come back).',
       request: { params: IdParam },
       responses: { 200: { content: { 'text/event-stream': { schema: z.string() } }, description: 'An SSE stream of RunEvent' }, 400: errors[400], 401: errors[401], 404: errors[404] },
     }),
     async (c) => {
       const { id } = c.req.valid('param');
       await readConfig(store, id);
+      let cursor = parseEventId(c.req.header('last-event-id'));
       return streamSSE(c, async (stream) => {
         const controller = new AbortController();
         stream.onAbort(() => controller.abort());
-        let n = 0;
-        for await (const event of runEvents(store, id, { pollMs: deps.eventPollMs, signal: controller.signal })) {
-          await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(n++) });
+        // Where a response may only last so long (API Gateway, a buffered Lambda), end the stream in time
+        // and let the client come back with Last-Event-ID; `retry` tells EventSource how soon.
+        const window = deps.eventWindowMs === undefined ? undefined : setTimeout(() => controller.abort(), deps.eventWindowMs);
+        try {
+          for await (const event of runEvents(store, id, { pollMs: deps.eventPollMs, signal: controller.signal, after: cursor })) {
+            cursor = advanceCursor(cursor, event);
+            await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: formatEventId(cursor), ...(window ? { retry: 1000 } : {}) });
+          }
+        } finally {
+          clearTimeout(window);
         }
       });
     },

@@ -12,6 +12,8 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
 import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { RunEvent } from '../../shared/schemas/index.ts';
+import { ApiClient } from '../../trainer/cli/api-client.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
 
 let local: TestApi;
@@ -35,7 +37,8 @@ beforeAll(async () => {
   const store = new S3ObjectStore({ ...s3.storeConfig });
   const fs = new FsObjectStore(local.storeRoot);
   for (const key of await fs.list('')) await store.put(key, (await fs.get(key)) as Uint8Array);
-  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN }, store);
+  // A short events window, so the tests see streams end early and resume as a Lambda's clients do.
+  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600 }, store);
   server = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });
@@ -60,6 +63,20 @@ describe('createCloudApp over S3', () => {
     expect(events.at(-1)?.data).toEqual({ type: 'end', state: 'finished' });
   });
 
+  it('an events stream resumed with Last-Event-ID sends only what follows its cursor', async () => {
+    const headers = { authorization: `Bearer ${CLOUD_TOKEN}` };
+    const whole = await (await fetch(`${cloudUrl}/runs/${run}/events`, { headers })).text();
+    const ids = [...whole.matchAll(/^id: (.*)$/gm)].map((m) => m[1]);
+    expect(ids.at(-1)).toBe('2:3'); // three updates (0-2) and evaluations of θ_0, θ_2, θ_3
+    const resumed = await readSse(await fetch(`${cloudUrl}/runs/${run}/events`, { headers: { ...headers, 'last-event-id': '1:0' } }));
+    expect(resumed.filter((e) => e.event === 'update-applied').map((e) => e.data.iteration)).toEqual([2]);
+    expect(resumed.filter((e) => e.event === 'evaluation').map((e) => e.data.iteration)).toEqual([2, 3]);
+    expect(resumed.at(-1)?.data).toEqual({ type: 'end', state: 'finished' });
+    // A cursor this server did not write replays everything.
+    const foreign = await readSse(await fetch(`${cloudUrl}/runs/${run}/events`, { headers: { ...headers, 'last-event-id': '../../x' } }));
+    expect(foreign.filter((e) => e.event === 'update-applied')).toHaveLength(3);
+  });
+
   it('queues a new run in the store (status requested, one queue entry for the trainer box) and starts nothing', async () => {
     const post = await cloud('POST', '/runs', tinyRunConfig({ name: 'queued' }));
     expect(post.status).toBe(201);
@@ -80,5 +97,24 @@ describe('createCloudApp over S3', () => {
     expect(list.body.evaluations[0].status.state).toBe('failed');
     expect(JSON.stringify(list.body)).not.toContain('sk-never-stored');
     expect(await new S3ObjectStore({ ...s3.storeConfig }).list('queue/evaluation/')).toEqual([]);
+  });
+  it('a stream of an unfinished run ends after the window with a retry, and the CLI client reconnects', async () => {
+    const queued = (await cloud('POST', '/runs', tinyRunConfig({ name: 'waiting' }))).body.id as string;
+    const started = Date.now();
+    const res = await fetch(`${cloudUrl}/runs/${queued}/events`, { headers: { authorization: `Bearer ${CLOUD_TOKEN}` } });
+    const text = await res.text();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    expect(text).toMatch(/^retry: 1000$/m);
+    expect(text).not.toMatch(/event: end/);
+    const client = new ApiClient(cloudUrl, CLOUD_TOKEN);
+    const seen: RunEvent[] = [];
+    const t0 = Date.now();
+    for await (const event of client.events(queued)) {
+      seen.push(event);
+      if (Date.now() - t0 > 2500) break;
+    }
+    // One status event per connection: the client came back at least once on its own.
+    expect(seen.filter((e) => e.type === 'status').length).toBeGreaterThanOrEqual(2);
+    expect(seen.every((e) => e.type === 'status')).toBe(true);
   });
 });

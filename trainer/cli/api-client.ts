@@ -35,8 +35,8 @@ export class ApiClient {
     return new ApiClient(url.replace(/\/+$/, ''), token);
   }
 
-  private async request(method: string, path: string, body?: unknown): Promise<Response> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.token}` };
+  private async request(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, ...extraHeaders };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       // One key per command invocation: a retried request can never create a second run.
@@ -66,24 +66,36 @@ export class ApiClient {
   }
 
   /** The server-sent events of a run until the stream ends (after the `end` event). */
+  /**
+   * The run's events to its `end`. A stream the server ends early (the Lambda API closes each one after a
+   * window) is resumed with Last-Event-ID after the `retry:` it asked for, so nothing repeats or is missed.
+   */
   async *events(run: string): AsyncGenerator<RunEvent> {
-    const res = await this.request('GET', `/runs/${encodeURIComponent(run)}/events`);
-    if (!res.body) return;
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of res.body) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-      let at: number;
-      while ((at = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, at);
-        buffer = buffer.slice(at + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trimStart())
-          .join('\n');
-        if (data) yield RunEvent.parse(JSON.parse(data));
+    let lastId: string | undefined;
+    let retryMs = 1000;
+    for (;;) {
+      const res = await this.request('GET', `/runs/${encodeURIComponent(run)}/events`, undefined, lastId ? { 'Last-Event-ID': lastId } : {});
+      if (!res.body) return;
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of res.body) {
+        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+        let at: number;
+        while ((at = buffer.indexOf('\n\n')) >= 0) {
+          const lines = buffer.slice(0, at).split('\n');
+          buffer = buffer.slice(at + 2);
+          const field = (name: string) => lines.filter((l) => l.startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).trimStart());
+          const data = field('data').join('\n');
+          lastId = field('id').at(-1) ?? lastId;
+          const retry = Number(field('retry').at(-1));
+          if (Number.isInteger(retry) && retry >= 0) retryMs = retry;
+          if (!data) continue;
+          const event = RunEvent.parse(JSON.parse(data));
+          yield event;
+          if (event.type === 'end') return;
+        }
       }
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
   }
 }

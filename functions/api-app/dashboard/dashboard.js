@@ -151,28 +151,49 @@ async function selectRun(id) {
   follow(id);
 }
 
-/** Reads the run's SSE stream; every event updates the page. */
+/**
+ * Reads the run's SSE stream; every event updates the page. A stream the server ends before the run's
+ * `end` (the Lambda API closes each after a window) is resumed with Last-Event-ID after its `retry:`.
+ */
 async function follow(id) {
   const controller = new AbortController();
   state.stream = controller;
   $('#connection').textContent = 'live';
+  let lastId = null;
+  let retryMs = 1000;
   try {
-    const res = await fetch(`/runs/${id}/events`, { headers: { Authorization: `Bearer ${state.token}` }, signal: controller.signal });
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
     for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let at;
-      while ((at = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, at);
-        buffer = buffer.slice(at + 2);
-        const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
-        if (data) onEvent(JSON.parse(data));
+      const headers = { Authorization: `Bearer ${state.token}` };
+      if (lastId) headers['Last-Event-ID'] = lastId;
+      const res = await fetch(`/runs/${id}/events`, { headers, signal: controller.signal });
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let at;
+        while ((at = buffer.indexOf('\n\n')) >= 0) {
+          const lines = buffer.slice(0, at).split('\n');
+          buffer = buffer.slice(at + 2);
+          const field = (name) => lines.filter((l) => l.startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).trim());
+          lastId = field('id').at(-1) ?? lastId;
+          const retry = Number(field('retry').at(-1));
+          if (Number.isInteger(retry) && retry >= 0) retryMs = retry;
+          const data = field('data').join('\n');
+          if (!data) continue;
+          const event = JSON.parse(data);
+          onEvent(event);
+          if (event.type === 'end') {
+            $('#connection').textContent = 'run over';
+            return;
+          }
+        }
       }
+      $('#connection').textContent = 'reconnecting';
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+      $('#connection').textContent = 'live';
     }
-    $('#connection').textContent = 'run over';
   } catch (err) {
     if (!controller.signal.aborted) $('#connection').textContent = `disconnected: ${err.message}`;
   }
