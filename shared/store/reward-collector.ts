@@ -22,6 +22,12 @@ export interface CollectedRewards {
 }
 
 const READ_CONCURRENCY = 32;
+/**
+ * A reward record is a few hundred bytes (its error text is capped at 2,000 characters, transcripts are
+ * stored apart and only named). Anything far larger is not a record the Episode function wrote (an
+ * inlined transcript, a runaway writer): set aside unparsed, never folded into an update.
+ */
+export const MAX_RECORD_BYTES = 64 * 1024;
 
 export class RewardCollector {
   private readonly seen = new Set<string>();
@@ -60,6 +66,10 @@ export class RewardCollector {
     if (body === null) {
       // Listed, then gone (deleted meanwhile): look again at the next poll.
       this.seen.delete(key);
+      return;
+    }
+    if (body.byteLength > MAX_RECORD_BYTES) {
+      this.invalid.set(key, `oversized record: ${body.byteLength} bytes, a reward record has at most ${MAX_RECORD_BYTES}`);
       return;
     }
     let record: RewardRecord;
