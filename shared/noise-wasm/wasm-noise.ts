@@ -94,6 +94,33 @@ export class WasmNoiseKernel {
     const wide = out instanceof Float64Array;
     const mem = wide ? this.f64 : this.f32;
     const block = LAYOUT.block / (wide ? 8 : 4);
+    this.eachSpan(key, pos, count, dest, (eps, len, at) => {
+      mem.set(out.subarray(at, at + len), block);
+      if (wide) this.kernel.apply64(LAYOUT.block, eps, len, c);
+      else this.kernel.apply32(LAYOUT.block, eps, len, c);
+      out.set(mem.subarray(block, block + len), at);
+    });
+  }
+
+  /**
+   * out[dest + k] ← t next to out[dest + k] + c·ε_key[pos + k] that restores exactly (kernel.ts,
+   * perturbExact32); elements with no such t go to `fixups` with their value before.
+   */
+  perturbExact(key: NoiseKeyLike, pos: number, count: number, out: Float32Array, dest: number, c: number, fixups: FixupSink): void {
+    const block = LAYOUT.block / 4;
+    this.eachSpan(key, pos, count, dest, (eps, len, at) => {
+      this.f32.set(out.subarray(at, at + len), block);
+      const n = this.kernel.perturbExact32(LAYOUT.block, eps, len, c, at);
+      out.set(this.f32.subarray(block, block + len), at);
+      if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
+    });
+  }
+
+  /**
+   * Walks ε_key[pos, pos + count) up to LANES chunks at a time: seeds the lanes, generates, and hands
+   * `span` the byte offset of this span's ε in kernel memory, its length and where it lands in the output.
+   */
+  private eachSpan(key: NoiseKeyLike, pos: number, count: number, dest: number, span: (eps: number, len: number, at: number) => void): void {
     const start = pos;
     const end = pos + count;
     while (pos < end) {
@@ -103,37 +130,7 @@ export class WasmNoiseKernel {
       const stop = Math.min(end, last * CHUNK_ELEMENTS);
       // One chunk: generate only up to where it is needed; several: every lane but the last is needed whole.
       this.kernel.gen(last - first === 1 ? stop - first * CHUNK_ELEMENTS : CHUNK_ELEMENTS);
-      const len = stop - pos;
-      const at = dest + (pos - start);
-      mem.set(out.subarray(at, at + len), block);
-      const eps = LAYOUT.eps + (pos - first * CHUNK_ELEMENTS) * 4;
-      if (wide) this.kernel.apply64(LAYOUT.block, eps, len, c);
-      else this.kernel.apply32(LAYOUT.block, eps, len, c);
-      out.set(mem.subarray(block, block + len), at);
-      pos = stop;
-    }
-  }
-
-  /**
-   * out[dest + k] ← t next to out[dest + k] + c·ε_key[pos + k] that restores exactly (kernel.ts,
-   * perturbExact32); elements with no such t go to `fixups` with their value before.
-   */
-  perturbExact(key: NoiseKeyLike, pos: number, count: number, out: Float32Array, dest: number, c: number, fixups: FixupSink): void {
-    const block = LAYOUT.block / 4;
-    const start = pos;
-    const end = pos + count;
-    while (pos < end) {
-      const first = Math.floor(pos / CHUNK_ELEMENTS);
-      const last = Math.min(first + LANES, Math.ceil(end / CHUNK_ELEMENTS));
-      this.seed(key, first, last - first);
-      const stop = Math.min(end, last * CHUNK_ELEMENTS);
-      this.kernel.gen(last - first === 1 ? stop - first * CHUNK_ELEMENTS : CHUNK_ELEMENTS);
-      const len = stop - pos;
-      const at = dest + (pos - start);
-      this.f32.set(out.subarray(at, at + len), block);
-      const n = this.kernel.perturbExact32(LAYOUT.block, LAYOUT.eps + (pos - first * CHUNK_ELEMENTS) * 4, len, c, at);
-      out.set(this.f32.subarray(block, block + len), at);
-      if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
+      span(LAYOUT.eps + (pos - first * CHUNK_ELEMENTS) * 4, stop - pos, dest + (pos - start));
       pos = stop;
     }
   }
