@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
-import { startInterceptingProxy, type InterceptingProxy } from './helpers/intercepting-proxy.ts';
+import { startLoopbackProxy, type LoopbackProxy } from './helpers/loopback-proxy.ts';
 
 let s3: LocalS3;
-const proxies: InterceptingProxy[] = [];
+const proxies: LoopbackProxy[] = [];
 beforeAll(async () => {
   s3 = await startLocalS3('esopt-s3-adapter');
 });
@@ -18,8 +18,8 @@ afterAll(async () => {
   await s3?.close();
 });
 
-async function proxied(decide: Parameters<typeof startInterceptingProxy>[1], maxAttempts = 5) {
-  const proxy = await startInterceptingProxy(s3.endpoint, decide);
+async function proxied(decide: Parameters<typeof startLoopbackProxy>[1], maxAttempts = 5) {
+  const proxy = await startLoopbackProxy(s3.endpoint, decide);
   proxies.push(proxy);
   return { proxy, store: new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url, maxAttempts }) };
 }

@@ -17,7 +17,7 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
-import { startInterceptingProxy, type InterceptingProxy } from '../cloud/helpers/intercepting-proxy.ts';
+import { startLoopbackProxy, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
 import { apiOverTempStore } from './helpers/api-app.ts';
 
 /** Ids that try to leave their prefix or smuggle in a separator. */
@@ -199,11 +199,11 @@ describe('the filesystem store called directly', () => {
 
 describe('the S3 store against s3rver', () => {
   let s3: LocalS3;
-  let proxy: InterceptingProxy;
+  let proxy: LoopbackProxy;
   let store: S3ObjectStore;
   beforeAll(async () => {
     s3 = await startLocalS3('esopt-key-injection');
-    proxy = await startInterceptingProxy(s3.endpoint, () => null);
+    proxy = await startLoopbackProxy(s3.endpoint, () => null);
     store = new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url });
   });
   afterAll(async () => {

@@ -14,13 +14,13 @@ import { RewardCollector } from '../../shared/store/reward-collector.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
-import { startFaultProxy, type Fault, type FaultProxy } from './helpers/fault-proxy.ts';
+import { startLoopbackProxy, type Fault, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;
 const quiet = { info() {}, error() {} };
 let s3: LocalS3;
-let proxy: FaultProxy;
+let proxy: LoopbackProxy;
 const endpoints: InvokeEndpoint[] = [];
 
 /**
@@ -35,7 +35,7 @@ const plan = (n: number): Fault | null => {
 
 beforeAll(async () => {
   s3 = await startLocalS3('esopt-s3-faults');
-  proxy = await startFaultProxy(s3.endpoint, plan);
+  proxy = await startLoopbackProxy(s3.endpoint, (_, n) => plan(n));
 });
 afterAll(async () => {
   await Promise.all(endpoints.map((e) => e.close()));
@@ -77,7 +77,7 @@ describe('S3 503 SlowDown bursts and connection resets', () => {
     expect(before).toBeGreaterThanOrEqual(4);
     expect(after).toBeGreaterThanOrEqual(4);
     const lost = MEMBERS * TASKS - faulty.collected.counted;
-    console.info(`[reliability] S3 faults: ${proxy.requests} requests through the proxy, ${slowdown} SlowDown, ${before} resets before s3rver, ${after} resets after it; ${faulty.collected.counted}/${MEMBERS * TASKS} rewards collected, ${lost} lost, 0 twice`);
+    console.info(`[reliability] S3 faults: ${proxy.seen.length} requests through the proxy, ${slowdown} SlowDown, ${before} resets before s3rver, ${after} resets after it; ${faulty.collected.counted}/${MEMBERS * TASKS} rewards collected, ${lost} lost, 0 twice`);
     expect(lost).toBe(0);
   });
 });
