@@ -4,6 +4,12 @@
  * duplicate delivery overwrite a record (s3rver ignores If-None-Match) or lists a key twice still
  * yields each (member, task) at most once, and a record whose body disagrees with its key, or does
  * not parse, is set aside as invalid rather than counted.
+ *
+ * "Does not parse" is not final: a server that writes objects in place (s3rver truncates the file, then
+ * writes it) lists a record while its first write or a duplicate's overwrite is under way, and a read
+ * then returns an empty body, or fails mid-body. AWS S3's PUTs are atomic, but the dev cloud's are not,
+ * and a record read in that instant was once invalid for good: a survivor's reward lost. So an unreadable
+ * record, or one whose read failed, stays reported as invalid only until a later poll reads it whole.
  */
 import { keys, parseRewardKey } from '../keys.ts';
 import type { ObjectStore } from '../ports/object-store.ts';
@@ -30,6 +36,7 @@ const READ_CONCURRENCY = 32;
 export const MAX_RECORD_BYTES = 64 * 1024;
 
 export class RewardCollector {
+  /** Keys whose verdict is final (counted, a pair's duplicate, or invalid for good): never read again. */
   private readonly seen = new Set<string>();
   private readonly byPair = new Map<string, RewardRecord>();
   private readonly invalid = new Map<string, string>();
@@ -41,7 +48,7 @@ export class RewardCollector {
     readonly iteration: number,
   ) {}
 
-  /** Reads the keys that appeared since the last poll; cheap to call repeatedly while episodes land. */
+  /** Reads the keys that appeared since the last poll, and those not yet read whole; cheap to call repeatedly while episodes land. */
   async poll(): Promise<CollectedRewards> {
     const listed = await this.store.list(keys.rewards(this.run, this.iteration));
     const fresh = listed.filter((k) => !this.seen.has(k));
@@ -56,39 +63,54 @@ export class RewardCollector {
       this.duplicates++;
       return;
     }
-    this.seen.add(key);
     const parts = parseRewardKey(key);
     if (!parts || parts.run !== this.run || parts.iteration !== this.iteration) {
-      this.invalid.set(key, 'not a reward key of this iteration');
+      this.settle(key, 'not a reward key of this iteration');
       return;
     }
-    const body = await this.store.get(key);
+    let body: Uint8Array | null;
+    try {
+      body = await this.store.get(key);
+    } catch (err) {
+      // Reported while it lasts, read again at the next poll.
+      this.invalid.set(key, `read failed: ${(err as Error).message.slice(0, 300)}`);
+      return;
+    }
     if (body === null) {
       // Listed, then gone (deleted meanwhile): look again at the next poll.
-      this.seen.delete(key);
+      this.invalid.delete(key);
       return;
     }
     if (body.byteLength > MAX_RECORD_BYTES) {
-      this.invalid.set(key, `oversized record: ${body.byteLength} bytes, a reward record has at most ${MAX_RECORD_BYTES}`);
+      this.settle(key, `oversized record: ${body.byteLength} bytes, a reward record has at most ${MAX_RECORD_BYTES}`);
       return;
     }
     let record: RewardRecord;
     try {
       record = RewardRecord.parse(JSON.parse(new TextDecoder().decode(body)));
     } catch (err) {
+      // Possibly a read in the middle of a write (see the top of the file): not settled, read again next poll.
       this.invalid.set(key, `unreadable record: ${(err as Error).message.slice(0, 300)}`);
       return;
     }
     if (record.run !== parts.run || record.iteration !== parts.iteration || record.member !== parts.member || record.task !== parts.task) {
-      this.invalid.set(key, 'the record names another (run, iteration, member, task) than its key');
+      this.settle(key, 'the record names another (run, iteration, member, task) than its key');
       return;
     }
+    this.seen.add(key);
+    this.invalid.delete(key);
     const pair = `${record.member}/${record.task}`;
     if (this.byPair.has(pair)) {
       this.duplicates++;
       return;
     }
     this.byPair.set(pair, record);
+  }
+
+  /** A key whose verdict cannot change: never read again. */
+  private settle(key: string, reason: string): void {
+    this.seen.add(key);
+    this.invalid.set(key, reason);
   }
 
   snapshot(): CollectedRewards {

@@ -1,0 +1,112 @@
+/**
+ * The reward collector against what s3rver really does: it writes an object in place (truncate, then
+ * write), so a GET that lands while a record's first write, or a duplicate delivery's overwrite, is
+ * under way gets the object's status and headers with an empty body, and an overwrite can also cut a
+ * body off mid-read (measured against s3rver 3.7.1: 276 of 5,002 reads during first writes came back
+ * empty; during overwrites 5 of 76 empty and 6 aborted). Such a read must not decide the record's fate:
+ * the record is counted once a later poll reads it whole. Records that are really corrupt stay invalid.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { RewardRecord } from '../../shared/schemas/index.ts';
+import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { startLoopbackProxy, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
+
+let s3: LocalS3;
+let direct: S3ObjectStore;
+const proxies: LoopbackProxy[] = [];
+beforeAll(async () => {
+  s3 = await startLocalS3('esopt-collector');
+  direct = new S3ObjectStore(s3.storeConfig);
+});
+afterAll(async () => {
+  await Promise.all(proxies.map((p) => p.close()));
+  direct?.client.destroy();
+  await s3?.close();
+});
+
+function record(run: string, member: number, reward: number): RewardRecord {
+  return {
+    run,
+    iteration: 0,
+    member,
+    task: 'task-a',
+    reward,
+    steps: 1,
+    tokens: { prompt: 1, completion: 1 },
+    durations: { episodeMs: 1, inferenceMs: 0 },
+    cost: { usd: 0, lambdaGbSeconds: 0, gpuSeconds: 0 },
+    error: null,
+    transcriptKey: null,
+    writtenAt: new Date().toISOString(),
+  };
+}
+
+async function seed(run: string): Promise<void> {
+  for (const member of [0, 1, 2]) await direct.put(keys.reward(run, 0, member, 'task-a'), JSON.stringify(record(run, member, member / 4)));
+}
+
+describe('RewardCollector: a read in the middle of a write', () => {
+  it('counts a record whose first read came back empty, at the next poll, once', async () => {
+    const run = 'torn-read';
+    await seed(run);
+    const torn = keys.reward(run, 0, 1, 'task-a');
+    let tornReads = 0;
+    const proxy = await startLoopbackProxy(s3.endpoint, (req) => (req.method === 'GET' && req.url?.includes(encodeURI(torn)) && tornReads++ === 0 ? 'empty-body' : null));
+    proxies.push(proxy);
+    const collector = new RewardCollector(new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url }), run, 0);
+
+    const first = await collector.poll();
+    expect(proxy.injected['empty-body']).toBe(1);
+    expect(first.counted).toBe(2);
+    expect(first.invalid).toEqual([{ key: torn, reason: expect.stringMatching(/^unreadable record/) }]);
+
+    const second = await collector.poll();
+    expect(second.counted).toBe(3);
+    expect(second.records.map((r) => r.reward)).toEqual([0, 0.25, 0.5]);
+    expect(second.invalid).toEqual([]);
+    expect(second.duplicatesIgnored).toBe(0);
+    // Read whole, it is settled: later polls do not read it again.
+    const gets = proxy.seen.filter((s) => s.method === 'GET' && s.url.includes(encodeURI(torn))).length;
+    await collector.poll();
+    expect(proxy.seen.filter((s) => s.method === 'GET' && s.url.includes(encodeURI(torn))).length).toBe(gets);
+  });
+
+  it('reports a read that fails as it happens instead of failing the poll, and counts the record when it reads', async () => {
+    const run = 'failed-read';
+    await seed(run);
+    const flaky = keys.reward(run, 0, 2, 'task-a');
+    let failures = 1;
+    const store: ObjectStore = {
+      put: (k, b, o) => direct.put(k, b, o),
+      list: (p) => direct.list(p),
+      delete: (k) => direct.delete(k),
+      // What the SDK throws when s3rver's overwrite cuts the body off mid-read.
+      get: async (k) => (k === flaky && failures-- > 0 ? Promise.reject(new Error('aborted')) : direct.get(k)),
+    };
+    const collector = new RewardCollector(store, run, 0);
+    const first = await collector.poll();
+    expect(first.counted).toBe(2);
+    expect(first.invalid).toEqual([{ key: flaky, reason: 'read failed: aborted' }]);
+    const second = await collector.poll();
+    expect(second.counted).toBe(3);
+    expect(second.invalid).toEqual([]);
+  });
+
+  it('keeps a really corrupt record invalid at every poll, never counted, never a duplicate', async () => {
+    const run = 'corrupt';
+    await seed(run);
+    const bad = keys.reward(run, 0, 3, 'task-a');
+    await direct.put(bad, '{"run": "corrupt", "rew');
+    const collector = new RewardCollector(direct, run, 0);
+    for (let i = 0; i < 3; i++) {
+      const got = await collector.poll();
+      expect(got.counted).toBe(3);
+      expect(got.invalid).toEqual([{ key: bad, reason: expect.stringMatching(/^unreadable record/) }]);
+      expect(got.duplicatesIgnored).toBe(0);
+    }
+  });
+});
