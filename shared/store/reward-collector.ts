@@ -9,8 +9,10 @@
  * writes it) lists a record while its first write or a duplicate's overwrite is under way, and a read
  * then returns an empty body, or fails mid-body. AWS S3's PUTs are atomic, but the dev cloud's are not,
  * and a record read in that instant was once invalid for good: a survivor's reward lost. So an unreadable
- * record, or one whose read failed, stays reported as invalid only until a later poll reads it whole.
+ * record, or one whose read failed, is read again at once (a few times, within the poll) and at every
+ * later poll, and stays reported as invalid only until a read finds it whole.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { keys, parseRewardKey } from '../keys.ts';
 import type { ObjectStore } from '../ports/object-store.ts';
 import { RewardRecord } from '../schemas/index.ts';
@@ -28,6 +30,8 @@ export interface CollectedRewards {
 }
 
 const READ_CONCURRENCY = 32;
+/** Waits before reading a half-written record again: a write in place takes milliseconds. */
+const REREAD_DELAYS_MS = [20, 60, 180];
 /**
  * A reward record is a few hundred bytes (its error text is capped at 2,000 characters, transcripts are
  * stored apart and only named). Anything far larger is not a record the Episode function wrote (an
@@ -68,43 +72,55 @@ export class RewardCollector {
       this.settle(key, 'not a reward key of this iteration');
       return;
     }
+    // A key's first read that finds it half written is retried at once, a few times: the poll that
+    // closes an iteration must not be the one that catches a write in the middle.
+    const firstRead = !this.invalid.has(key);
+    for (let attempt = 0; ; attempt++) {
+      if ((await this.readOnce(key, parts)) === 'decided' || !firstRead || attempt === REREAD_DELAYS_MS.length) return;
+      await sleep(REREAD_DELAYS_MS[attempt]);
+    }
+  }
+
+  /** One GET of a key: 'decided' (counted, invalid for good, or gone), or 'unreadable' for now. */
+  private async readOnce(key: string, parts: NonNullable<ReturnType<typeof parseRewardKey>>): Promise<'decided' | 'unreadable'> {
     let body: Uint8Array | null;
     try {
       body = await this.store.get(key);
     } catch (err) {
-      // Reported while it lasts, read again at the next poll.
+      // Reported while it lasts, read again.
       this.invalid.set(key, `read failed: ${(err as Error).message.slice(0, 300)}`);
-      return;
+      return 'unreadable';
     }
     if (body === null) {
       // Listed, then gone (deleted meanwhile): look again at the next poll.
       this.invalid.delete(key);
-      return;
+      return 'decided';
     }
     if (body.byteLength > MAX_RECORD_BYTES) {
       this.settle(key, `oversized record: ${body.byteLength} bytes, a reward record has at most ${MAX_RECORD_BYTES}`);
-      return;
+      return 'decided';
     }
     let record: RewardRecord;
     try {
       record = RewardRecord.parse(JSON.parse(new TextDecoder().decode(body)));
     } catch (err) {
-      // Possibly a read in the middle of a write (see the top of the file): not settled, read again next poll.
+      // Possibly a read in the middle of a write (see the top of the file): not settled, read again.
       this.invalid.set(key, `unreadable record: ${(err as Error).message.slice(0, 300)}`);
-      return;
+      return 'unreadable';
     }
     if (record.run !== parts.run || record.iteration !== parts.iteration || record.member !== parts.member || record.task !== parts.task) {
       this.settle(key, 'the record names another (run, iteration, member, task) than its key');
-      return;
+      return 'decided';
     }
     this.seen.add(key);
     this.invalid.delete(key);
     const pair = `${record.member}/${record.task}`;
     if (this.byPair.has(pair)) {
       this.duplicates++;
-      return;
+      return 'decided';
     }
     this.byPair.set(pair, record);
+    return 'decided';
   }
 
   /** A key whose verdict cannot change: never read again. */

@@ -4,7 +4,8 @@
  * under way gets the object's status and headers with an empty body, and an overwrite can also cut a
  * body off mid-read (measured against s3rver 3.7.1: 276 of 5,002 reads during first writes came back
  * empty; during overwrites 5 of 76 empty and 6 aborted). Such a read must not decide the record's fate:
- * the record is counted once a later poll reads it whole. Records that are really corrupt stay invalid.
+ * the record is read again at once and at later polls, and counted once a read finds it whole. Records
+ * that are really corrupt stay invalid.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
@@ -50,36 +51,53 @@ async function seed(run: string): Promise<void> {
 }
 
 describe('RewardCollector: a read in the middle of a write', () => {
-  it('counts a record whose first read came back empty, at the next poll, once', async () => {
-    const run = 'torn-read';
-    await seed(run);
-    const torn = keys.reward(run, 0, 1, 'task-a');
-    let tornReads = 0;
-    const proxy = await startLoopbackProxy(s3.endpoint, (req) => (req.method === 'GET' && req.url?.includes(encodeURI(torn)) && tornReads++ === 0 ? 'empty-body' : null));
+  /** The collector reading through a proxy that answers the first `n` GETs of `key` with an empty body. */
+  async function tornFor(run: string, key: string, n: number) {
+    let torn = 0;
+    const isGet = (method: string | undefined, url: string | undefined) => method === 'GET' && (url ?? '').includes(encodeURI(key));
+    const proxy = await startLoopbackProxy(s3.endpoint, (req) => (isGet(req.method, req.url) && torn++ < n ? 'empty-body' : null));
     proxies.push(proxy);
-    const collector = new RewardCollector(new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url }), run, 0);
+    const gets = () => proxy.seen.filter((s) => isGet(s.method, s.url)).length;
+    return { proxy, gets, collector: new RewardCollector(new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url }), run, 0) };
+  }
 
-    const first = await collector.poll();
+  it('reads a record again at once when its first read came back empty, and counts it in the same poll', async () => {
+    const run = 'torn-once';
+    await seed(run);
+    const key = keys.reward(run, 0, 1, 'task-a');
+    const { proxy, collector } = await tornFor(run, key, 1);
+    const got = await collector.poll();
     expect(proxy.injected['empty-body']).toBe(1);
-    expect(first.counted).toBe(2);
-    expect(first.invalid).toEqual([{ key: torn, reason: expect.stringMatching(/^unreadable record/) }]);
+    expect(got.counted).toBe(3);
+    expect(got.records.map((r) => r.reward)).toEqual([0, 0.25, 0.5]);
+    expect(got.invalid).toEqual([]);
+    expect(got.duplicatesIgnored).toBe(0);
+  });
 
+  it("reports a record still half written after the poll's rereads, counts it at a later poll, then never reads it again", async () => {
+    const run = 'torn-long';
+    await seed(run);
+    const key = keys.reward(run, 0, 1, 'task-a');
+    const { proxy, gets, collector } = await tornFor(run, key, 4);
+    const first = await collector.poll();
+    expect(proxy.injected['empty-body']).toBe(4);
+    expect(first.counted).toBe(2);
+    expect(first.invalid).toEqual([{ key, reason: expect.stringMatching(/^unreadable record/) }]);
     const second = await collector.poll();
     expect(second.counted).toBe(3);
-    expect(second.records.map((r) => r.reward)).toEqual([0, 0.25, 0.5]);
     expect(second.invalid).toEqual([]);
     expect(second.duplicatesIgnored).toBe(0);
-    // Read whole, it is settled: later polls do not read it again.
-    const gets = proxy.seen.filter((s) => s.method === 'GET' && s.url.includes(encodeURI(torn))).length;
+    const before = gets();
     await collector.poll();
-    expect(proxy.seen.filter((s) => s.method === 'GET' && s.url.includes(encodeURI(torn))).length).toBe(gets);
+    expect(gets()).toBe(before);
   });
 
   it('reports a read that fails as it happens instead of failing the poll, and counts the record when it reads', async () => {
     const run = 'failed-read';
     await seed(run);
     const flaky = keys.reward(run, 0, 2, 'task-a');
-    let failures = 1;
+    // One more failure than the poll's own rereads.
+    let failures = 4;
     const store: ObjectStore = {
       put: (k, b, o) => direct.put(k, b, o),
       list: (p) => direct.list(p),
