@@ -1,21 +1,27 @@
 /**
- * At-least-once, failure-prone delivery through the embedded stack (fs store + the local worker pool).
- * The cloud stack (S3 adapter + Lambda adapter) is not here yet: its first runs were not deterministic
- * (see docs/RELIABILITY.md), and the suite must not flake. Of 20 episodes, 20% fail (their
- * policy endpoint refuses them: the record carries the error) and 20% time out (their endpoint never
- * answers). Every episode is delivered three times: twice before the iteration closes, once after it
- * (a late arrival). What the iteration folds in must equal a fault-free reference that played only the
- * surviving episodes with the same seeds: no reward lost, none counted twice, failures and timeouts
- * reported as such.
+ * At-least-once, failure-prone delivery through both stacks: the embedded one (fs store + the local
+ * worker pool) and the cloud one (the S3 adapter on s3rver + the Lambda adapter on the local invoke
+ * endpoint, Event invokes awaited through the store as `esopt train --cloud` does). Of 20 episodes,
+ * 20% fail (their policy endpoint refuses them: the record carries the error) and 20% time out (their
+ * endpoint holds them far beyond the fan-out's 1.5 s limit, so the outcome is decided, not a race: the
+ * pool kills the worker, the record-awaiting fan-out gives up, and no record exists at the close). Every
+ * episode is delivered three times: twice at once before the iteration closes, once after it (a late
+ * arrival), and after the close the held episodes are let go, so their failure records also land late.
+ * What the iteration folds in must equal a fault-free reference that played only the surviving
+ * episodes with the same seeds: no reward lost, none counted twice, late records never counted.
  */
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInvokeEndpoint } from '../../functions/dev/invoke-endpoint.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+import { createEpisodeHandler } from '../../functions/episode.ts';
 import { tell } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
@@ -23,17 +29,22 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, type EpisodeRequest } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';
+import { RecordAwaitingFanout } from '../../trainer/fanout/record-awaiting.ts';
 import { classifyRecords } from '../../trainer/loop/classify-records.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;
+/** The fan-out's per-episode limit: where a timing-out episode is given up. */
 const TIMEOUT_MS = 1500;
+/** A timing-out episode's own deadline: far beyond the limit, so only the fan-out's limit can end it. */
+const HANG_DEADLINE_MS = 10 * 60_000;
 const root = mkdtempSync(join(tmpdir(), 'esopt-delivery-'));
 let s3: LocalS3;
 let refuse: { server: ServerType; url: string };
-let hang: { server: ServerType; url: string };
 const closers: Array<() => Promise<unknown>> = [];
 
 async function policyServer(answer: () => Response | Promise<Response>) {
@@ -45,19 +56,34 @@ async function policyServer(answer: () => Response | Promise<Response>) {
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` };
 }
 
+async function closeServer(server: ServerType | undefined) {
+  (server as unknown as Server | undefined)?.closeAllConnections();
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+}
+
+/** A policy endpoint that holds every call until `release()`, then refuses them and every later call. */
+async function holdingServer() {
+  const held: Array<() => void> = [];
+  let released = false;
+  const refusal = () => new Response('{"error":"released after the close"}', { status: 400 });
+  const p = await policyServer(() => (released ? refusal() : new Promise<Response>((resolve) => held.push(() => resolve(refusal())))));
+  return {
+    ...p,
+    release() {
+      released = true;
+      held.splice(0).forEach((answer) => answer());
+    },
+  };
+}
+
 beforeAll(async () => {
   s3 = await startLocalS3('esopt-delivery');
-  // A policy endpoint that refuses every call (a final 4xx: the episode fails and says why)…
+  // A policy endpoint that refuses every call (a final 4xx: the episode fails and says why).
   refuse = await policyServer(() => new Response('{"error":"injected refusal"}', { status: 400 }));
-  // …and one that never answers: only a timeout ends an episode waiting on it.
-  hang = await policyServer(() => new Promise<Response>(() => {}));
 });
 afterAll(async () => {
   for (const close of closers.reverse()) await close();
-  for (const p of [refuse, hang]) {
-    (p?.server as unknown as import('node:http').Server | undefined)?.closeAllConnections();
-    await new Promise((resolve) => p?.server.close(resolve));
-  }
+  await closeServer(refuse?.server);
   await s3?.close();
   rmSync(root, { recursive: true, force: true });
 });
@@ -66,12 +92,11 @@ type Fate = 'fail' | 'timeout' | 'ok';
 /** Every fifth episode from the second on fails, every fifth from the fourth on times out: 20% each. */
 const fate = (i: number): Fate => (i % 5 === 1 ? 'fail' : i % 5 === 3 ? 'timeout' : 'ok');
 
-function withFaults(requests: EpisodeRequest[]): EpisodeRequest[] {
+function withFaults(requests: EpisodeRequest[], hangUrl: string): EpisodeRequest[] {
   return requests.map((r, i) => {
     const f = fate(i);
     if (f === 'ok') return r;
-    // A timed-out episode's own deadline is where a Lambda-run episode stops waiting.
-    return { ...r, policy: { ...r.policy, baseUrl: f === 'fail' ? refuse.url : hang.url }, ...(f === 'timeout' ? { deadline: new Date(Date.now() + TIMEOUT_MS).toISOString() } : {}) };
+    return { ...r, policy: { ...r.policy, baseUrl: f === 'fail' ? refuse.url : hangUrl }, ...(f === 'timeout' ? { deadline: new Date(Date.now() + HANG_DEADLINE_MS).toISOString() } : {}) };
   });
 }
 
@@ -101,31 +126,87 @@ async function fold(store: ObjectStore, run: string, requests: EpisodeRequest[])
 
 interface Stack {
   name: string;
+  short: string;
   store: () => ObjectStore;
-  fanout: () => Promise<{ fanout: Fanout; settle: () => Promise<void>; stats?: () => object }>;
+  /** `held`: the holding endpoint's URL, so the stack can tell a held episode's delivery from the others. */
+  fanout: (held: string) => Promise<{ fanout: Fanout; settle: () => Promise<void>; stats?: () => object }>;
+  /** What the fan-out says of an episode it gave up at TIMEOUT_MS. */
+  timedOut: RegExp;
 }
+
+const quiet = { info() {}, error() {} };
 
 const stacks: Stack[] = [
   {
     name: 'fs store + local worker pool',
+    short: 'fs',
     store: () => new FsObjectStore(root),
     fanout: async () => {
       const fanout = new LocalFanout({ workers: 2, store: { kind: 'fs', root } });
       closers.push(() => fanout.close());
       await fanout.warm();
+      // The pool answers a dispatch once its episodes have ended or been killed: nothing is left running.
       return { fanout, settle: async () => {} };
     },
+    timedOut: /^timed out after 1500 ms: the worker was killed$/,
+  },
+  {
+    name: 'S3 adapter on s3rver + Lambda adapter on the local invoke endpoint',
+    short: 's3',
+    store: () => new S3ObjectStore(s3.storeConfig),
+    fanout: async (held) => {
+      const store = new S3ObjectStore({ ...s3.storeConfig, maxSockets: 512 });
+      const handle = createEpisodeHandler({ store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet });
+      const tally = { written: 0, duplicates: 0, running: 0, runningHeld: 0 };
+      const invoke = await startInvokeEndpoint({
+        Episode: async (event) => {
+          const isHeld = JSON.stringify(event).includes(held);
+          tally.running++;
+          if (isHeld) tally.runningHeld++;
+          try {
+            const response = await handle(event);
+            if (response.ok) for (const o of response.outcomes) (o.written ? tally.written++ : o.duplicate ? tally.duplicates++ : 0);
+            return response;
+          } finally {
+            tally.running--;
+            if (isHeld) tally.runningHeld--;
+          }
+        },
+      });
+      const lambda = new LambdaFanout({ functionName: 'Episode', endpoint: invoke.url, credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' }, backoffBaseMs: 5, backoffMaxMs: 50 });
+      closers.push(async () => {
+        await lambda.close();
+        await invoke.close();
+        store.client.destroy();
+      });
+      return {
+        // What `esopt train --cloud` runs: Event invokes, each settled once its record is listed.
+        fanout: new RecordAwaitingFanout(lambda, store, 50),
+        // A Lambda run outlives its invoke: wait until only held episodes are still running (after the release: none).
+        settle: async () => {
+          while (tally.running > tally.runningHeld) await sleep(20);
+        },
+        stats: () => ({ ...invoke.stats, handlerWrites: tally.written, handlerSkippedDuplicates: tally.duplicates }),
+      };
+    },
+    timedOut: /^accepted, but no record within 1500 ms$/,
   },
 ];
 
 describe.each(stacks)('delivered three times, 20% failing, 20% timing out ($name)', (stack) => {
-  it('folds in exactly the surviving episodes, once each, and reports the rest', async () => {
-    const run = `faulty-${stack.name.startsWith('fs') ? 'fs' : 's3'}`;
+  it('folds in exactly the surviving episodes, once each, reports the rest, never counts a late record', async () => {
+    const run = `faulty-${stack.short}`;
+    const held = await holdingServer();
+    closers.push(() => closeServer(held.server));
     const store = stack.store();
-    const { fanout, settle, stats } = await stack.fanout();
+    const { fanout, settle, stats } = await stack.fanout(held.url);
     const clean = await sudokuRequests({ run, members: MEMBERS, tasks: TASKS, baseUrl: 'scripted:random' });
-    const faulty = withFaults(clean);
+    const faulty = withFaults(clean, held.url);
     const options = { concurrency: 4, timeoutMs: TIMEOUT_MS };
+    const pair = (r: EpisodeRequest) => `${r.member}/${r.task.id}`;
+    const failing = clean.filter((_, i) => fate(i) === 'fail').map(pair);
+    const timingOut = clean.filter((_, i) => fate(i) === 'timeout').map(pair);
+    const timedOutKeys = clean.filter((_, i) => fate(i) === 'timeout').map((r) => keys.reward(run, 0, r.member, r.task.id));
 
     // Reference: only the surviving episodes, once, no faults, under another run id (seeds do not depend on it).
     const survivors = clean.filter((_, i) => fate(i) === 'ok').map((r) => ({ ...r, run: `${run}-ref` }));
@@ -137,7 +218,9 @@ describe.each(stacks)('delivered three times, 20% failing, 20% timing out ($name
     await settle();
     const closed = await fold(store, run, clean);
     const bodiesAtClose = await Promise.all((await store.list(keys.rewards(run, 0))).map(async (k) => [k, new TextDecoder().decode((await store.get(k))!)]));
-    // Delivery three: after the close, a late arrival of every episode.
+    // After the close: the held episodes are let go (their failure records land now, late), and
+    // delivery three arrives, a late copy of every episode.
+    held.release();
     await fanout.dispatch(faulty, options);
     await settle();
 
@@ -146,39 +229,30 @@ describe.each(stacks)('delivered three times, 20% failing, 20% timing out ($name
     expect(pairs(closed.c), JSON.stringify({ invalid: closed.c.invalid, failures: closed.c.failures })).toEqual(pairs(reference.c));
     expect(closed.c.counted).toHaveLength(survivors.length);
     expect(closed.told).toEqual(reference.told);
-
-    // Failures are reported as failures, with the refusal.
-    const failing = clean.filter((_, i) => fate(i) === 'fail').map((r) => `${r.member}/${r.task.id}`);
-    const timingOut = clean.filter((_, i) => fate(i) === 'timeout').map((r) => `${r.member}/${r.task.id}`);
-    const failedPairs = closed.c.failures.map((f) => `${f.member}/${f.task}`);
-    for (const f of closed.c.failures.filter((f) => failing.includes(`${f.member}/${f.task}`))) expect(f.error).toMatch(/HTTP 400/);
-    // Timeouts: the local pool kills the worker (no record, the dispatch says why); a Lambda-run
-    // episode stops at its deadline and writes a record whose error says so.
-    const outcomes = [...first, ...second];
-    for (const pair of timingOut) {
-      const outcome = outcomes.find((o) => `${o.request.member}/${o.request.task.id}` === pair);
-      const failure = closed.c.failures.find((f) => `${f.member}/${f.task}` === pair);
-      if (failure) expect(failure.error).not.toMatch(/HTTP 400/);
-      else expect(outcome?.error, `${pair}: ${JSON.stringify(closed.c.failures)} ${JSON.stringify(closed.c.invalid)}`).toMatch(/timed out after 1500 ms/);
-    }
-    expect(failedPairs.filter((p) => failing.includes(p)).sort()).toEqual([...failing].sort());
-    expect(closed.c.failures.length + closed.c.counted.length + timingOut.filter((p) => !failedPairs.includes(p)).length).toBe(MEMBERS * TASKS);
+    expect(closed.c.invalid).toEqual([]);
     expect(closed.c.duplicates).toBe(0);
 
-    // The late deliveries changed nothing: same keys, same bytes; a fresh reader folds the same update.
+    // Failures are reported as failures, with the refusal; nothing else failed.
+    expect(closed.c.failures.map((f) => `${f.member}/${f.task}`).sort()).toEqual([...failing].sort());
+    for (const f of closed.c.failures) expect(f.error).toMatch(/HTTP 400/);
+    // Timeouts: no record at the close, and both deliveries' outcomes say the fan-out gave up on them.
+    expect(bodiesAtClose.filter(([k]) => timedOutKeys.includes(k))).toEqual([]);
+    for (const o of [...first, ...second].filter((o) => timingOut.includes(pair(o.request)))) expect(o.error, pair(o.request)).toMatch(stack.timedOut);
+    expect([...first, ...second].filter((o) => !o.ok && !timingOut.includes(pair(o.request))).map((o) => pair(o.request))).toEqual([]);
+
+    // The late deliveries changed nothing that was there: same keys, same bytes. What first landed after
+    // the close is exactly the held episodes' failure records, and a fresh reader still counts the same.
     const bodiesAfter = await Promise.all((await store.list(keys.rewards(run, 0))).map(async (k) => [k, new TextDecoder().decode((await store.get(k))!)]));
     const late = bodiesAfter.filter(([k]) => !bodiesAtClose.some(([j]) => j === k));
     expect(bodiesAfter.filter(([k]) => bodiesAtClose.some(([j]) => j === k))).toEqual(bodiesAtClose);
+    expect(late.map(([k]) => k).sort()).toEqual([...timedOutKeys].sort());
     const again = await fold(store, run, clean);
-    // A record that first lands after the close can only be a timed-out episode's, and never one that counts.
-    const timedOutKeys = clean.filter((_, i) => fate(i) === 'timeout').map((r) => keys.reward(run, 0, r.member, r.task.id));
-    expect(late.every(([k]) => timedOutKeys.includes(k))).toBe(true);
     expect(pairs(again.c)).toEqual(pairs(closed.c));
+    expect(again.c.failures).toHaveLength(failing.length + timingOut.length);
 
-    const timedOutNoRecord = timingOut.filter((p) => !failedPairs.includes(p)).length;
     console.info(
       `[reliability] delivery (${stack.name}): ${MEMBERS * TASKS} episodes × 3 deliveries${stats ? ` (endpoint ${JSON.stringify(stats())})` : ''}; ` +
-        `${closed.c.counted.length} counted = reference ${reference.c.counted.length}, ${closed.c.failures.length} reported failed, ${timedOutNoRecord} timed out without a record, ${late.length} late records not counted; lost 0, twice 0`,
+        `${closed.c.counted.length} counted = reference ${reference.c.counted.length}, ${closed.c.failures.length} reported failed, ${timingOut.length} timed out without a record, ${late.length} late records not counted; lost 0, twice 0`,
     );
   });
 });
