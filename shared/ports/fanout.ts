@@ -15,6 +15,11 @@ export interface DispatchOutcome {
   request: EpisodeRequest;
   ok: boolean;
   error?: string;
+  /**
+   * Set when the episode ran out of time rather than failed: its per-episode limit passed (the worker
+   * killed, no record within the limit), or the dispatch was cancelled (the iteration closed) first.
+   */
+  timedOut?: boolean;
   record?: RewardRecord;
 }
 

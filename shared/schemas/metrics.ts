@@ -40,6 +40,17 @@ export const MetricsRow = z.object({
   counted: z.number().int().min(0),
   failed: z.number().int().min(0),
   invalid: z.number().int().min(0),
+  /**
+   * Episodes of the manifest with no usable record at the close (none, or only an invalid one). Rows
+   * written before `missing` and `timedOut` existed read as 0.
+   */
+  missing: z.number().int().min(0).default(0),
+  /**
+   * Of `missing`, those that ran out of time: their per-episode limit passed (the worker killed, no record
+   * within the limit) or the iteration closed while they ran. The rest failed to dispatch. 0 in a row
+   * rebuilt after a crash (the fan-out's outcomes died with the process).
+   */
+  timedOut: z.number().int().min(0).default(0),
   meanReward: z.number().finite().nullable(),
   maxReward: z.number().finite().nullable(),
   successRate: z.number().min(0).max(1).nullable(),

@@ -37,6 +37,7 @@ function expectedIterationRows(series: MetricsSeries): string[][] {
     String(r.iteration),
     `${r.counted} / ${r.expected}`,
     String(r.failed),
+    String(r.timedOut),
     fmt(r.meanReward),
     fmt(r.maxReward),
     pct(r.successRate),

@@ -237,7 +237,11 @@ describe.each(stacks)('delivered three times, 20% failing, 20% timing out ($name
     for (const f of closed.c.failures) expect(f.error).toMatch(/HTTP 400/);
     // Timeouts: no record at the close, and both deliveries' outcomes say the fan-out gave up on them.
     expect(bodiesAtClose.filter(([k]) => timedOutKeys.includes(k))).toEqual([]);
-    for (const o of [...first, ...second].filter((o) => timingOut.includes(pair(o.request)))) expect(o.error, pair(o.request)).toMatch(stack.timedOut);
+    for (const o of [...first, ...second].filter((o) => timingOut.includes(pair(o.request)))) {
+      expect(o.error, pair(o.request)).toMatch(stack.timedOut);
+      // What the training loop counts as the metrics row's `timedOut`.
+      expect(o.timedOut, pair(o.request)).toBe(true);
+    }
     expect([...first, ...second].filter((o) => !o.ok && !timingOut.includes(pair(o.request))).map((o) => pair(o.request))).toEqual([]);
 
     // The late deliveries changed nothing that was there: same keys, same bytes. What first landed after

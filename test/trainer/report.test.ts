@@ -43,6 +43,8 @@ const row = (k: number, mean: number, total: number, episodes: number): MetricsR
   counted: 4,
   failed: 0,
   invalid: 0,
+  missing: 0,
+  timedOut: 0,
   meanReward: mean,
   maxReward: mean + 0.25,
   successRate: 0,

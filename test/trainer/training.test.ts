@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
+import type { Fanout } from '../../shared/ports/fanout.ts';
 import { EvaluationResult, MetricsRow, RewardRecord, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
@@ -136,5 +137,31 @@ describe('an ES iteration with failed, invalid, foreign, pre-existing, late and 
     expect(hashTheta(engine.segments())).toBe(finalHash);
     expect(await json(keys.update(run, 0), UpdateRecord)).toEqual(before);
     expect((await json(keys.reward(run, 0, 1, taskA), RewardRecord)).reward).toBe(1);
+  });
+});
+
+describe('the metrics row counts missing and timed-out episodes apart from failures', () => {
+  it('an episode the fan-out gave up on for time is timedOut; one it could not dispatch is only missing', async () => {
+    const timeoutRun = 'timeouts';
+    // Of iteration 0's 8 episodes: two run out of time, one is refused by the fan-out, one times out
+    // but its record still lands before the close (not missing), the rest write records.
+    const fake: Fanout = {
+      async dispatch(requests) {
+        return Promise.all(
+          requests.map(async (request, i) => {
+            const write = () => store.put(keys.reward(request.run, request.iteration, request.member, request.task.id), JSON.stringify({ ...record(0, request.task.id, 0.5, null), run: request.run, iteration: request.iteration, member: request.member }), { ifAbsent: true });
+            if (request.member === 'base' || request.iteration > 0) return (await write(), { request, ok: true });
+            if (i === 1 || i === 4) return { request, ok: false, error: 'timed out after 60000 ms: the worker was killed', timedOut: true };
+            if (i === 6) return { request, ok: false, error: 'gave up after 9 attempts: TooManyRequestsException' };
+            await write();
+            return i === 2 ? { request, ok: false, error: 'accepted, but no record within 60000 ms', timedOut: true } : { request, ok: true };
+          }),
+        );
+      },
+      close: async () => {},
+    };
+    await train({ ...options, run: timeoutRun, config: { ...config, iterations: 1 }, fanout: fake });
+    const row = await json(keys.metricsRow(timeoutRun, 0), MetricsRow);
+    expect(row).toMatchObject({ expected: 8, counted: 5, failed: 0, invalid: 0, missing: 3, timedOut: 2 });
   });
 });

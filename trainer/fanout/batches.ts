@@ -34,8 +34,8 @@ export function outcomesFromResponse(batch: EpisodeRequest[], response: EpisodeR
   });
 }
 
-export function failAll(batch: EpisodeRequest[], error: string): DispatchOutcome[] {
-  return batch.map((request) => ({ request, ok: false, error }));
+export function failAll(batch: EpisodeRequest[], error: string, timedOut = false): DispatchOutcome[] {
+  return batch.map((request) => ({ request, ok: false, error, ...(timedOut ? { timedOut } : {}) }));
 }
 
 /**

@@ -83,7 +83,7 @@ export class LambdaFanout implements Fanout {
       batches,
       options.concurrency,
       (batch) => this.invoke(batch, options),
-      (batch) => failAll(batch, 'cancelled before it was invoked'),
+      (batch) => failAll(batch, 'cancelled before it was invoked', true),
       options.signal,
     );
     return results.flat();
@@ -93,14 +93,15 @@ export class LambdaFanout implements Fanout {
     const o = this.options;
     const payload = new TextEncoder().encode(JSON.stringify(toEvent(batch)));
     let lastError = 'not invoked';
+    let lastTimedOut = false;
     for (let attempt = 0; attempt <= o.retries; attempt++) {
-      if (signal?.aborted) return failAll(batch, 'cancelled');
+      if (signal?.aborted) return failAll(batch, 'cancelled', true);
       if (attempt > 0) {
         this.stats.retries++;
         try {
           await sleep(backoffMs(attempt - 1, o.backoffBaseMs, o.backoffMaxMs), undefined, { signal });
         } catch {
-          return failAll(batch, 'cancelled');
+          return failAll(batch, 'cancelled', true);
         }
       }
       this.stats.invocations++;
@@ -120,16 +121,17 @@ export class LambdaFanout implements Fanout {
         if (!parsed.success) return failAll(batch, `the function answered something that is not an EpisodeResponse: ${text.slice(0, 500)}`);
         return outcomesFromResponse(batch, parsed.data);
       } catch (err) {
-        if (signal?.aborted) return failAll(batch, 'cancelled');
+        if (signal?.aborted) return failAll(batch, 'cancelled', true);
         const kind = timeout.aborted ? 'network' : classify(err);
         lastError = timeout.aborted ? `invoke timed out after ${timeoutMs} ms` : `${(err as Error).name}: ${(err as Error).message}`;
+        lastTimedOut = timeout.aborted;
         if (kind === 'throttle') this.stats.throttles++;
         if (kind === 'server') this.stats.serverErrors++;
         // A timed-out RequestResponse may still be running: retrying it is safe because records are create-only.
         if (kind === 'final') return failAll(batch, lastError);
       }
     }
-    return failAll(batch, `gave up after ${o.retries + 1} attempts: ${lastError}`);
+    return failAll(batch, `gave up after ${o.retries + 1} attempts: ${lastError}`, lastTimedOut);
   }
 
   async close(): Promise<void> {

@@ -138,13 +138,13 @@ export class LocalFanout implements Fanout {
           clearTimeout(timer);
           busy.delete(worker);
           if (worker.alive) this.idle.push(worker);
-          if (timedOut) return failAll(batch, `timed out after ${timeoutMs} ms: the worker was killed`);
-          if (signal?.aborted) return failAll(batch, 'cancelled: the worker was killed');
+          if (timedOut) return failAll(batch, `timed out after ${timeoutMs} ms: the worker was killed`, true);
+          if (signal?.aborted) return failAll(batch, 'cancelled: the worker was killed', true);
           if (reply instanceof Error) return failAll(batch, reply.message);
           if ('crash' in reply) return failAll(batch, `the handler threw: ${reply.crash.slice(0, 1500)}`);
           return outcomesFromResponse(batch, reply.response);
         },
-        (batch) => failAll(batch, 'cancelled before it started'),
+        (batch) => failAll(batch, 'cancelled before it started', true),
         signal,
       );
       return results.flat();

@@ -30,8 +30,9 @@ export class RecordAwaitingFanout implements Fanout {
       if (!pending.has(prefix)) pending.set(prefix, new Map());
       pending.get(prefix)!.set(keys.reward(run, iteration, member, task.id), i);
     });
+    // Either way the episode ran out of time: its own limit, or the iteration's close.
     const giveUp = (why: string) => {
-      for (const group of pending.values()) for (const i of group.values()) outcomes[i] = { request: outcomes[i]!.request, ok: false, error: why };
+      for (const group of pending.values()) for (const i of group.values()) outcomes[i] = { request: outcomes[i]!.request, ok: false, error: why, timedOut: true };
       pending.clear();
     };
     while (pending.size > 0) {

@@ -9,7 +9,7 @@
  */
 import { ask, tell } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
-import type { Fanout } from '../../shared/ports/fanout.ts';
+import type { DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import {
   EvaluationResult,
@@ -224,7 +224,11 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     let settledAt: number | null = null;
     // Both fan-out adapters settle a request only once its record is in the store (or it failed for good),
     // so after settling nothing more is coming: collection closes at the next listing.
+    let outcomes: DispatchOutcome[] = [];
     const settled = (requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, signal: stragglers.signal }) : Promise.resolve([]))
+      .then((o) => {
+        outcomes = o;
+      })
       .catch(() => {})
       .finally(() => {
         settledAt = performance.now();
@@ -253,6 +257,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     population.setPopulation(null);
     await settled;
     const c: Classification = classification!;
+    // Without a record at the close: timed out when the fan-out says it ran out of time.
+    const arrivedPairs = new Set([...c.counted, ...c.failures].map((r) => `${r.member}/${r.task}`));
+    const timedOut = outcomes.filter((o) => o.timedOut && !arrivedPairs.has(`${o.request.member}/${o.request.task.id}`)).length;
 
     // ---- update ----
     const told = tell(m.members, c.rewards, { alpha: config.es.alpha, shaping: config.es.shaping });
@@ -285,7 +292,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const tDone = performance.now();
     const episodesEnd = Math.min(settledAt ?? tClosed, tClosed);
     return MetricsRow.parse({
-      ...statsOf(m, c.counted.map((r) => r.record), c, thetaHashAfter, evaluation),
+      ...statsOf(m, c.counted.map((r) => r.record), c, { missing: expected - c.arrived, timedOut }, thetaHashAfter, evaluation),
       durations: {
         manifest: tManifest - t0,
         episodes: episodesEnd - tManifest,
@@ -297,7 +304,14 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     });
   }
 
-  function statsOf(m: IterationManifest, records: readonly RewardRecord[], c: Pick<Classification, 'failures' | 'invalid'>, thetaHashAfter: string, evaluation: EvaluationResult | null): Omit<MetricsRow, 'durations'> {
+  function statsOf(
+    m: IterationManifest,
+    records: readonly RewardRecord[],
+    c: Pick<Classification, 'failures' | 'invalid'>,
+    absent: Pick<MetricsRow, 'missing' | 'timedOut'>,
+    thetaHashAfter: string,
+    evaluation: EvaluationResult | null,
+  ): Omit<MetricsRow, 'durations'> {
     const rewards = records.map((r) => (r.error === null ? r.reward : (config.failedEpisodeReward ?? 0)));
     return {
       run,
@@ -306,6 +320,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
       counted: records.length,
       failed: c.failures.length,
       invalid: c.invalid.length,
+      ...absent,
       meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
       maxReward: rewards.length ? Math.max(...rewards) : null,
       successRate: rewards.length ? rewards.filter((r) => r >= config.successThreshold).length / rewards.length : null,
@@ -326,7 +341,14 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     }
     const evaluation = await getJson(store, keys.evaluationOf(run, m.iteration), EvaluationResult);
     return MetricsRow.parse({
-      ...statsOf(m, records, { failures: update.failures, invalid: update.invalidRecords }, update.thetaHashAfter, evaluation),
+      ...statsOf(
+        m,
+        records,
+        { failures: update.failures, invalid: update.invalidRecords },
+        { missing: m.members.length * m.tasks.length - new Set([...update.counted, ...update.failures].map((r) => `${r.member}/${r.task}`)).size, timedOut: 0 },
+        update.thetaHashAfter,
+        evaluation,
+      ),
       durations: { manifest: 0, episodes: 0, collect: 0, update: 0, checkpoint: 0, total: 0 },
     });
   }

@@ -119,6 +119,7 @@ function drawIterations() {
     cell(String(r.iteration), 'text'),
     cell(`${r.counted} / ${r.expected}`),
     cell(String(r.failed)),
+    cell(String(r.timedOut)),
     cell(fmt(r.meanReward)),
     cell(fmt(r.maxReward)),
     cell(pct(r.successRate)),
