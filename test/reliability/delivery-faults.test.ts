@@ -9,10 +9,12 @@
  * arrival), and after the close the held episodes are let go, so their failure records also land late.
  * What the iteration folds in must equal a fault-free reference that played only the surviving
  * episodes with the same seeds: no reward lost, none counted twice, late records never counted.
+ * Last, a local worker process is SIGKILLed while its episode waits on the policy: that episode is
+ * reported failed with no record, every other one counts once, and the pool goes on.
  */
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -258,5 +260,82 @@ describe.each(stacks)('delivered three times, 20% failing, 20% timing out ($name
       `[reliability] delivery (${stack.name}): ${MEMBERS * TASKS} episodes × 3 deliveries${stats ? ` (endpoint ${JSON.stringify(stats())})` : ''}; ` +
         `${closed.c.counted.length} counted = reference ${reference.c.counted.length}, ${closed.c.failures.length} reported failed, ${timingOut.length} timed out without a record, ${late.length} late records not counted; lost 0, twice 0`,
     );
+  });
+});
+
+/**
+ * The local worker process that owns the TCP connection coming from `port` (Linux /proc): the
+ * worker running the episode that made the request.
+ */
+function childOwningPort(port: number): number | null {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[1]?.endsWith(hex)) inodes.add(fields[9]);
+    }
+  }
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]) !== process.pid) continue;
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (socket && inodes.has(socket[1])) return Number(pid);
+      }
+    } catch {
+      // A process that ended while being looked at.
+    }
+  }
+  return null;
+}
+
+describe('a local worker process SIGKILLed mid-episode', () => {
+  it('reports that episode failed without a record, replaces the worker, counts every other episode once', async () => {
+    const run = 'worker-killed';
+    const fanout = new LocalFanout({ workers: 2, store: { kind: 'fs', root } });
+    closers.push(() => fanout.close());
+    await fanout.warm();
+    const store = new FsObjectStore(root);
+    const killed: number[] = [];
+    // The victim's policy endpoint: on its first call, SIGKILL the worker process that made it, never answer.
+    const killer = await policyServer(() => new Promise<Response>(() => {}));
+    (killer.server as unknown as Server).on('request', (req) => {
+      const pid = childOwningPort(req.socket.remotePort!);
+      if (pid !== null) {
+        killed.push(pid);
+        process.kill(pid, 'SIGKILL');
+      }
+    });
+    closers.push(() => closeServer(killer.server));
+    const clean = await sudokuRequests({ run, members: MEMBERS, tasks: TASKS, baseUrl: 'scripted:random' });
+    const VICTIM = 6;
+    const requests = clean.map((r, i) => (i === VICTIM ? { ...r, policy: { ...r.policy, baseUrl: killer.url } } : r));
+    const victim = `${clean[VICTIM].member}/${clean[VICTIM].task.id}`;
+
+    const outcomes = await fanout.dispatch(requests, { concurrency: 2, timeoutMs: 60_000 });
+    expect(killed).toHaveLength(1);
+    const lost = outcomes.find((o) => `${o.request.member}/${o.request.task.id}` === victim)!;
+    expect(lost).toMatchObject({ ok: false, error: 'worker exited (SIGKILL)' });
+    expect(lost.timedOut).toBeUndefined();
+    expect(outcomes.filter((o) => !o.ok)).toHaveLength(1);
+
+    const survivors = clean.filter((_, i) => i !== VICTIM).map((r) => ({ ...r, run: `${run}-ref` }));
+    await fanout.dispatch(survivors, { concurrency: 2, timeoutMs: 60_000 });
+    const closed = await fold(store, run, clean);
+    const reference = await fold(store, `${run}-ref`, survivors);
+    expect(closed.c.counted.map((r) => `${r.member}/${r.task}/${r.reward}`)).toEqual(reference.c.counted.map((r) => `${r.member}/${r.task}/${r.reward}`));
+    expect(closed.told).toEqual(reference.told);
+    expect(closed.c).toMatchObject({ duplicates: 0, invalid: [], failures: [] });
+    expect(await store.get(keys.reward(run, 0, clean[VICTIM].member, clean[VICTIM].task.id))).toBeNull();
+
+    // The pool goes on without the dead worker (a fresh one is spawned on the next use): a re-dispatch of
+    // the lost episode, with a sound policy, runs and lands its record; nothing else is written again.
+    const before = await store.list(keys.rewards(run, 0));
+    const [retry] = await fanout.dispatch([clean[VICTIM]], { concurrency: 2, timeoutMs: 60_000 });
+    expect(retry).toMatchObject({ ok: true });
+    const after = await store.list(keys.rewards(run, 0));
+    expect(after.filter((k) => !before.includes(k))).toEqual([keys.reward(run, 0, clean[VICTIM].member, clean[VICTIM].task.id)]);
+    console.info(`[reliability] worker killed: 1 of ${MEMBERS * TASKS} episodes' worker SIGKILLed mid-episode (pid ${killed[0]}); ${closed.c.counted.length} counted = reference ${reference.c.counted.length}, the lost episode reported (${lost.error}), re-dispatched on a replacement worker; lost 0 of the others, twice 0`);
   });
 });
