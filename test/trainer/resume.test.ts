@@ -3,13 +3,17 @@
  * so rewards vary by member but never depend on anything but seeds) is trained once uninterrupted; then
  * the same config is started in a child process that stops itself at a named point (ESOPT_STOP_AT), is
  * SIGKILLed there with its whole process group, and is finished with `esopt train --resume`. The final θ
- * and every iteration's update record must be bit-identical to the uninterrupted run.
+ * and every iteration's update record must be bit-identical to the uninterrupted run. Five points with
+ * the fs store; with the S3 store (`train --cloud` against s3rver and the local invoke endpoint), the two
+ * points where a resume must collect again from the bucket.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EPISODE_FUNCTION, startLocalCloud, type LocalCloud } from '../../functions/dev/local-cloud.ts';
+import { keys } from '../../shared/keys.ts';
 
 const BIN = join(import.meta.dirname, '../../trainer/cli/bin.js');
 const root = mkdtempSync(join(tmpdir(), 'esopt-resume-'));
@@ -42,10 +46,10 @@ interface Exit {
 }
 
 /** Runs the CLI in its own process group; with `stopAt`, SIGKILLs the group once the trainer has stopped itself there. */
-function esopt(args: string[], stopAt?: string): Promise<Exit> {
+function esopt(args: string[], stopAt?: string, env: Record<string, string> = {}): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, ...(stopAt ? { ESOPT_STOP_AT: stopAt } : {}) },
+      env: { ...process.env, ...env, ...(stopAt ? { ESOPT_STOP_AT: stopAt } : {}) },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -117,9 +121,10 @@ describe('train --resume after kill -9', () => {
     expect(u.some((x) => x.normalizedRewards.some((n) => n.value !== 0))).toBe(true);
   });
 
-  // after-update is the same store state as after-fanout (nothing recorded yet), so it is not repeated here.
   const points: Array<{ at: string; tear?: boolean }> = [
     { at: 'after-fanout@1' },
+    // Collected and θ updated in memory, nothing of the update recorded: resume re-collects the same records.
+    { at: 'after-update@1' },
     // The update record is written but not the log entry: resume must replay the record, not re-collect.
     { at: 'after-update-record@1' },
     // Weights of checkpoint 2 written, its meta not: an unfinished checkpoint is ignored.
@@ -154,5 +159,52 @@ describe('train --resume after kill -9', () => {
     rmSync(join(store, 'runs/lowrank/checkpoints'), { recursive: true });
     const replayed = report(await esopt(['train', '--resume', 'lowrank', '--store', store, '--json']));
     expect(replayed.thetaHash).toBe(first.thetaHash);
+  });
+});
+
+describe('train --cloud --resume after kill -9 (S3 adapter on s3rver, Lambda adapter on the local invoke endpoint)', () => {
+  let cloud: LocalCloud;
+  let env: Record<string, string>;
+  const cloudArgs = ['--cloud', '--public-url', 'http://127.0.0.1:9/v1', '--json'];
+  beforeAll(async () => {
+    cloud = await startLocalCloud();
+    env = {
+      ESOPT_BUCKET: cloud.s3.bucket,
+      ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
+      AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      ESOPT_TOKEN: 'resume-cloud-token',
+    };
+  });
+  afterAll(async () => {
+    await cloud?.close();
+  });
+  /** A cloud run's report and curve are in the bucket (s3:// paths): only the summary line is checked here. */
+  const cloudReport = (out: Exit): Report => {
+    expect(out.code, out.stderr).toBe(0);
+    const r = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as Report;
+    expect(r.files.report).toMatch(/^s3:\/\//);
+    expect(r.perIteration).toHaveLength(ITERATIONS);
+    return r;
+  };
+  const s3Updates = async (run: string) =>
+    Promise.all(Array.from({ length: ITERATIONS }, async (_, k) => JSON.parse(new TextDecoder().decode((await cloud.store.get(keys.update(run, k)))!)) as object));
+
+  it('killed at after-fanout@1 and at after-update@1: resume from the bucket is bit-identical to an uninterrupted cloud run', async () => {
+    const reference = cloudReport(await esopt(['train', '--config', configPath, '--run', 'cloud-reference', ...cloudArgs], undefined, env));
+    const referenceUpdates = await s3Updates('cloud-reference');
+    for (const at of ['after-fanout@1', 'after-update@1']) {
+      const run = `cloud-killed-${at.replace('@', '-')}`;
+      const killed = await esopt(['train', '--config', configPath, '--run', run, ...cloudArgs], at, env);
+      expect(killed.signal).toBe('SIGKILL');
+      expect(killed.stderr).toContain(`stopping at ${at}`);
+      expect(await cloud.store.get(keys.update(run, 1))).toBeNull();
+      const resumed = cloudReport(await esopt(['train', '--resume', run, ...cloudArgs], undefined, env));
+      expect(resumed.thetaHash).toBe(reference.thetaHash);
+      expect(await s3Updates(run)).toEqual(referenceUpdates.map((u) => ({ ...u, run })));
+    }
   });
 });
