@@ -12,7 +12,7 @@ const root = mkdtempSync(join(tmpdir(), 'esopt-demo-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 // The demo's pretraining config, shrunk to seconds: same environment, model shape and context.
-const demoPretrain = PretrainConfig.parse(JSON.parse(readFileSync(new URL('../../configs/pretrain-sudoku-4x4.json', import.meta.url), 'utf8')));
+const demoPretrain = PretrainConfig.parse(JSON.parse(readFileSync(new URL('../../configs/pretrain-sudoku-4x4-demo.json', import.meta.url), 'utf8')));
 const short = PretrainConfig.parse({ ...demoPretrain, tasks: { count: 3, seed: 4 }, steps: 3, batch: 2, warmupSteps: 0 });
 
 describe('demo', () => {
