@@ -36,10 +36,20 @@ const mutation: fc.Arbitrary<Mutation> = fc.record({
   key: fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('__proto__', 'constructor', 'extra')),
 });
 
+/**
+ * A fresh copy of a mutation's value. The edge values are shared constants: placed by reference, a later
+ * mutation of the same body could add a key inside one of them, pointing back at itself (a cycle) and
+ * changing the constant for every later run. A JSON round trip keeps "__proto__" an own key.
+ */
+function freshCopy(value: Json): Json {
+  return JSON.parse(JSON.stringify(value)) as Json;
+}
+
 function applyMutation(root: Json, m: Mutation): Json {
+  const value = freshCopy(m.value);
   const paths = pathsOf(root);
   const path = paths[m.pick % paths.length];
-  if (path.length === 0) return m.op === 'wrap-array' ? [root] : m.op === 'replace' ? m.value : root;
+  if (path.length === 0) return m.op === 'wrap-array' ? [root] : m.op === 'replace' ? value : root;
   const parent = path.slice(0, -1).reduce<Json>((node, k) => (node as Record<string | number, Json>)[k], root) as Record<string | number, Json> | Json[];
   const last = path[path.length - 1];
   const slot = parent as Record<string | number, Json>;
@@ -49,7 +59,7 @@ function applyMutation(root: Json, m: Mutation): Json {
       else delete slot[last];
       break;
     case 'replace':
-      slot[last] = m.value;
+      slot[last] = value;
       break;
     case 'wrap-array':
       slot[last] = [slot[last]];
@@ -57,8 +67,8 @@ function applyMutation(root: Json, m: Mutation): Json {
     case 'add-key': {
       const target = slot[last];
       // defineProperty, so "__proto__" becomes an own key the way JSON.parse makes it on the server.
-      if (target !== null && typeof target === 'object' && !Array.isArray(target)) Object.defineProperty(target, m.key, { value: m.value, enumerable: true, writable: true, configurable: true });
-      else slot[last] = m.value;
+      if (target !== null && typeof target === 'object' && !Array.isArray(target)) Object.defineProperty(target, m.key, { value, enumerable: true, writable: true, configurable: true });
+      else slot[last] = value;
     }
   }
   return root;
