@@ -29,7 +29,7 @@ export interface CollectedRewards {
   invalid: { key: string; reason: string }[];
 }
 
-const READ_CONCURRENCY = 32;
+const READ_CONCURRENCY = 128;
 /** Waits before reading a half-written record again: a write in place takes milliseconds. */
 const REREAD_DELAYS_MS = [20, 60, 180];
 /**
@@ -45,6 +45,11 @@ export class RewardCollector {
   private readonly byPair = new Map<string, RewardRecord>();
   private readonly invalid = new Map<string, string>();
   private duplicates = 0;
+  /** Keys queued or being read; never queued twice. */
+  private readonly pending = new Set<string>();
+  private readonly queue: string[] = [];
+  private readers = 0;
+  private drainWaiters: (() => void)[] = [];
 
   constructor(
     private readonly store: ObjectStore,
@@ -54,19 +59,60 @@ export class RewardCollector {
 
   /** Reads the keys that appeared since the last poll, and those not yet read whole; cheap to call repeatedly while episodes land. */
   async poll(): Promise<CollectedRewards> {
-    const listed = await this.store.list(keys.rewards(this.run, this.iteration));
-    const fresh = listed.filter((k) => !this.seen.has(k));
-    for (let i = 0; i < fresh.length; i += READ_CONCURRENCY) {
-      await Promise.all(fresh.slice(i, i + READ_CONCURRENCY).map((k) => this.read(k)));
-    }
+    await this.discover();
+    await this.drained();
     return this.snapshot();
   }
 
-  private async read(key: string): Promise<void> {
-    if (this.seen.has(key)) {
-      this.duplicates++;
-      return;
+  /**
+   * Lists the iteration's rewards and queues the keys not yet read whole for the reader pool, without
+   * waiting for their reads: a caller can list again while a large batch is still being read, so a
+   * record that lands late is read as soon as it is listed, not after the batch ahead of it.
+   */
+  async discover(): Promise<void> {
+    const listed = await this.store.list(keys.rewards(this.run, this.iteration));
+    const inThisListing = new Set<string>();
+    for (const key of listed) {
+      if (inThisListing.has(key)) {
+        // A store that lists a key twice.
+        this.duplicates++;
+        continue;
+      }
+      inThisListing.add(key);
+      if (this.seen.has(key) || this.pending.has(key)) continue;
+      this.pending.add(key);
+      this.queue.push(key);
     }
+    while (this.readers < READ_CONCURRENCY && this.queue.length > 0) void this.reader();
+  }
+
+  /** Settles when every key queued so far has been read (or found unreadable for now). */
+  drained(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** One slot of the reader pool: a sliding window, so one slow read holds up only its own slot. */
+  private async reader(): Promise<void> {
+    this.readers++;
+    try {
+      for (let key = this.queue.shift(); key !== undefined; key = this.queue.shift()) {
+        try {
+          await this.read(key);
+        } catch (err) {
+          // read() reports its own failures; anything else is this key's failure too, not the pool's.
+          this.invalid.set(key, `read failed: ${(err as Error).message.slice(0, 300)}`);
+        } finally {
+          this.pending.delete(key);
+        }
+      }
+    } finally {
+      this.readers--;
+      if (this.pending.size === 0) for (const wake of this.drainWaiters.splice(0)) wake();
+    }
+  }
+
+  private async read(key: string): Promise<void> {
     const parts = parseRewardKey(key);
     if (!parts || parts.run !== this.run || parts.iteration !== this.iteration) {
       this.settle(key, 'not a reward key of this iteration');

@@ -13,6 +13,7 @@ import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { RewardRecord } from '../../shared/schemas/index.ts';
 import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { collectUntil } from '../../trainer/loop/collect.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { startLoopbackProxy, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
 
@@ -128,3 +129,59 @@ describe('RewardCollector: a read in the middle of a write', () => {
     }
   });
 });
+
+describe('collection while a read is slow', () => {
+  // A GET queued behind a busy server's writes once held the listing with it: the collector listed,
+  // read everything listed, and only then listed again, so a record that landed meanwhile waited for
+  // the slowest read ahead of it. Listing now goes on while reads are pending, and reads are a window.
+  it('lists again and reads a later record while an earlier read is held; each key is read once', async () => {
+    const run = 'slow-read';
+    const slowKey = keys.reward(run, 0, 0, 'task-a');
+    const lateKey = keys.reward(run, 0, 1, 'task-a');
+    await direct.put(slowKey, JSON.stringify(record(run, 0, 0)));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const gets: string[] = [];
+    let listsWhileHeld = 0;
+    let holding = true;
+    const proxy = await startLoopbackProxy(s3.endpoint, async (req) => {
+      const url = req.url ?? '';
+      if (req.method === 'GET' && url.includes('list-type=2') && holding) listsWhileHeld++;
+      else if (req.method === 'GET') {
+        gets.push(url);
+        if (url.includes(encodeURI(slowKey))) await held;
+      }
+      return null;
+    });
+    proxies.push(proxy);
+    const collector = new RewardCollector(new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url }), run, 0);
+    const decisions: number[] = [];
+    const collecting = collectUntil(collector, {
+      pollMs: 20,
+      settled: new Promise(() => {}),
+      done: (snapshot) => (decisions.push(snapshot.records.length), snapshot.records.length >= 2),
+    });
+    await waitFor(() => gets.some((g) => g.includes(encodeURI(slowKey))));
+    await direct.put(lateKey, JSON.stringify(record(run, 1, 0.5)));
+    // The late record is listed, read and counted while the first read is still held.
+    await waitFor(() => decisions.at(-1) === 1);
+    holding = false;
+    release();
+    const got = await collecting;
+    expect(got.records.map((r) => r.member)).toEqual([0, 1]);
+    expect(got.counted).toBe(2);
+    expect(got.duplicatesIgnored).toBe(0);
+    expect(listsWhileHeld).toBeGreaterThan(1);
+    // Listed many times while pending, the held key was still read only once.
+    expect(gets.filter((g) => g.includes(encodeURI(slowKey)))).toHaveLength(1);
+    expect(gets.filter((g) => g.includes(encodeURI(lateKey)))).toHaveLength(1);
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out waiting for the condition');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -1,7 +1,9 @@
 /**
- * Collection: poll the store through a RewardCollector (each key read once, one record per (member,
- * task)) until the caller says it may close. Fan-out settling wakes the poller at once, so a local run
- * does not wait out a poll interval after its last episode.
+ * Collection: list the store through a RewardCollector (each key read once, one record per (member,
+ * task)) until the caller says it may close. Listing runs every `pollMs` while the reads of earlier
+ * listings are still going on, so a record that lands late is read as soon as it is listed instead of
+ * after the batch ahead of it; fan-out settling wakes the lister at once, so a local run does not wait
+ * out a poll interval after its last episode.
  */
 import type { CollectedRewards, RewardCollector } from '../../shared/store/reward-collector.ts';
 
@@ -20,18 +22,26 @@ export async function collectUntil(collector: RewardCollector, options: CollectO
     settled = true;
     wake?.();
   });
-  for (;;) {
-    const wasSettled = settled;
-    const snapshot = await collector.poll();
-    if (options.done(snapshot, wasSettled)) return snapshot;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, options.pollMs);
+  /** Until `at`, or until the fan-out settles if it had not when the cycle began. */
+  const cycleEnd = (at: number, wasSettled: boolean) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, at - Date.now()));
       wake = () => {
         clearTimeout(timer);
         resolve();
       };
       if (settled && !wasSettled) wake();
-    });
-    wake = null;
+    }).finally(() => (wake = null));
+  for (;;) {
+    const wasSettled = settled;
+    const over = cycleEnd(Date.now() + options.pollMs, wasSettled);
+    await collector.discover();
+    // Settled: nothing more will land, so every key of this listing is read before the close is
+    // decided. Otherwise decide as soon as the reads drain, or when the cycle is over (list again
+    // then, with the rest of the reads still going on).
+    await (wasSettled ? collector.drained() : Promise.race([collector.drained(), over]));
+    const snapshot = collector.snapshot();
+    if (options.done(snapshot, wasSettled)) return snapshot;
+    await over;
   }
 }
