@@ -6,15 +6,14 @@
  * s3rver also writes an object in place (open with truncation, then write), where S3 replaces an object
  * whole. Two PUTs of one key at once can then leave the shorter body followed by the longer one's tail,
  * an object neither wrote (two racing deliveries of one episode did: a record that does not parse, a
- * reward lost), and a GET during a PUT reads an empty body. So clients reach s3rver through a small
- * front on loopback that runs the requests for one object one at a time: each object is replaced whole,
- * as on S3, and If-None-Match stays ignored.
+ * reward lost), and a GET during a PUT reads an empty body. So a middleware at the head of s3rver's
+ * chain runs the requests for one object one at a time: each object is replaced whole, as on S3, and
+ * If-None-Match stays ignored.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { S3rverMiddleware } from 's3rver';
 import type { S3StoreConfig } from '../../shared/store/s3.ts';
 
 export interface LocalS3 {
@@ -42,9 +41,10 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
     vhostBuckets: false,
     configureBuckets: [{ name: bucket }],
   });
+  // First in the chain, before s3rver's logger and router (Koa composes the chain when it starts listening).
+  server.middleware.unshift(oneRequestPerObject());
   const address = await server.run();
-  const front = await startPerObjectFront(`http://127.0.0.1:${address.port}`);
-  const endpoint = front.url;
+  const endpoint = `http://127.0.0.1:${address.port}`;
   return {
     endpoint,
     bucket,
@@ -60,7 +60,6 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
     },
     async close() {
-      await front.close();
       await server.close();
       await rm(directory, { recursive: true, force: true });
     },
@@ -68,47 +67,33 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
 }
 
 /**
- * Forwards every request to `upstream`; those naming one object (`/bucket/key…`, path-style) run one at
- * a time per object, each until its response has been read to the end. Listings and bucket requests
- * pass at once.
+ * A Koa middleware for the front of s3rver's chain: requests naming one object (`/bucket/key…`,
+ * path-style) run one at a time per object, each until its response has been sent to the end (a GET's
+ * body streams from the file after the chain returns, so the turn ends at the response's finish, not at
+ * `next()`). Listings and bucket requests pass at once. Inside s3rver's own server, not a proxy in
+ * front of it: no second HTTP hop per request.
  */
-async function startPerObjectFront(upstream: string): Promise<{ url: string; close(): Promise<void> }> {
-  const target = new URL(upstream);
+function oneRequestPerObject(): S3rverMiddleware {
   const tails = new Map<string, Promise<void>>();
-  const server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://front').pathname;
-    const forward = () =>
-      new Promise<void>((done) => {
-        const up = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          answer.on('end', done);
-          answer.on('error', () => done());
-          // A client that hangs up early must not hold the object's queue.
-          res.on('close', done);
-        });
-        up.on('error', (err) => {
-          if (!res.headersSent) res.writeHead(502);
-          res.end(err.message);
-          done();
-        });
-        req.pipe(up);
-      });
+  return async (ctx, next) => {
     // `/bucket` or `/bucket/`: not one object.
-    if (!/^\/[^/]+\/./.test(path)) return void forward();
-    const run = (tails.get(path) ?? Promise.resolve()).then(forward);
-    tails.set(path, run);
-    void run.then(() => {
-      if (tails.get(path) === run) tails.delete(path);
+    if (!/^\/[^/]+\/./.test(ctx.path)) return next();
+    const previous = tails.get(ctx.path) ?? Promise.resolve();
+    let release!: () => void;
+    const turn = new Promise<void>((resolve) => (release = resolve));
+    const tail = previous.then(() => turn);
+    tails.set(ctx.path, tail);
+    void tail.then(() => {
+      if (tails.get(ctx.path) === tail) tails.delete(ctx.path);
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    ctx.res.once('finish', release);
+    ctx.res.once('close', release);
+    await previous;
+    try {
+      await next();
+    } catch (err) {
+      release();
+      throw err;
+    }
   };
 }

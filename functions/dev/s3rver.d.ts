@@ -1,6 +1,9 @@
 // s3rver ships no types; this is the part of its API that functions/dev/s3-server.ts uses.
 declare module 's3rver' {
+  import type { ServerResponse } from 'node:http';
   import type { AddressInfo } from 'node:net';
+  /** The part of a Koa context the dev server's middleware reads. */
+  export type S3rverMiddleware = (ctx: { path: string; res: ServerResponse }, next: () => Promise<void>) => Promise<void>;
   interface S3rverOptions {
     address?: string;
     port?: number;
@@ -13,6 +16,8 @@ declare module 's3rver' {
   }
   export default class S3rver {
     constructor(options?: S3rverOptions);
+    /** Koa's middleware chain (S3rver extends Koa): composed when the server starts listening. */
+    middleware: S3rverMiddleware[];
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
   }
