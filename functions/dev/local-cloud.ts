@@ -4,7 +4,7 @@
  * `esopt bench fanout` drive through the S3 and Lambda adapters, exactly as they would drive AWS.
  */
 import { createEpisodeHandler, type EpisodeLog } from '../episode.ts';
-import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { S3ObjectStore, type S3StoreConfig } from '../../shared/store/s3.ts';
 import type { CostPricesInput } from '../../shared/cost.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from './invoke-endpoint.ts';
 import type { InvokeFaultsInput } from './invoke-faults.ts';
@@ -29,10 +29,18 @@ export interface LocalCloud {
   close(): Promise<void>;
 }
 
-export async function startLocalCloud(options: { faults?: InvokeFaultsInput; env?: Record<string, string | undefined>; memoryMb?: number; prices?: CostPricesInput; log?: EpisodeLog } = {}): Promise<LocalCloud> {
-  const s3 = await startLocalS3('esopt-dev-cloud');
+export interface EpisodeEndpointOptions {
+  faults?: InvokeFaultsInput;
+  env?: Record<string, string | undefined>;
+  memoryMb?: number;
+  prices?: CostPricesInput;
+  log?: EpisodeLog;
+}
+
+/** The dev invoke endpoint running the real Episode handler, which writes through the S3 adapter to `storeConfig`'s bucket. */
+export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: EpisodeEndpointOptions = {}): Promise<{ store: S3ObjectStore; invoke: InvokeEndpoint; tally: HandlerTally }> {
   // Many episodes write at once: enough sockets that writes do not queue inside the SDK.
-  const store = new S3ObjectStore({ ...s3.storeConfig, maxSockets: 512 });
+  const store = new S3ObjectStore({ ...storeConfig, maxSockets: 512 });
   const handle = createEpisodeHandler({
     store,
     env: options.env ?? process.env,
@@ -42,9 +50,8 @@ export async function startLocalCloud(options: { faults?: InvokeFaultsInput; env
     log: options.log ?? { info() {}, error() {} },
   });
   const tally: HandlerTally = { written: 0, duplicates: 0, closed: 0, rejectedEvents: 0 };
-  let invoke: InvokeEndpoint;
   try {
-    invoke = await startInvokeEndpoint(
+    const invoke = await startInvokeEndpoint(
       {
         [EPISODE_FUNCTION]: async (event) => {
           const response = await handle(event);
@@ -60,19 +67,30 @@ export async function startLocalCloud(options: { faults?: InvokeFaultsInput; env
       },
       options.faults,
     );
+    return { store, invoke, tally };
+  } catch (err) {
+    store.client.destroy();
+    throw err;
+  }
+}
+
+export async function startLocalCloud(options: EpisodeEndpointOptions = {}): Promise<LocalCloud> {
+  const s3 = await startLocalS3('esopt-dev-cloud');
+  try {
+    const { store, invoke, tally } = await startEpisodeEndpoint(s3.storeConfig, options);
+    return {
+      s3,
+      store,
+      invoke,
+      tally,
+      async close() {
+        await invoke.close();
+        store.client.destroy();
+        await s3.close();
+      },
+    };
   } catch (err) {
     await s3.close();
     throw err;
   }
-  return {
-    s3,
-    store,
-    invoke,
-    tally,
-    async close() {
-      await invoke.close();
-      store.client.destroy();
-      await s3.close();
-    },
-  };
 }

@@ -8,7 +8,9 @@
  *    work is what lies outside the span in which episodes run: dispatching before the first one starts,
  *    collecting after the last one ends. overhead_ratio = (iteration − episode span) ÷ iteration.
  *    The simulated cloud runs in a child process, so `trainer_cpu_share` (this process's CPU time ÷ the
- *    iteration's wall time) is the trainer's work alone.
+ *    iteration's wall time) is the trainer's work alone. Collection polls while the invokes go out,
+ *    as the ES loop's does. `--per-invocation` sends several episodes per worker message or Lambda
+ *    invoke in both measurements (the same for N = 1 and N = cores, so the ratio stays fair).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -22,9 +24,12 @@ import { S3ObjectStore, S3StoreConfig } from '../../../shared/store/s3.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
 import { RewardCollector } from '../../../shared/store/reward-collector.ts';
+import { collectUntil } from '../../loop/collect.ts';
 import { machineInfo, median } from '../../bench/measure.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
+import { RecordAwaitingFanout } from '../../fanout/record-awaiting.ts';
+import { MAX_EPISODES_PER_INVOCATION } from '../../../functions/episode-event.ts';
 import { LocalFanout } from '../../fanout/local.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -48,41 +53,47 @@ async function sudokuRequests(run: string, size: 4 | 9, members: number, tasksPe
   });
 }
 
-async function measureScaling(maxWorkers: number, perWorker: number, repeats: number, log: (m: string) => void) {
+async function measureScaling(maxWorkers: number, perWorker: number, repeats: number, perInvocation: number, log: (m: string) => void) {
   const dir = await mkdtemp(join(tmpdir(), 'esopt-bench-fanout-'));
-  const points: { workers: number; episodesPerS: number }[] = [];
+  const sizes = Array.from({ length: maxWorkers }, (_, i) => i + 1);
+  const pools = sizes.map((n) => new LocalFanout({ workers: n, store: { kind: 'fs', root: join(dir, `w${n}`) }, episodesPerInvocation: perInvocation }));
+  const rates = sizes.map((): number[] => []);
+  const dispatcherCpu = sizes.map((): number[] => []);
   try {
-    for (let n = 1; n <= maxWorkers; n++) {
-      const pool = new LocalFanout({ workers: n, store: { kind: 'fs', root: join(dir, `w${n}`) } });
-      try {
-        await pool.warm();
-        const rates: number[] = [];
-        for (let r = 0; r < repeats + 1; r++) {
-          // A fresh run id each round: every episode really runs and writes (no duplicate skipping).
-          const requests = await sudokuRequests(`scale-${n}-${r}`, 9, n, perWorker, r);
-          const t0 = performance.now();
-          const outcomes = await pool.dispatch(requests, { concurrency: n, timeoutMs: 60_000 });
-          const seconds = (performance.now() - t0) / 1000;
-          const failed = outcomes.filter((o) => !o.ok).length;
-          if (failed) throw new Error(`${failed} episodes failed in the scaling run: ${outcomes.find((o) => !o.ok)?.error}`);
-          if (r > 0) rates.push(requests.length / seconds); // round 0 warms the workers' JIT
+    await Promise.all(pools.map((pool) => pool.warm()));
+    // Rounds interleave the pool sizes (1, 2, …, 1, 2, …), so a shift in the machine's load touches
+    // every size alike instead of whichever ran last; round 0 warms the workers' JIT.
+    for (let r = 0; r < repeats + 1; r++) {
+      for (const [i, n] of sizes.entries()) {
+        // A fresh run id each round: every episode really runs and writes (no duplicate skipping).
+        const requests = await sudokuRequests(`scale-${n}-${r}`, 9, n, perWorker, r);
+        const t0 = performance.now();
+        const cpu0 = process.cpuUsage();
+        const outcomes = await pools[i].dispatch(requests, { concurrency: n, timeoutMs: 60_000 });
+        const cpu = process.cpuUsage(cpu0);
+        const seconds = (performance.now() - t0) / 1000;
+        const failed = outcomes.filter((o) => !o.ok).length;
+        if (failed) throw new Error(`${failed} episodes failed in the scaling run: ${outcomes.find((o) => !o.ok)?.error}`);
+        if (r > 0) {
+          rates[i].push(requests.length / seconds);
+          dispatcherCpu[i].push((cpu.user + cpu.system) / 1e6 / seconds);
         }
-        points.push({ workers: n, episodesPerS: median(rates) });
-        log(`  ${n} worker(s): ${median(rates).toFixed(1)} episodes/s`);
-      } finally {
-        await pool.close();
       }
     }
   } finally {
+    await Promise.all(pools.map((pool) => pool.close()));
     await rm(dir, { recursive: true, force: true });
   }
+  // The dispatching process's CPU time ÷ wall time: at N = cores it competes with the workers for the cores.
+  const points = sizes.map((workers, i) => ({ workers, episodesPerS: median(rates[i]), dispatcherCpuShare: median(dispatcherCpu[i]) }));
+  for (const p of points) log(`  ${p.workers} worker(s): ${p.episodesPerS.toFixed(1)} episodes/s`);
   const one = points[0].episodesPerS;
   return points.map((p) => ({ ...p, scaling: p.episodesPerS / (p.workers * one) }));
 }
 
-/** The local cloud (s3rver, invoke endpoint, handler) in a child process, so this process is only the trainer. */
-async function startCloudProcess(faults: InvokeFaultsInput): Promise<{ invokeUrl: string; storeConfig: S3StoreConfig; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../../functions/dev/local-cloud-process.ts', import.meta.url)), JSON.stringify(faults)], {
+/** One part of the local cloud in a child process (functions/dev/local-cloud-process.ts); resolves with its ready line. */
+async function startCloudPart(args: string[]): Promise<{ ready: unknown; close(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../../functions/dev/local-cloud-process.ts', import.meta.url)), ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -93,11 +104,10 @@ async function startCloudProcess(faults: InvokeFaultsInput): Promise<{ invokeUrl
       const newline = buffered.indexOf('\n');
       if (newline >= 0) resolve(buffered.slice(0, newline));
     });
-    child.once('exit', (code) => reject(new Error(`the local cloud process exited (code ${code}) before it was ready`)));
+    child.once('exit', (code) => reject(new Error(`the local cloud's ${args[0]} process exited (code ${code}) before it was ready`)));
   });
-  const ready = z.object({ invokeUrl: z.url(), storeConfig: S3StoreConfig }).parse(JSON.parse(line));
   return {
-    ...ready,
+    ready: JSON.parse(line),
     async close() {
       child.stdin.end();
       await exited;
@@ -105,37 +115,81 @@ async function startCloudProcess(faults: InvokeFaultsInput): Promise<{ invokeUrl
   };
 }
 
+/**
+ * The local cloud in two child processes, s3rver in one and the invoke endpoint with the handler in the
+ * other, so this process is only the trainer, and the bucket and the functions each have a core, as
+ * they would have their own machines in AWS.
+ */
+async function startCloudProcesses(faults: InvokeFaultsInput): Promise<{ invokeUrl: string; storeConfig: S3StoreConfig; close(): Promise<void> }> {
+  const s3 = await startCloudPart(['s3']);
+  try {
+    const { storeConfig } = z.object({ storeConfig: S3StoreConfig }).parse(s3.ready);
+    const invoke = await startCloudPart(['invoke', JSON.stringify(faults), JSON.stringify(storeConfig)]);
+    const { invokeUrl } = z.object({ invokeUrl: z.url() }).parse(invoke.ready);
+    return {
+      invokeUrl,
+      storeConfig,
+      async close() {
+        await invoke.close();
+        await s3.close();
+      },
+    };
+  } catch (err) {
+    await s3.close();
+    throw err;
+  }
+}
+
 const EndpointStats = z.object({ firstStartMs: z.number().nullable(), lastEndMs: z.number().nullable(), maxInjectedMs: z.number(), deliveries: z.number() });
 
-async function measureOverhead(episodes: number, medianMs: number, concurrency: number, log: (m: string) => void) {
-  const cloud = await startCloudProcess({ latency: { kind: 'lognormal', medianMs, sigma: 0.5, maxMs: medianMs * 4 }, concurrency: episodes, seed: 3 });
+async function measureOverhead(episodes: number, medianMs: number, concurrency: number, perInvocation: number, pollMs: number, log: (m: string) => void) {
+  const cloud = await startCloudProcesses({ latency: { kind: 'lognormal', medianMs, sigma: 0.5, maxMs: medianMs * 4 }, concurrency: episodes, seed: 3 });
   const store = new S3ObjectStore({ ...cloud.storeConfig, maxSockets: 256 });
-  const fanout = new LambdaFanout({ functionName: EPISODE_FUNCTION, endpoint: cloud.invokeUrl, credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' } });
+  const fanout = new LambdaFanout({
+    functionName: EPISODE_FUNCTION,
+    endpoint: cloud.invokeUrl,
+    credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' },
+    episodesPerInvocation: perInvocation,
+  });
   try {
     const tasks = 10;
     const requests = (await sudokuRequests('overhead', 4, Math.ceil(episodes / tasks), tasks, 5)).slice(0, episodes);
-    log(`  ${requests.length} Event invokes, injected latency lognormal(median ${medianMs} ms, σ 0.5) …`);
+    log(`  ${requests.length} episodes in ${Math.ceil(requests.length / perInvocation)} Event invokes, injected latency lognormal(median ${medianMs} ms, σ 0.5) …`);
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
-    const outcomes = await fanout.dispatch(requests, { concurrency, timeoutMs: 30_000 });
-    const dispatchedAt = Date.now();
-    const accepted = outcomes.filter((o) => o.ok).length;
-    const got = await new RewardCollector(store, 'overhead', 0).until(accepted, { deadline: Date.now() + 600_000, pollMs: 250 });
+    // As in the ES loop (trainer/loop/training.ts, with the cloud target's wrapper): the Event fan-out
+    // settles only once every accepted request's record is listed, collection runs from the first
+    // invoke on, the iteration closes when every record is in (or the fan-out has settled), and the
+    // loop then waits for the fan-out to settle.
+    let dispatchedAt = t0;
+    const awaiting = new RecordAwaitingFanout(fanout, store);
+    const dispatching = awaiting.dispatch(requests, { concurrency, timeoutMs: 60_000 }).finally(() => (dispatchedAt = Date.now()));
+    const got = await collectUntil(new RewardCollector(store, 'overhead', 0), {
+      pollMs,
+      settled: dispatching,
+      done: (snapshot, settled) => snapshot.records.length >= requests.length || settled,
+    });
+    const collectedAt = Date.now();
+    const accepted = (await dispatching).filter((o) => o.ok).length;
     const t1 = Date.now();
     const cpu = process.cpuUsage(cpu0);
     const stats = EndpointStats.parse(await (await fetch(`${cloud.invokeUrl}/dev/stats`)).json());
-    if (!got.complete || stats.firstStartMs === null || stats.lastEndMs === null) throw new Error(`only ${got.records.length} of ${accepted} records arrived`);
+    if (got.records.length < accepted || stats.firstStartMs === null || stats.lastEndMs === null) throw new Error(`only ${got.records.length} of ${accepted} records arrived`);
     const iterationMs = t1 - t0;
     const spanMs = stats.lastEndMs - stats.firstStartMs;
     return {
       episodes: requests.length,
+      episodes_per_invocation: perInvocation,
+      poll_ms: pollMs,
       counted: got.counted,
       iteration_ms: iterationMs,
       episode_span_ms: spanMs,
       // The span can be no shorter than the longest injected latency; a much longer one means this
       // machine (the handler and s3rver share its cores) was the bottleneck, not the trainer's work.
       longest_injected_latency_ms: Math.round(stats.maxInjectedMs),
-      dispatch_ms: dispatchedAt - t0,
+      /** Until the fan-out settled: with Event invokes, until the last record was listed by the fan-out itself. */
+      dispatch_settled_ms: dispatchedAt - t0,
+      collected_ms: collectedAt - t0,
       before_first_episode_ms: stats.firstStartMs - t0,
       collect_after_last_episode_ms: t1 - stats.lastEndMs,
       overhead_ratio: (iterationMs - spanMs) / iterationMs,
@@ -152,15 +206,17 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
 export const command: Command = {
   name: 'bench fanout',
   summary: 'local pool scaling with N workers, and the trainer overhead of a 1,000-episode Lambda iteration',
-  usage: 'esopt bench fanout [--max-workers N] [--per-worker E] [--repeats R] [--episodes 1000] [--median-ms 2000] [--concurrency 64] [--json]',
+  usage: 'esopt bench fanout [--max-workers N] [--per-worker E] [--repeats R] [--episodes 1000] [--median-ms 2000] [--concurrency 64] [--per-invocation 1] [--poll-ms 100] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       'max-workers': { type: 'string' },
-      'per-worker': { type: 'string', default: '60' },
-      repeats: { type: 'string', default: '3' },
+      'per-worker': { type: 'string', default: '200' },
+      repeats: { type: 'string', default: '9' },
       episodes: { type: 'string', default: '1000' },
       'median-ms': { type: 'string', default: '2000' },
       concurrency: { type: 'string', default: '64' },
+      'per-invocation': { type: 'string', default: '1' },
+      'poll-ms': { type: 'string', default: '100' },
     });
     const cores = availableParallelism();
     const maxWorkers = flag(p.values, 'max-workers', z.coerce.number().int().min(1).max(256).default(cores));
@@ -169,21 +225,24 @@ export const command: Command = {
     const episodes = flag(p.values, 'episodes', z.coerce.number().int().min(1).max(100_000));
     const medianMs = flag(p.values, 'median-ms', z.coerce.number().min(1).max(600_000));
     const concurrency = flag(p.values, 'concurrency', z.coerce.number().int().min(1).max(10_000));
+    const perInvocation = flag(p.values, 'per-invocation', z.coerce.number().int().min(1).max(MAX_EPISODES_PER_INVOCATION));
+    const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(10).max(60_000));
     const log = (m: string) => {
       if (!p.json) io.stderr(m);
     };
 
     log(`scaling: local pool, 9×9 sudoku with the scripted oracle, ${perWorker} episodes per worker, N = 1 … ${maxWorkers}`);
-    const points = await measureScaling(maxWorkers, perWorker, repeats, log);
+    const points = await measureScaling(maxWorkers, perWorker, repeats, perInvocation, log);
     log('overhead: Lambda adapter → dev invoke endpoint → handler → s3rver → collector');
-    const overhead = await measureOverhead(episodes, medianMs, concurrency, log);
+    const overhead = await measureOverhead(episodes, medianMs, concurrency, perInvocation, pollMs, log);
     const scaling = points[points.length - 1].scaling;
     const report = {
       machine: machineInfo(),
       scaling,
       scaling_workers: points[points.length - 1].workers,
       scaling_target: SCALING_TARGET,
-      scaling_points: points.map((q) => ({ workers: q.workers, episodes_per_s: q.episodesPerS, scaling: q.scaling })),
+      episodes_per_invocation: perInvocation,
+      scaling_points: points.map((q) => ({ workers: q.workers, episodes_per_s: q.episodesPerS, scaling: q.scaling, dispatcher_cpu_share: q.dispatcherCpuShare })),
       overhead_ratio: overhead.overhead_ratio,
       overhead_target: OVERHEAD_TARGET,
       overhead,
@@ -193,7 +252,7 @@ export const command: Command = {
       p.json
         ? JSON.stringify(report)
         : [
-            ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}`),
+            ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}  dispatcher CPU ${q.dispatcher_cpu_share.toFixed(2)}`),
             `scaling at N=${report.scaling_workers}: ${scaling.toFixed(3)} (target ≥ ${SCALING_TARGET})`,
             `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (target ≤ ${OVERHEAD_TARGET}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
               `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms, longest injected latency ${overhead.longest_injected_latency_ms} ms`,
