@@ -19,6 +19,7 @@ import { keys } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
+import { DEFAULT_AWS_REGION } from '../shared/aws-region.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import type { EnvironmentDefinition } from '../environments/environment.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
@@ -211,7 +212,7 @@ export const EpisodeFunctionEnv = z.object({
   /** Only for S3-compatible servers (the dev endpoint); AWS needs neither. */
   ESOPT_S3_ENDPOINT: z.url().optional(),
   ESOPT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
-  AWS_REGION: z.string().min(1).default('us-east-1'),
+  AWS_REGION: z.string().min(1).default(DEFAULT_AWS_REGION),
   AWS_LAMBDA_FUNCTION_MEMORY_SIZE: z.coerce.number().int().min(128).default(1024),
   /** JSON of CostPrices, to re-price without a deploy. */
   ESOPT_COST_PRICES: z.string().optional(),

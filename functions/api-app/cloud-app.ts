@@ -7,13 +7,14 @@ import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import { CostPrices } from '../../shared/cost.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
 import { createApiApp } from './app.ts';
 import { storeQueueLaunchers } from './queued-launchers.ts';
 
 export const CloudApiEnv = z.object({
   ESOPT_BUCKET: z.string().min(3),
-  AWS_REGION: z.string().min(1).default('us-east-1'),
+  AWS_REGION: z.string().min(1).default(DEFAULT_AWS_REGION),
   ESOPT_TOKEN: z.string().min(16, 'ESOPT_TOKEN must be at least 16 characters'),
   /** JSON of CostPrices, the same variable the Episode function reads. */
   ESOPT_COST_PRICES: z.string().optional(),
@@ -25,8 +26,9 @@ export const CloudApiEnv = z.object({
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
-export function createCloudApp(input: z.input<typeof CloudApiEnv>, store: ObjectStore = openStore({ kind: 's3', bucket: input.ESOPT_BUCKET, region: input.AWS_REGION ?? 'us-east-1' }), log: Logger = pino({ name: 'esopt-api' })) {
+export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: ObjectStore, log: Logger = pino({ name: 'esopt-api' })) {
   const env = CloudApiEnv.parse(input);
+  const store = givenStore ?? openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION });
   return createApiApp({
     store,
     token: env.ESOPT_TOKEN,

@@ -24,12 +24,13 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { z } from 'zod';
 import type { ObjectStore, PutOptions } from '../ports/object-store.ts';
+import { DEFAULT_AWS_REGION } from '../aws-region.ts';
 import { assertStoreKey, assertStorePrefix } from './store-key.ts';
 
 export const S3StoreConfig = z
   .object({
     bucket: z.string().min(3).max(63),
-    region: z.string().min(1).default('us-east-1'),
+    region: z.string().min(1).default(DEFAULT_AWS_REGION),
     /** An S3-compatible server instead of AWS, e.g. `http://127.0.0.1:4569`. */
     endpoint: z.url().optional(),
     /** `endpoint/bucket/key` instead of `bucket.endpoint/key`: what most S3-compatible servers need. */

@@ -5,6 +5,7 @@
  * embedded fs store + local pool: `esopt train --cloud`.
  */
 import { z } from 'zod';
+import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import type { RunTarget } from '../loop/run-target.ts';
 import { LambdaFanout } from './lambda.ts';
@@ -14,7 +15,7 @@ export const CloudTarget = z
   .object({
     bucket: z.string().min(3).max(63),
     episodeFunction: z.string().min(1).max(170),
-    region: z.string().min(1).default('us-east-1'),
+    region: z.string().min(1).default(DEFAULT_AWS_REGION),
     invocationType: z.enum(['Event', 'RequestResponse']).default('Event'),
     episodesPerInvocation: z.number().int().min(1).max(64).default(1),
     /** An S3-compatible server instead of AWS S3 (s3rver on loopback in the tests). */

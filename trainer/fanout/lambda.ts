@@ -14,6 +14,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
 import type { DispatchOptions, DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
 import { backoffMs } from '../../environments/policies/http-client.ts';
@@ -23,7 +24,7 @@ import { failAll, mapWithConcurrency, outcomesFromResponse, toBatches, toEvent }
 export const LambdaFanoutOptions = z
   .object({
     functionName: z.string().min(1).max(170),
-    region: z.string().min(1).default('us-east-1'),
+    region: z.string().min(1).default(DEFAULT_AWS_REGION),
     /** A Lambda-Invoke-compatible endpoint instead of AWS (the dev endpoint). */
     endpoint: z.url().optional(),
     credentials: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }).optional(),
