@@ -5,6 +5,12 @@ export interface DispatchOptions {
   /** Per-episode time limit in milliseconds. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * Aborted by the caller once it has read every request's record from the store. An adapter that is
+   * only waiting for records to appear (Lambda's Event invokes, trainer/fanout/record-awaiting.ts) may
+   * settle at once; one still running episodes lets them finish, unlike `signal`.
+   */
+  recordsIn?: AbortSignal;
 }
 
 /**

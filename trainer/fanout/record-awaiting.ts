@@ -4,7 +4,9 @@
  * (trainer/loop/training.ts); the local pool settles that way by itself, but Lambda's `Event` invoke
  * returns as soon as the event is queued, long before the episode has run. Wrapped in this, the Event
  * fan-out keeps the loop's contract: each accepted request settles when its record is listed, when the
- * dispatch is cancelled (the iteration closed), or when its per-episode time has passed.
+ * dispatch is cancelled (the iteration closed), or when its per-episode time has passed; and all at
+ * once when the caller says it has read every record (`recordsIn`), so the loop, whose own collection
+ * lists more often, does not wait for this wrapper's next listing after its last record.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { keys } from '../../shared/keys.ts';
@@ -15,7 +17,9 @@ export class RecordAwaitingFanout implements Fanout {
   constructor(
     private readonly inner: Fanout,
     private readonly store: ObjectStore,
-    private readonly pollMs = 250,
+    // Its own listing matters only for records that never come: the loop's collection lists more often
+    // and says when it has them all (`recordsIn`). So once a second, not at the collection's pace.
+    private readonly pollMs = 1_000,
   ) {}
 
   async dispatch(requests: Parameters<Fanout['dispatch']>[0], options: DispatchOptions): Promise<DispatchOutcome[]> {
@@ -35,7 +39,13 @@ export class RecordAwaitingFanout implements Fanout {
       for (const group of pending.values()) for (const i of group.values()) outcomes[i] = { request: outcomes[i]!.request, ok: false, error: why, timedOut: true };
       pending.clear();
     };
+    const wake = AbortSignal.any([options.signal, options.recordsIn].filter((s): s is AbortSignal => s !== undefined));
     while (pending.size > 0) {
+      if (options.recordsIn?.aborted) {
+        // The caller read them all: every accepted request's record is in the store.
+        pending.clear();
+        break;
+      }
       if (options.signal?.aborted) {
         giveUp('cancelled before its record arrived');
         break;
@@ -50,7 +60,7 @@ export class RecordAwaitingFanout implements Fanout {
         if (group.size === 0) pending.delete(prefix);
       }
       if (pending.size === 0) break;
-      await sleep(this.pollMs, undefined, { signal: options.signal }).catch(() => {});
+      await sleep(this.pollMs, undefined, { signal: wake }).catch(() => {});
     }
     return outcomes;
   }

@@ -41,13 +41,16 @@ export async function evaluate(input: EvaluationInput): Promise<EvaluationResult
     generation: { ...config.generation, temperature: 0 },
     deadline: new Date(Date.now() + config.deadlineMs),
   }).filter((r) => !present.has(r.task.id));
-  const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs }) : Promise.resolve([]);
+  const recordsIn = new AbortController();
+  const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, recordsIn: recordsIn.signal }) : Promise.resolve([]);
   const collector = new RewardCollector(store, run, iteration);
   const snapshot = await collectUntil(collector, {
     pollMs: input.pollMs,
     settled,
     done: (c, isSettled) => isSettled || c.records.filter((r) => r.member === 'base').length >= tasks.length,
   });
+  // Every record in: a fan-out waiting only for records (Event invokes) may settle now.
+  if (snapshot.records.filter((r) => r.member === 'base').length >= tasks.length) recordsIn.abort();
   await settled;
   const byTask = new Map(snapshot.records.filter((r) => r.member === 'base').map((r) => [r.task, r]));
   const perTask = tasks.map((t) => {

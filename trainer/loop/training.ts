@@ -221,11 +221,12 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
       deadline: new Date(deadlineAt),
     }).filter((r) => !present.has(keys.reward(run, k, r.member, r.task.id)));
     const stragglers = new AbortController();
+    const recordsIn = new AbortController();
     let settledAt: number | null = null;
     // Both fan-out adapters settle a request only once its record is in the store (or it failed for good),
     // so after settling nothing more is coming: collection closes at the next listing.
     let outcomes: DispatchOutcome[] = [];
-    const settled = (requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, signal: stragglers.signal }) : Promise.resolve([]))
+    const settled = (requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, signal: stragglers.signal, recordsIn: recordsIn.signal }) : Promise.resolve([]))
       .then((o) => {
         outcomes = o;
       })
@@ -252,8 +253,10 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     });
     const tClosed = performance.now();
     // Episodes still running now are stragglers: stop them. When every record is in, the workers are only
-    // finishing up; let them, so none is killed mid-reply.
+    // finishing up; let them, so none is killed mid-reply, and tell a fan-out that only waits for records
+    // (Event invokes) that it need not list again.
     if (classification!.arrived < expected) stragglers.abort(new Error(`iteration ${k} closed`));
+    else recordsIn.abort();
     population.setPopulation(null);
     await settled;
     const c: Classification = classification!;

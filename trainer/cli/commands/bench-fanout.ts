@@ -158,18 +158,20 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
     // As in the ES loop (trainer/loop/training.ts, with the cloud target's wrapper): the Event fan-out
-    // settles only once every accepted request's record is listed, collection runs from the first
-    // invoke on, the iteration closes when every record is in (or the fan-out has settled), and the
-    // loop then waits for the fan-out to settle.
+    // settles once every accepted request's record is listed or the caller says it has them all,
+    // collection runs from the first invoke on, the iteration closes when every record is in (or the
+    // fan-out has settled), and the loop then waits for the fan-out to settle.
     let dispatchedAt = t0;
     const awaiting = new RecordAwaitingFanout(fanout, store);
-    const dispatching = awaiting.dispatch(requests, { concurrency, timeoutMs: 60_000 }).finally(() => (dispatchedAt = Date.now()));
+    const recordsIn = new AbortController();
+    const dispatching = awaiting.dispatch(requests, { concurrency, timeoutMs: 60_000, recordsIn: recordsIn.signal }).finally(() => (dispatchedAt = Date.now()));
     const got = await collectUntil(new RewardCollector(store, 'overhead', 0), {
       pollMs,
       settled: dispatching,
       done: (snapshot, settled) => snapshot.records.length >= requests.length || settled,
     });
     const collectedAt = Date.now();
+    if (got.records.length >= requests.length) recordsIn.abort();
     const accepted = (await dispatching).filter((o) => o.ok).length;
     const t1 = Date.now();
     const cpu = process.cpuUsage(cpu0);
