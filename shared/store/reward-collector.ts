@@ -29,7 +29,7 @@ export interface CollectedRewards {
   invalid: { key: string; reason: string }[];
 }
 
-const READ_CONCURRENCY = 128;
+const READ_CONCURRENCY = 32;
 /** Waits before reading a half-written record again: a write in place takes milliseconds. */
 const REREAD_DELAYS_MS = [20, 60, 180];
 /**
