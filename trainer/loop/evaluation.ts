@@ -8,7 +8,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { EvaluationResult, type PolicyEndpoint, type RunConfig, type TaskRef } from '../../shared/schemas/index.ts';
 import { collectUntil } from './collect.ts';
-import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { RewardCollector, type CollectedRewards } from '../../shared/store/reward-collector.ts';
 import { iterationRequests } from '../fanout/iteration-requests.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
 
@@ -44,13 +44,10 @@ export async function evaluate(input: EvaluationInput): Promise<EvaluationResult
   const recordsIn = new AbortController();
   const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, recordsIn: recordsIn.signal }) : Promise.resolve([]);
   const collector = new RewardCollector(store, run, iteration);
-  const snapshot = await collectUntil(collector, {
-    pollMs: input.pollMs,
-    settled,
-    done: (c, isSettled) => isSettled || c.records.filter((r) => r.member === 'base').length >= tasks.length,
-  });
+  const allIn = (c: CollectedRewards) => c.records.filter((r) => r.member === 'base').length >= tasks.length;
+  const snapshot = await collectUntil(collector, { pollMs: input.pollMs, settled, done: (c, isSettled) => isSettled || allIn(c) });
   // Every record in: a fan-out waiting only for records (Event invokes) may settle now.
-  if (snapshot.records.filter((r) => r.member === 'base').length >= tasks.length) recordsIn.abort();
+  if (allIn(snapshot)) recordsIn.abort();
   await settled;
   const byTask = new Map(snapshot.records.filter((r) => r.member === 'base').map((r) => [r.task, r]));
   const perTask = tasks.map((t) => {

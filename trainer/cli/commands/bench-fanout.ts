@@ -189,7 +189,7 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
       // The span can be no shorter than the longest injected latency; a much longer one means this
       // machine (the handler and s3rver share its cores) was the bottleneck, not the trainer's work.
       longest_injected_latency_ms: Math.round(stats.maxInjectedMs),
-      /** Until the fan-out settled: with Event invokes, until the last record was listed by the fan-out itself. */
+      /** Until the fan-out settled: with Event invokes, until its own listing found every record or the collection said it had them all. */
       dispatch_settled_ms: dispatchedAt - t0,
       collected_ms: collectedAt - t0,
       before_first_episode_ms: stats.firstStartMs - t0,
