@@ -4,6 +4,16 @@ declare module 's3rver' {
   import type { AddressInfo } from 'node:net';
   /** The part of a Koa context the dev server's middleware reads. */
   export type S3rverMiddleware = (ctx: { path: string; res: ServerResponse }, next: () => Promise<void>) => Promise<void>;
+  /** s3rver's FilesystemStore: the methods the dev server's bucket-state cache wraps. */
+  export interface S3rverStore {
+    getBucket(bucket: string): Promise<unknown>;
+    putBucket(bucket: string): Promise<unknown>;
+    deleteBucket(bucket: string): Promise<unknown>;
+    getSubresource(bucket: string, key: string | undefined, resourceType: string): Promise<unknown>;
+    putSubresource(bucket: string, key: string | undefined, resource: unknown): Promise<unknown>;
+    deleteSubresource(bucket: string, key: string | undefined, resourceType: string): Promise<unknown>;
+    reset(): unknown;
+  }
   interface S3rverOptions {
     address?: string;
     port?: number;
@@ -18,6 +28,8 @@ declare module 's3rver' {
     constructor(options?: S3rverOptions);
     /** Koa's middleware chain (S3rver extends Koa): composed when the server starts listening. */
     middleware: S3rverMiddleware[];
+    /** Where s3rver keeps buckets and objects (the same object its request handlers use). */
+    store: S3rverStore;
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
   }
