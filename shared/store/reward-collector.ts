@@ -30,6 +30,13 @@ export interface CollectedRewards {
 }
 
 const READ_CONCURRENCY = 32;
+/**
+ * With the expected pairs known, once this few are still missing their keys are read directly instead
+ * of listing the iteration: one GET per missing record (a miss is a cheap 404) against a LIST of every
+ * record already in, which on S3 is a page per 1,000 keys and is the slowest request of a poll. One
+ * round of probes fits the reader pool.
+ */
+const PROBE_LIMIT = READ_CONCURRENCY;
 /** Waits before reading a half-written record again: a write in place takes milliseconds. */
 const REREAD_DELAYS_MS = [20, 60, 180];
 /**
@@ -38,6 +45,11 @@ const REREAD_DELAYS_MS = [20, 60, 180];
  * inlined transcript, a runaway writer): set aside unparsed, never folded into an update.
  */
 export const MAX_RECORD_BYTES = 64 * 1024;
+
+export interface RewardCollectorOptions {
+  /** The (member, task) pairs the iteration's requests asked for: lets the last few be read by key. */
+  expected?: Iterable<{ member: number | 'base'; task: string }>;
+}
 
 export class RewardCollector {
   /** Keys whose verdict is final (counted, a pair's duplicate, or invalid for good): never read again. */
@@ -50,12 +62,18 @@ export class RewardCollector {
   private readonly queue: string[] = [];
   private readers = 0;
   private drainWaiters: (() => void)[] = [];
+  private readonly expectedKeys: string[] | null;
+  /** The first discovery always lists, so keys outside the expected pairs already there are reported. */
+  private listedOnce = false;
 
   constructor(
     private readonly store: ObjectStore,
     readonly run: string,
     readonly iteration: number,
-  ) {}
+    options: RewardCollectorOptions = {},
+  ) {
+    this.expectedKeys = options.expected ? [...new Set([...options.expected].map((p) => keys.reward(run, iteration, p.member, p.task)))] : null;
+  }
 
   /** Reads the keys that appeared since the last poll, and those not yet read whole; cheap to call repeatedly while episodes land. */
   async poll(): Promise<CollectedRewards> {
@@ -67,23 +85,41 @@ export class RewardCollector {
   /**
    * Lists the iteration's rewards and queues the keys not yet read whole for the reader pool, without
    * waiting for their reads: a caller can list again while a large batch is still being read, so a
-   * record that lands late is read as soon as it is listed, not after the batch ahead of it.
+   * record that lands late is read as soon as it is listed, not after the batch ahead of it. When the
+   * expected pairs are known and at most PROBE_LIMIT of them are missing, it queues their keys instead of
+   * listing (a key not there yet reads as absent and is queued again next time). The first call always
+   * lists; a key outside the expected pairs that lands after the switch to reading by key is not seen
+   * (it could not be counted anyway: the loop counts only its population's pairs). While a full window
+   * of listed keys still waits for a reader it does not list at all: what a listing found now would
+   * only queue behind them, and each listing costs the store a page per 1,000 keys.
    */
   async discover(): Promise<void> {
-    const listed = await this.store.list(keys.rewards(this.run, this.iteration));
-    const inThisListing = new Set<string>();
-    for (const key of listed) {
-      if (inThisListing.has(key)) {
-        // A store that lists a key twice.
-        this.duplicates++;
-        continue;
+    if (this.queue.length >= READ_CONCURRENCY) return;
+    const missing = this.listedOnce ? this.expectedKeys?.filter((key) => !this.seen.has(key)) : undefined;
+    if (missing && missing.length <= PROBE_LIMIT) this.enqueue(missing);
+    else {
+      this.listedOnce = true;
+      const listed = await this.store.list(keys.rewards(this.run, this.iteration));
+      const inThisListing = new Set<string>();
+      for (const key of listed) {
+        if (inThisListing.has(key)) {
+          // A store that lists a key twice.
+          this.duplicates++;
+          continue;
+        }
+        inThisListing.add(key);
       }
-      inThisListing.add(key);
+      this.enqueue(inThisListing);
+    }
+    while (this.readers < READ_CONCURRENCY && this.queue.length > 0) void this.reader();
+  }
+
+  private enqueue(found: Iterable<string>): void {
+    for (const key of found) {
       if (this.seen.has(key) || this.pending.has(key)) continue;
       this.pending.add(key);
       this.queue.push(key);
     }
-    while (this.readers < READ_CONCURRENCY && this.queue.length > 0) void this.reader();
   }
 
   /** Settles when every key queued so far has been read (or found unreadable for now). */
@@ -138,7 +174,7 @@ export class RewardCollector {
       return 'unreadable';
     }
     if (body === null) {
-      // Listed, then gone (deleted meanwhile): look again at the next poll.
+      // Not there yet (a probed key), or listed, then gone (deleted meanwhile): look again at the next poll.
       this.invalid.delete(key);
       return 'decided';
     }

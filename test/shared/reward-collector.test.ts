@@ -178,6 +178,69 @@ describe('collection while a read is slow', () => {
   });
 });
 
+describe('collection requests', () => {
+  /** A collector reading through a proxy that counts LISTs and records the GETs; `hold` keeps GETs waiting while it is set. */
+  async function counted(run: string, options: ConstructorParameters<typeof RewardCollector>[3] = {}) {
+    const seen = { lists: 0, gets: [] as string[] };
+    let hold: Promise<void> | null = null;
+    const proxy = await startLoopbackProxy(s3.endpoint, async (req) => {
+      const url = req.url ?? '';
+      if (req.method === 'GET' && url.includes('list-type=2')) seen.lists++;
+      else if (req.method === 'GET') {
+        seen.gets.push(url);
+        if (hold) await hold;
+      }
+      return null;
+    });
+    proxies.push(proxy);
+    const collector = new RewardCollector(new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url }), run, 0, options);
+    return { collector, seen, holdGets: (until: Promise<void> | null) => (hold = until) };
+  }
+  const put = (run: string, members: number[]) => Promise.all(members.map((m) => direct.put(keys.reward(run, 0, m, 'task-a'), JSON.stringify(record(run, m, m / 100)))));
+  const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+
+  it('reads the last few expected records by key instead of listing the iteration', async () => {
+    const run = 'probe-tail';
+    const { collector, seen } = await counted(run, { expected: range(0, 40).map((member) => ({ member, task: 'task-a' })) });
+    await put(run, range(0, 5));
+    expect((await collector.poll()).records).toHaveLength(5);
+    await put(run, range(5, 9));
+    // 35 still missing before this poll: it lists.
+    expect((await collector.poll()).records).toHaveLength(9);
+    expect(seen.lists).toBe(2);
+    // 31 missing (≤ 32): read by key, and a key not there yet is no error.
+    const probed = await collector.poll();
+    expect(probed.records).toHaveLength(9);
+    expect(probed.invalid).toEqual([]);
+    await put(run, [39]);
+    const got = await collector.poll();
+    expect(got.records.map((r) => Number(r.member)).sort((x, y) => x - y)).toEqual([...range(0, 9), 39]);
+    expect(seen.lists).toBe(2);
+    const lastKey = encodeURI(keys.reward(run, 0, 39, 'task-a'));
+    expect(seen.gets.filter((g) => g.includes(lastKey))).toHaveLength(2); // absent once, then read
+    // A record already read is never asked for again.
+    expect(seen.gets.filter((g) => g.includes(encodeURI(keys.reward(run, 0, 0, 'task-a'))))).toHaveLength(1);
+  });
+
+  it('does not list again while a full window of reads is still waiting for a reader', async () => {
+    const run = 'read-backlog';
+    await put(run, range(0, 70));
+    const { collector, seen, holdGets } = await counted(run);
+    let release!: () => void;
+    holdGets(new Promise<void>((resolve) => (release = resolve)));
+    const collecting = collectUntil(collector, { pollMs: 10, settled: new Promise(() => {}), done: (snapshot) => snapshot.records.length >= 70 });
+    await waitFor(() => seen.gets.length >= 32);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // 32 reads held, 38 queued behind them: twenty poll intervals, one listing.
+    expect(seen.lists).toBe(1);
+    holdGets(null);
+    release();
+    const got = await collecting;
+    expect(got.counted).toBe(70);
+    expect(new Set(seen.gets).size).toBe(seen.gets.length);
+  });
+});
+
 async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!condition()) {

@@ -14,7 +14,7 @@ import type { EvaluationResult, Member, PolicyEndpoint, RunConfig, TaskRef } fro
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine } from '../engine.ts';
-import { iterationRequests } from '../fanout/iteration-requests.ts';
+import { iterationRequests, requestedPairs } from '../fanout/iteration-requests.ts';
 import { collectUntil } from '../loop/collect.ts';
 import { evaluate } from '../loop/evaluation.ts';
 import { iterationTaskSeed } from '../loop/task-seed.ts';
@@ -74,7 +74,7 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
       deadline: new Date(Date.now() + config.deadlineMs),
     });
     const settled = fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs });
-    const collector = new RewardCollector(store, o.run, round);
+    const collector = new RewardCollector(store, o.run, round, { expected: requestedPairs(requests) });
     const snapshot = await collectUntil(collector, { pollMs, settled, done: (c, isSettled) => isSettled || c.records.length >= requests.length });
     await settled;
     o.population.setPopulation(null);

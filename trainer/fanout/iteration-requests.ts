@@ -37,3 +37,8 @@ export function iterationRequests(plan: IterationPlan): EpisodeRequest[] {
     })),
   );
 }
+
+/** The (member, task) pairs the requests ask for: what a RewardCollector may expect. */
+export function requestedPairs(requests: readonly EpisodeRequest[]): { member: MemberRef; task: string }[] {
+  return requests.map((r) => ({ member: r.member, task: r.task.id }));
+}

@@ -43,7 +43,7 @@ export async function evaluate(input: EvaluationInput): Promise<EvaluationResult
   }).filter((r) => !present.has(r.task.id));
   const recordsIn = new AbortController();
   const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, recordsIn: recordsIn.signal }) : Promise.resolve([]);
-  const collector = new RewardCollector(store, run, iteration);
+  const collector = new RewardCollector(store, run, iteration, { expected: tasks.map((t) => ({ member: 'base' as const, task: t.id })) });
   const allIn = (c: CollectedRewards) => c.records.filter((r) => r.member === 'base').length >= tasks.length;
   const snapshot = await collectUntil(collector, { pollMs: input.pollMs, settled, done: (c, isSettled) => isSettled || allIn(c) });
   // Every record in: a fan-out waiting only for records (Event invokes) may settle now.

@@ -237,7 +237,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     await faults('after-fanout', k);
 
     const expected = m.members.length * m.tasks.length;
-    const collector = new RewardCollector(store, run, k);
+    const collector = new RewardCollector(store, run, k, { expected: m.members.flatMap((x) => m.tasks.map((t) => ({ member: x.index, task: t.id }))) });
     let classification: Classification | null = null;
     await collectUntil(collector, {
       pollMs,

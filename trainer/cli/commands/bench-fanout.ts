@@ -26,7 +26,7 @@ import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
 import { RewardCollector } from '../../../shared/store/reward-collector.ts';
 import { collectUntil } from '../../loop/collect.ts';
 import { machineInfo, median } from '../../bench/measure.ts';
-import { iterationRequests } from '../../fanout/iteration-requests.ts';
+import { iterationRequests, requestedPairs } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { RecordAwaitingFanout } from '../../fanout/record-awaiting.ts';
 import { MAX_EPISODES_PER_INVOCATION } from '../../../functions/episode-event.ts';
@@ -165,7 +165,7 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     const awaiting = new RecordAwaitingFanout(fanout, store);
     const recordsIn = new AbortController();
     const dispatching = awaiting.dispatch(requests, { concurrency, timeoutMs: 60_000, recordsIn: recordsIn.signal }).finally(() => (dispatchedAt = Date.now()));
-    const got = await collectUntil(new RewardCollector(store, 'overhead', 0), {
+    const got = await collectUntil(new RewardCollector(store, 'overhead', 0, { expected: requestedPairs(requests) }), {
       pollMs,
       settled: dispatching,
       done: (snapshot, settled) => snapshot.records.length >= requests.length || settled,
