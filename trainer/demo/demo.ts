@@ -13,11 +13,8 @@ import { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { LocalFanout } from '../fanout/local.ts';
-import { runEmbedded } from '../loop/embedded-run.ts';
+import { localRunTarget, runEmbedded, serveModel } from '../loop/embedded-run.ts';
 import type { TrainingProgress } from '../loop/progress.ts';
-import { createEngine } from '../model/create-engine.ts';
-import { startInferenceServer } from '../server/server.ts';
 import { pairedDifference, type PairedDifference } from './paired-difference.ts';
 import { randomSearch } from './random-search.ts';
 
@@ -103,15 +100,13 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
 
   // The control: same budget, same members and tasks per round, a fresh θ₀, nothing learned.
   const baselineRun = `${run}-random-search`;
-  const store = new FsObjectStore(storeRoot);
   const environment = await loadEnvironment(config.environment.name);
   // The loop's held-out sample, drawn again the same way (deterministic in the seed), checked by id.
   const options = environment.optionsSchema.parse(config.environment.options);
   const heldOut = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
   if (heldOut.some((t, i) => t.id !== before.perTask[i]?.task)) throw new Error('the held-out tasks drawn for the control differ from the ES run\'s evaluation tasks');
-  const engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left' });
-  const server = await startInferenceServer(engine, { requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left' });
-  const fanout = new LocalFanout({ workers: config.workers, store: { kind: 'fs', root: storeRoot } });
+  const { engine, server, close } = await serveModel(config);
+  const target = localRunTarget(storeRoot, { workers: config.workers });
   const bar = o.showBaselineProgress
     ? new cliProgress.SingleBar(
         { stream: process.stderr, format: 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}', noTTYOutput: true, notTTYSchedule: 5000, hideCursor: true },
@@ -125,8 +120,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     baseline = await randomSearch({
       run: baselineRun,
       config,
-      store,
-      fanout,
+      store: target.store,
+      fanout: target.fanout,
       engine,
       population: server.service,
       policy: { baseUrl: `${server.url}/v1` },
@@ -136,9 +131,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     });
   } finally {
     bar?.stop();
-    await fanout.close();
-    await server.close();
-    await engine.close();
+    await target.close();
+    await close();
   }
   const baselineMs = performance.now() - baselineStarted;
 
@@ -177,6 +171,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     files: { demoReport: join(storeRoot, demoKey), esReport: es.report.files.report, curve: es.report.files.curve },
     wallMs: performance.now() - started,
   });
-  await store.put(demoKey, JSON.stringify(report, null, 2), { contentType: 'application/json' });
+  await new FsObjectStore(storeRoot).put(demoKey, JSON.stringify(report, null, 2), { contentType: 'application/json' });
   return report;
 }

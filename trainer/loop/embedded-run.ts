@@ -13,7 +13,8 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { LocalFanout } from '../fanout/local.ts';
 import { createEngine } from '../model/create-engine.ts';
-import { startInferenceServer } from '../server/server.ts';
+import type { Engine } from '../engine.ts';
+import { startInferenceServer, type RunningServer } from '../server/server.ts';
 import { renderCurveSvg } from './curve-svg.ts';
 import type { FaultHook } from './fault-points.ts';
 import type { TrainingProgress } from './progress.ts';
@@ -57,17 +58,41 @@ export function localRunTarget(storeRoot: string, o: { workers: number; token?: 
   };
 }
 
+export interface ServedModel {
+  engine: Engine;
+  server: RunningServer;
+  close(): Promise<void>;
+}
+
+/** A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. */
+export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> = {}): Promise<ServedModel> {
+  // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
+  const engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  try {
+    const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port });
+    return {
+      engine,
+      server,
+      async close() {
+        await server.close();
+        await engine.close();
+      },
+    };
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
+}
+
 export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {
   const { config, run } = o;
   const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token });
   const { store, fanout } = target;
-  let engine: Awaited<ReturnType<typeof createEngine>> | undefined;
-  let server: Awaited<ReturnType<typeof startInferenceServer>> | undefined;
+  let served: ServedModel | undefined;
   try {
     const environment = await loadEnvironment(config.environment.name);
-    // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-    engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
-    server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port });
+    served = await serveModel(config, o);
+    const { engine, server } = served;
     const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
     // Workers take a moment to load; start them before the clock of the first iteration runs.
     await target.warm?.();
@@ -95,7 +120,6 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
   } finally {
     o.progress.stop();
     await target.close();
-    await server?.close();
-    await engine?.close();
+    await served?.close();
   }
 }
