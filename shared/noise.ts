@@ -15,9 +15,9 @@
  * a WebAssembly SIMD one (shared/noise-wasm/) that runs four chunks in i32x4 lanes. They agree bit for
  * bit (test/shared/noise-wasm.test.ts); the public functions use wasm wherever the engine has it.
  */
-import { type FixupSink, WasmNoiseKernel } from './noise-wasm/wasm-noise.ts';
+import { type FixupSink, type SavedElements, WasmNoiseKernel } from './noise-wasm/wasm-noise.ts';
 
-export type { FixupSink };
+export type { FixupSink, SavedElements };
 import { philox4x32 } from './philox.ts';
 
 export const CHUNK = 4096;
@@ -264,4 +264,15 @@ export function perturbExactWasm(theta: Float32Array, key: NoiseKey, c: number, 
   if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
   if (start < 0 || end > theta.length || start > end) throw new RangeError(`perturbExactWasm range [${start}, ${end}) outside θ of length ${theta.length}`);
   wasmKernel.perturbExact(key, offset + start, end - start, theta, start, c, fixups);
+}
+
+/**
+ * θ (one segment, stream offset `offset`) perturbed exactly with cFrom·ε_key, with `saved` its fix-ups,
+ * turned into θ perturbed exactly with cTo·ε_key in one generation of ε (the WebAssembly kernel's
+ * `switchExact`): the same bits as restoring, then `perturbExactWasm` with cTo.
+ */
+export function switchExactWasm(theta: Float32Array, key: NoiseKey, offset: number, cFrom: number, saved: SavedElements, cTo: number, fixups: FixupSink): void {
+  checkKey(key);
+  if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
+  wasmKernel.switchExact(key, offset, theta.length, theta, 0, cFrom, saved, cTo, fixups);
 }

@@ -53,6 +53,12 @@ export interface FixupSink {
   append(index: Int32Array, value: Float32Array): void;
 }
 
+/** Elements an exact perturbation saved: indices into its θ (ascending) and their values before. */
+export interface SavedElements {
+  index: Uint32Array;
+  value: Float32Array;
+}
+
 export class WasmNoiseKernel {
   private readonly i32: Int32Array;
   private readonly f32: Float32Array;
@@ -111,6 +117,26 @@ export class WasmNoiseKernel {
     this.eachSpan(key, pos, count, dest, (eps, len, at) => {
       this.f32.set(out.subarray(at, at + len), block);
       const n = this.kernel.perturbExact32(LAYOUT.block, eps, len, c, at);
+      out.set(this.f32.subarray(block, block + len), at);
+      if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
+    });
+  }
+
+  /**
+   * One perturbation of out[dest, dest + count) replaced by another on the same ε (an antithetic pair:
+   * c·ε → −c·ε), generating ε once instead of twice: per span, the restore of the first (t ← fl(t −
+   * cFrom·ε), then the elements it saved, `saved` sorted by index) and then perturbExact with cTo. Bit
+   * for bit `apply(−cFrom)`, the saved values written back, then `perturbExact(cTo)`.
+   */
+  switchExact(key: NoiseKeyLike, pos: number, count: number, out: Float32Array, dest: number, cFrom: number, saved: SavedElements, cTo: number, fixups: FixupSink): void {
+    const block = LAYOUT.block / 4;
+    let next = 0;
+    while (next < saved.index.length && saved.index[next] < dest) next++;
+    this.eachSpan(key, pos, count, dest, (eps, len, at) => {
+      this.f32.set(out.subarray(at, at + len), block);
+      this.kernel.apply32(LAYOUT.block, eps, len, -cFrom);
+      for (; next < saved.index.length && saved.index[next] < at + len; next++) this.f32[block + saved.index[next] - at] = saved.value[next];
+      const n = this.kernel.perturbExact32(LAYOUT.block, eps, len, cTo, at);
       out.set(this.f32.subarray(block, block + len), at);
       if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
     });

@@ -5,7 +5,7 @@ import { hashTheta } from '../../shared/theta-hash.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { perturb, perturbWith, restore } from '../../trainer/perturbation/exact-perturbation.ts';
+import { perturb, perturbWith, restore, switchPerturbationWith } from '../../trainer/perturbation/exact-perturbation.ts';
 import { forEachNoiseWindow } from '../../trainer/perturbation/noise-windows.ts';
 
 const c = PRESETS.tiny;
@@ -54,15 +54,18 @@ describe('full mode perturb/restore', () => {
     expect(maxDrift(plain, original)).toBeGreaterThan(bound);
   });
 
+  // Values across binades (zeros of both signs, subnormals, norms at 1, tiny and large weights), in
+  // segments that start and end off the stream's chunk grid; coefficients from far below to far above θ.
+  const lengths = [5000, 1, 70000, 3, 16387];
+  let seed = 12345;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const pick = (i: number) => [0, -0, 1e-40, -3e-39, 1, -1, 0.02 * (rand() - 0.5), 1e-4 * rand(), 3 * (rand() - 0.5), 1e-8][i % 10];
+  const make = () => { seed = 12345; return layoutSegments(lengths.map((n, i) => ({ name: `t${i}`, data: Float32Array.from({ length: n }, (_, k) => pick(k * 7 + i)) }))); };
+  const sameBits = (a: readonly ParameterSegment[], b: readonly ParameterSegment[]) => a.every((s, i) => Buffer.from(s.data.buffer).equals(Buffer.from(b[i].data.buffer)));
+  const fixupLists = (p: { fixups: { index: Uint32Array; value: Float32Array }[] }) => p.fixups.map((f) => [Array.from(f.index), Array.from(f.value)]);
+
   it('the WebAssembly exact perturbation equals the JavaScript reference bit for bit, fix-ups included', () => {
     expect(activeNoiseKernel).toBe('wasm');
-    // Values across binades (zeros of both signs, subnormals, norms at 1, tiny and large weights), in
-    // segments that start and end off the stream's chunk grid; coefficients from far below to far above θ.
-    const lengths = [5000, 1, 70000, 3, 16387];
-    let seed = 12345;
-    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    const pick = (i: number) => [0, -0, 1e-40, -3e-39, 1, -1, 0.02 * (rand() - 0.5), 1e-4 * rand(), 3 * (rand() - 0.5), 1e-8][i % 10];
-    const make = () => { seed = 12345; return layoutSegments(lengths.map((n, i) => ({ name: `t${i}`, data: Float32Array.from({ length: n }, (_, k) => pick(k * 7 + i)) }))); };
     for (const [member, c] of [[1, 1e-3], [2, -0.02], [3, 2], [4, 1e-7]] as const) {
       const key = { runSeed: 9, iteration: 4, member };
       const viaWasm = make();
@@ -70,8 +73,8 @@ describe('full mode perturb/restore', () => {
       const original = make().map((s) => s.data);
       const pw = perturbWith('wasm', viaWasm, key, c);
       const pj = perturbWith('js', viaJs, key, c);
-      viaWasm.forEach((s, i) => expect(Buffer.from(s.data.buffer).equals(Buffer.from(viaJs[i].data.buffer))).toBe(true));
-      expect(pw.fixups.map((f) => [Array.from(f.index), Array.from(f.value)])).toEqual(pj.fixups.map((f) => [Array.from(f.index), Array.from(f.value)]));
+      expect(sameBits(viaWasm, viaJs)).toBe(true);
+      expect(fixupLists(pw)).toEqual(fixupLists(pj));
       // the neighbour branch is exercised: some elements differ from RN(θ + c·ε) without being fix-ups
       const neighbours = viaJs.reduce((a, s, i) => {
         const eps = noise(key, s.data.length, s.offset);
@@ -82,6 +85,28 @@ describe('full mode perturb/restore', () => {
       restore(viaWasm, pw);
       // by value: fl32(t − c·ε) gives +0 back for −0, which is the same θ
       viaWasm.forEach((s, i) => expect(s.data.filter((v, k) => v !== original[i][k]).length).toBe(0));
+    }
+  });
+
+  it("switching to the antithetic partner in one pass equals restore then perturb, bit for bit, in both kernels", () => {
+    for (const [member, c] of [[1, 1e-3], [2, -0.02], [3, 2], [4, 1e-7]] as const) {
+      const key = { runSeed: 9, iteration: 4, member };
+      const sequential = make();
+      restore(sequential, perturbWith('js', sequential, key, c));
+      const expected = perturbWith('js', sequential, key, -c);
+      for (const kernel of ['wasm', 'js'] as const) {
+        const segs = make();
+        const switched = switchPerturbationWith(kernel, segs, perturbWith(kernel, segs, key, c), -c);
+        expect(sameBits(segs, sequential)).toBe(true);
+        expect(fixupLists(switched)).toEqual(fixupLists(expected));
+        expect(switched).toMatchObject({ key, c: -c, fixupCount: expected.fixupCount });
+        // and the switched perturbation restores exactly
+        restore(segs, switched);
+        const original = make();
+        segs.forEach((s, i) => expect(s.data.filter((v, k) => v !== original[i].data[k]).length).toBe(0));
+      }
+      // c = 2 saves many elements, so the write-back of the first perturbation's saved θ is exercised
+      if (c === 2) expect(expected.fixupCount).toBeGreaterThan(100);
     }
   });
 
@@ -128,6 +153,30 @@ describe('full-mode engine', () => {
     expect(results[2].tokenIds).toEqual(expected.tokenIds);
     expect(results[2].tokenIds).not.toEqual(results[1].tokenIds);
     await Promise.all([engine.close(), reference.close()]);
+  });
+
+  it('antithetic partners served in one call (θ switched between them in one pass) say what each says alone', async () => {
+    const engine = await createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full' });
+    engine.setPopulation({ runSeed: 5, iteration: 0, sigma: 0.05, rank: 1, members: ask({ population: 6, antithetic: true }) });
+    const hash = hashTheta(engine.segments());
+    const row = (index: number | null) => ({
+      promptIds: [256, 80, 81, 82],
+      member: index === null ? ({ kind: 'base' } as const) : ({ kind: 'member', iteration: 0, index } as const),
+      sampling: { temperature: 0.8, topP: 1, topK: 0, seed: 3 },
+      maxNewTokens: 12,
+      stop: [],
+    });
+    // both signs of noise 0 and 2, one of noise 1, and the base, out of order: every kind of transition
+    const order = [5, 0, null, 4, 1, 2];
+    const together = await engine.generate(order.map(row));
+    expect(hashTheta(engine.segments())).toBe(hash);
+    const alone = [];
+    for (const index of order) alone.push((await engine.generate([row(index)]))[0]);
+    expect(together.map((r) => r.tokenIds)).toEqual(alone.map((r) => r.tokenIds));
+    // the partners really differ, so equal outputs are not a perturbation that did nothing
+    expect(together[1].tokenIds).not.toEqual(together[4].tokenIds);
+    expect(hashTheta(engine.segments())).toBe(hash);
+    await engine.close();
   });
 
   it('applyUpdate is the shared dense update over every segment', async () => {

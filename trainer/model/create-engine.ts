@@ -15,7 +15,7 @@ import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, 
 import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
 import { compileConstraint } from '../generation/regex-automaton.ts';
 import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
-import { perturb, restore } from '../perturbation/exact-perturbation.ts';
+import { perturb, restore, switchPerturbation, type Perturbation } from '../perturbation/exact-perturbation.ts';
 import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../perturbation/lowrank-factors.ts';
 import { lowRankRewrite, type LowRankGroup, type LowRankTarget } from '../perturbation/lowrank-graph.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
@@ -206,20 +206,37 @@ export class OnnxEngine implements Engine {
     const out = new Array<GenerateResult>(rows.length);
     const groups = new Map<number, number[]>(); // member index (−1 = base) → row indices, in arrival order
     members.forEach((m, i) => groups.set(m ? m.index : -1, [...(groups.get(m ? m.index : -1) ?? []), i]));
+    // Base first, then members by noise, + before −, so antithetic partners run back to back and θ goes
+    // from one to the other in one pass over ε (switchPerturbation) instead of a restore and a perturb.
+    const order = [...groups.values()].map((rowIdx) => ({ rowIdx, member: members[rowIdx[0]] }));
+    order.sort((a, b) => (a.member?.noiseIndex ?? -1) - (b.member?.noiseIndex ?? -1) || (b.member?.sign ?? 0) - (a.member?.sign ?? 0));
     const feeds = this.rebuildsPerMember ? {} : this.weightFeeds();
-    for (const [index, rowIdx] of groups) {
-      const member = index < 0 ? null : members[rowIdx[0]]!;
-      const p = this.population!;
-      const perturbation = member ? perturb(this.segmentList, { runSeed: p.runSeed, iteration: p.iteration, member: member.noiseIndex }, member.sign * p.sigma) : null;
-      let memberSession: ort.InferenceSession | null = null;
-      try {
+    const p = this.population;
+    let current: Perturbation | null = null;
+    try {
+      for (const { rowIdx, member } of order) {
+        if (!member) {
+          if (current) restore(this.segmentList, current);
+          current = null;
+        } else {
+          const c = member.sign * p!.sigma;
+          if (current && current.key.member === member.noiseIndex) current = switchPerturbation(this.segmentList, current, c);
+          else {
+            if (current) restore(this.segmentList, current);
+            current = null; // θ is restored: a throw in perturb must not restore it twice
+            current = perturb(this.segmentList, { runSeed: p!.runSeed, iteration: p!.iteration, member: member.noiseIndex }, c);
+          }
+        }
         // rebuild-session: the graph's initializer bytes are views onto θ, so this session holds θ + σ·sign·ε
-        if (perturbation && this.rebuildsPerMember) memberSession = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
-        await this.inBatches(rowIdx, rows, out, () => feeds, memberSession ?? this.session);
-      } finally {
-        if (perturbation) restore(this.segmentList, perturbation);
-        await memberSession?.release();
+        const memberSession = current && this.rebuildsPerMember ? await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`) : null;
+        try {
+          await this.inBatches(rowIdx, rows, out, () => feeds, memberSession ?? this.session);
+        } finally {
+          await memberSession?.release();
+        }
       }
+    } finally {
+      if (current) restore(this.segmentList, current);
     }
     return out;
   }

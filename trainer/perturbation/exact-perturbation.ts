@@ -8,7 +8,7 @@
  * memory is the sparse list, measured as `fixupFraction`.
  */
 import type { ParameterSegment } from '../../shared/es.ts';
-import { activeNoiseKernel, applyNoise, perturbExactWasm, type NoiseKernelName, type NoiseKey } from '../../shared/noise.ts';
+import { activeNoiseKernel, applyNoise, perturbExactWasm, switchExactWasm, type NoiseKernelName, type NoiseKey } from '../../shared/noise.ts';
 import { forEachNoiseWindow } from './noise-windows.ts';
 
 const f32 = new Float32Array(1);
@@ -24,6 +24,20 @@ function nextFloat(x: number, up: boolean): number {
   if (x > 0 === up) u32[0]++;
   else u32[0]--;
   return f32[0];
+}
+
+/** θ[i] ← t next to θ[i] + d that fl32(t − d) maps back to θ[i]; θ[i] saved in `list` when none does. */
+function perturbElement(theta: Float32Array, i: number, d: number, list: GrowList): void {
+  const x = theta[i];
+  let t = Math.fround(x + d);
+  if (Math.fround(t - d) !== x) {
+    const up = nextFloat(t, true);
+    const down = nextFloat(t, false);
+    if (Math.fround(up - d) === x) t = up;
+    else if (Math.fround(down - d) === x) t = down;
+    else list.push(i, x);
+  }
+  theta[i] = t;
 }
 
 export interface Perturbation {
@@ -76,25 +90,46 @@ export function perturbWith(kernel: NoiseKernelName, segments: readonly Paramete
   const lists = segments.map(() => new GrowList());
   if (kernel === 'wasm') segments.forEach((s, si) => perturbExactWasm(s.data, key, c, s.offset, 0, s.data.length, lists[si]));
   else forEachNoiseWindow(segments, key, (si, from, eps, epsFrom, count) => {
-    const theta = segments[si].data;
-    const list = lists[si];
-    for (let k = 0; k < count; k++) {
-      const i = from + k;
-      const x = theta[i];
-      const d = c * eps[epsFrom + k];
-      let t = Math.fround(x + d);
-      if (Math.fround(t - d) !== x) {
-        const up = nextFloat(t, true);
-        const down = nextFloat(t, false);
-        if (Math.fround(up - d) === x) t = up;
-        else if (Math.fround(down - d) === x) t = down;
-        else list.push(i, x);
-      }
-      theta[i] = t;
-    }
+    for (let k = 0; k < count; k++) perturbElement(segments[si].data, from + k, c * eps[epsFrom + k], lists[si]);
   });
+  return perturbationOf(key, c, lists);
+}
+
+function perturbationOf(key: NoiseKey, c: number, lists: GrowList[]): Perturbation {
   const fixups = lists.map((l) => ({ index: l.index.slice(0, l.length), value: l.value.slice(0, l.length) }));
   return { key, c, fixups, fixupCount: fixups.reduce((a, f) => a + f.index.length, 0) };
+}
+
+/**
+ * θ perturbed by `from` becomes θ perturbed by c on the same noise (`from`'s antithetic partner, c =
+ * −from.c), in one generation of ε where `restore` then `perturb` would take two: bit for bit the same θ
+ * and fix-ups as those two calls. Serving a pair of antithetic members back to back then costs three
+ * passes over θ instead of four.
+ */
+export function switchPerturbation(segments: readonly ParameterSegment[], from: Perturbation, c: number): Perturbation {
+  return switchPerturbationWith(activeNoiseKernel, segments, from, c);
+}
+
+/** `switchPerturbation` with the named noise kernel ('js' is the reference; tests cross-check the two). */
+export function switchPerturbationWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], from: Perturbation, c: number): Perturbation {
+  const lists = segments.map(() => new GrowList());
+  if (kernel === 'wasm') segments.forEach((s, si) => switchExactWasm(s.data, from.key, s.offset, from.c, from.fixups[si], c, lists[si]));
+  else {
+    const next = segments.map(() => 0); // per segment: the first saved element not yet written back
+    forEachNoiseWindow(segments, from.key, (si, start, eps, epsFrom, count) => {
+      const theta = segments[si].data;
+      const saved = from.fixups[si];
+      for (let k = 0; k < count; k++) {
+        const i = start + k;
+        // restore's two steps on this element (fl32(t + (−c)·ε), as applyNoise computes it; then its saved θ) …
+        theta[i] = Math.fround(theta[i] + -from.c * eps[epsFrom + k]);
+        if (next[si] < saved.index.length && saved.index[next[si]] === i) theta[i] = saved.value[next[si]++];
+        // … then perturb's
+        perturbElement(theta, i, c * eps[epsFrom + k], lists[si]);
+      }
+    });
+  }
+  return perturbationOf(from.key, c, lists);
 }
 
 /** Undo `perturb` exactly: θ ← fl32(t − c·ε), then the saved elements. */
