@@ -123,19 +123,24 @@ describe('full mode perturb/restore', () => {
   });
 });
 
+/** A generate row builder: `row(index)` for member `index` of `iteration`, `row(null)` for the base model. */
+function rowOf(o: { promptIds: number[]; iteration: number; temperature: number; seed: number; maxNewTokens: number }) {
+  return (index: number | null) => ({
+    promptIds: o.promptIds,
+    member: index === null ? ({ kind: 'base' } as const) : ({ kind: 'member', iteration: o.iteration, index } as const),
+    sampling: { temperature: o.temperature, topP: 1, topK: 0, seed: o.seed },
+    maxNewTokens: o.maxNewTokens,
+    stop: [],
+  });
+}
+
 describe('full-mode engine', () => {
   it('serves members by perturbing in place, restores θ exactly, and matches a model built with θ + σ·sign·ε', async () => {
     const engine = await createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full' });
     const members = ask({ population: 4, antithetic: true });
     engine.setPopulation({ runSeed: 5, iteration: 2, sigma: 0.05, rank: 1, members });
     const hash = hashTheta(engine.segments());
-    const row = (index: number | null) => ({
-      promptIds: [256, 60, 61, 62],
-      member: index === null ? ({ kind: 'base' } as const) : ({ kind: 'member', iteration: 2, index } as const),
-      sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 },
-      maxNewTokens: 12,
-      stop: [],
-    });
+    const row = rowOf({ promptIds: [256, 60, 61, 62], iteration: 2, temperature: 0, seed: 0, maxNewTokens: 12 });
     const pending = engine.generate([row(1), row(null), row(3), row(1)]);
     // queued behind the generation: sees θ restored, never a member's perturbed θ
     const hashDuring = engine.withRestoredWeights((segments) => hashTheta(segments));
@@ -159,13 +164,7 @@ describe('full-mode engine', () => {
     const engine = await createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full' });
     engine.setPopulation({ runSeed: 5, iteration: 0, sigma: 0.05, rank: 1, members: ask({ population: 6, antithetic: true }) });
     const hash = hashTheta(engine.segments());
-    const row = (index: number | null) => ({
-      promptIds: [256, 80, 81, 82],
-      member: index === null ? ({ kind: 'base' } as const) : ({ kind: 'member', iteration: 0, index } as const),
-      sampling: { temperature: 0.8, topP: 1, topK: 0, seed: 3 },
-      maxNewTokens: 12,
-      stop: [],
-    });
+    const row = rowOf({ promptIds: [256, 80, 81, 82], iteration: 0, temperature: 0.8, seed: 3, maxNewTokens: 12 });
     // both signs of noise 0 and 2, one of noise 1, and the base, out of order: every kind of transition
     const order = [5, 0, null, 4, 1, 2];
     const together = await engine.generate(order.map(row));
@@ -194,13 +193,7 @@ describe('full-mode engine', () => {
     const engines = await Promise.all(
       (['inputs', 'rebuild-session'] as const).map((fullModeWeights) => createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full', fullModeWeights })),
     );
-    const row = (index: number | null) => ({
-      promptIds: [256, 70, 71],
-      member: index === null ? ({ kind: 'base' } as const) : ({ kind: 'member', iteration: 0, index } as const),
-      sampling: { temperature: 0.7, topP: 1, topK: 0, seed: 4 },
-      maxNewTokens: 10,
-      stop: [],
-    });
+    const row = rowOf({ promptIds: [256, 70, 71], iteration: 0, temperature: 0.7, seed: 4, maxNewTokens: 10 });
     const outputs = [];
     for (const e of engines) {
       e.setPopulation({ runSeed: 5, iteration: 0, sigma: 0.05, rank: 1, members });
