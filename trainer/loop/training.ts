@@ -236,8 +236,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
       });
     await faults('after-fanout', k);
 
-    const expected = m.members.length * m.tasks.length;
-    const collector = new RewardCollector(store, run, k, { expected: m.members.flatMap((x) => m.tasks.map((t) => ({ member: x.index, task: t.id }))) });
+    const expectedPairs = m.members.flatMap((x) => m.tasks.map((t) => ({ member: x.index, task: t.id })));
+    const expected = expectedPairs.length;
+    const collector = new RewardCollector(store, run, k, { expected: expectedPairs });
     let classification: Classification | null = null;
     await collectUntil(collector, {
       pollMs,
