@@ -26,6 +26,7 @@ import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
 import { RewardCollector } from '../../../shared/store/reward-collector.ts';
 import { collectUntil } from '../../loop/collect.ts';
 import { machineInfo, median } from '../../bench/measure.ts';
+import { spinRate } from '../../bench/cpu-capacity.ts';
 import { iterationRequests, requestedPairs } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { RecordAwaitingFanout } from '../../fanout/record-awaiting.ts';
@@ -35,6 +36,8 @@ import { flag, parseFlags } from '../args.ts';
 import type { Command } from '../command.ts';
 
 const SCALING_TARGET = 0.8;
+/** How long each round's pure-compute control spins (cpu-capacity.ts). */
+const CONTROL_MS = 250;
 const OVERHEAD_TARGET = 0.05;
 
 async function sudokuRequests(run: string, size: 4 | 9, members: number, tasksPerMember: number, seed: number): Promise<EpisodeRequest[]> {
@@ -58,15 +61,21 @@ async function measureScaling(maxWorkers: number, perWorker: number, repeats: nu
   const sizes = Array.from({ length: maxWorkers }, (_, i) => i + 1);
   const pools = sizes.map((n) => new LocalFanout({ workers: n, store: { kind: 'fs', root: join(dir, `w${n}`) }, episodesPerInvocation: perInvocation }));
   const rates = sizes.map((): number[] => []);
+  const spins = sizes.map((): number[] => []);
   const dispatcherCpu = sizes.map((): number[] => []);
   try {
     await Promise.all(pools.map((pool) => pool.warm()));
+    // Every round's requests exist before the first round starts: generating puzzles between rounds
+    // would leave the cores half idle there, and a vCPU that has just slept runs the next round slower.
+    // A fresh run id each round: every episode really runs and writes (no duplicate skipping).
+    const rounds = await Promise.all(
+      Array.from({ length: repeats + 1 }, (_, r) => Promise.all(sizes.map((n) => sudokuRequests(`scale-${n}-${r}`, 9, n, perWorker, r)))),
+    );
     // Rounds interleave the pool sizes (1, 2, …, 1, 2, …), so a shift in the machine's load touches
     // every size alike instead of whichever ran last; round 0 warms the workers' JIT.
-    for (let r = 0; r < repeats + 1; r++) {
+    for (const [r, round] of rounds.entries()) {
       for (const [i, n] of sizes.entries()) {
-        // A fresh run id each round: every episode really runs and writes (no duplicate skipping).
-        const requests = await sudokuRequests(`scale-${n}-${r}`, 9, n, perWorker, r);
+        const requests = round[i];
         const t0 = performance.now();
         const cpu0 = process.cpuUsage();
         const outcomes = await pools[i].dispatch(requests, { concurrency: n, timeoutMs: 60_000 });
@@ -74,9 +83,12 @@ async function measureScaling(maxWorkers: number, perWorker: number, repeats: nu
         const seconds = (performance.now() - t0) / 1000;
         const failed = outcomes.filter((o) => !o.ok).length;
         if (failed) throw new Error(`${failed} episodes failed in the scaling run: ${outcomes.find((o) => !o.ok)?.error}`);
+        // The machine's own scaling, measured right after the pool's round: the control (cpu-capacity.ts).
+        const spin = await spinRate(n, CONTROL_MS);
         if (r > 0) {
           rates[i].push(requests.length / seconds);
           dispatcherCpu[i].push((cpu.user + cpu.system) / 1e6 / seconds);
+          spins[i].push(spin);
         }
       }
     }
@@ -85,10 +97,10 @@ async function measureScaling(maxWorkers: number, perWorker: number, repeats: nu
     await rm(dir, { recursive: true, force: true });
   }
   // The dispatching process's CPU time ÷ wall time: at N = cores it competes with the workers for the cores.
-  const points = sizes.map((workers, i) => ({ workers, episodesPerS: median(rates[i]), dispatcherCpuShare: median(dispatcherCpu[i]) }));
+  const points = sizes.map((workers, i) => ({ workers, episodesPerS: median(rates[i]), dispatcherCpuShare: median(dispatcherCpu[i]), spinRate: median(spins[i]) }));
   for (const p of points) log(`  ${p.workers} worker(s): ${p.episodesPerS.toFixed(1)} episodes/s`);
-  const one = points[0].episodesPerS;
-  return points.map((p) => ({ ...p, scaling: p.episodesPerS / (p.workers * one) }));
+  const [one] = points;
+  return points.map((p) => ({ ...p, scaling: p.episodesPerS / (p.workers * one.episodesPerS), machineScaling: p.spinRate / (p.workers * one.spinRate) }));
 }
 
 /** One part of the local cloud in a child process (functions/dev/local-cloud-process.ts); resolves with its ready line. */
@@ -237,14 +249,17 @@ export const command: Command = {
     const points = await measureScaling(maxWorkers, perWorker, repeats, perInvocation, log);
     log('overhead: Lambda adapter → dev invoke endpoint → handler → s3rver → collector');
     const overhead = await measureOverhead(episodes, medianMs, concurrency, perInvocation, pollMs, log);
-    const scaling = points[points.length - 1].scaling;
+    const last = points[points.length - 1];
+    const scaling = last.scaling;
     const report = {
       machine: machineInfo(),
       scaling,
-      scaling_workers: points[points.length - 1].workers,
+      scaling_workers: last.workers,
+      // The same ratio for threads that only compute: what the host gave N at once in the same rounds.
+      machine_scaling: last.machineScaling,
       scaling_target: SCALING_TARGET,
       episodes_per_invocation: perInvocation,
-      scaling_points: points.map((q) => ({ workers: q.workers, episodes_per_s: q.episodesPerS, scaling: q.scaling, dispatcher_cpu_share: q.dispatcherCpuShare })),
+      scaling_points: points.map((q) => ({ workers: q.workers, episodes_per_s: q.episodesPerS, scaling: q.scaling, dispatcher_cpu_share: q.dispatcherCpuShare, machine_scaling: q.machineScaling })),
       overhead_ratio: overhead.overhead_ratio,
       overhead_target: OVERHEAD_TARGET,
       overhead,
@@ -254,8 +269,8 @@ export const command: Command = {
       p.json
         ? JSON.stringify(report)
         : [
-            ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}  dispatcher CPU ${q.dispatcher_cpu_share.toFixed(2)}`),
-            `scaling at N=${report.scaling_workers}: ${scaling.toFixed(3)} (target ≥ ${SCALING_TARGET})`,
+            ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}  dispatcher CPU ${q.dispatcher_cpu_share.toFixed(2)}  machine ${q.machine_scaling.toFixed(3)}`),
+            `scaling at N=${report.scaling_workers}: ${scaling.toFixed(3)} (target ≥ ${SCALING_TARGET}); the machine's own, spinning threads: ${report.machine_scaling.toFixed(3)}`,
             `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (target ≤ ${OVERHEAD_TARGET}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
               `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms, longest injected latency ${overhead.longest_injected_latency_ms} ms`,
             `trainer process CPU ÷ iteration wall time: ${overhead.trainer_cpu_share.toFixed(4)}`,
