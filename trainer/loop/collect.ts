@@ -35,11 +35,20 @@ export async function collectUntil(collector: RewardCollector, options: CollectO
   for (;;) {
     const wasSettled = settled;
     const over = cycleEnd(Date.now() + options.pollMs, wasSettled);
-    await collector.discover();
-    // Settled: nothing more will land, so every key of this listing is read before the close is
-    // decided. Otherwise decide as soon as the reads drain, or when the cycle is over (list again
-    // then, with the rest of the reads still going on).
-    await (wasSettled ? collector.drained() : Promise.race([collector.drained(), over]));
+    if (wasSettled) {
+      // Settled: nothing more will land, so the close is decided on a look that began after the
+      // settling, read whole. The reads still in flight began before it: a key read by one of them
+      // (a probe of a missing record) may have landed since, and discovery skips keys being read, so
+      // they finish first and discovery then asks again for whatever they did not find.
+      await collector.drained();
+      await collector.discover();
+      await collector.drained();
+    } else {
+      // Decide as soon as the reads drain, or when the cycle is over (list again then, with the rest
+      // of the reads still going on).
+      await collector.discover();
+      await Promise.race([collector.drained(), over]);
+    }
     const snapshot = collector.snapshot();
     if (options.done(snapshot, wasSettled)) return snapshot;
     await over;
