@@ -8,9 +8,10 @@
  * SYNC_IO_LIMIT (checkpoints) take the promise API. Each promise call is a hop to libuv's thread pool
  * and back, and on a small VM every hop waits for a sleeping vCPU to wake: a reward's get +
  * create-only put measured ≈ 600–700 µs that way against ≈ 65–75 µs with the syscalls made directly
- * (docs/BENCHMARKS.md), and those hops, not the episodes, were most of what a pool of CPU-light
- * episode workers spent (`esopt bench fanout`). A small call blocks the event loop for tens of microseconds, less than the hops cost
- * the loop in callbacks; a large one would block it for milliseconds, so it stays asynchronous.
+ * (docs/CLOUD.md), and those hops, not the episodes, were most of what a pool of CPU-light episode
+ * workers spent (`esopt bench fanout`). A small call blocks the event loop for tens of microseconds,
+ * less than the hops cost the loop in callbacks; a large one would block it for milliseconds, so it
+ * stays asynchronous.
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -85,12 +86,10 @@ export class FsObjectStore implements ObjectStore {
       if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return null;
       throw err;
     }
-    let size: number;
     try {
       const stat = fstatSync(fd);
       if (stat.isDirectory()) return null;
-      size = stat.size;
-      if (size <= SYNC_IO_LIMIT) return readWhole(fd, size);
+      if (stat.size <= SYNC_IO_LIMIT) return readWhole(fd, stat.size);
     } finally {
       closeSync(fd);
     }
