@@ -37,10 +37,10 @@ export async function spinRate(threads: number, ms: number): Promise<number> {
         }),
     );
     await Promise.all(workers.map((w) => new Promise((resolve) => w.once('online', resolve))));
-    const t0 = Date.now();
-    new Float64Array(shared, 8, 1)[0] = t0 + ms;
-    Atomics.store(new Int32Array(shared, 0, 1), 0, 1);
-    Atomics.notify(new Int32Array(shared, 0, 1), 0);
+    new Float64Array(shared, 8, 1)[0] = Date.now() + ms;
+    const flag = new Int32Array(shared, 0, 1);
+    Atomics.store(flag, 0, 1);
+    Atomics.notify(flag, 0);
     const blocks = await Promise.all(results);
     // The window is the deadline's: every thread stops at the same wall-clock moment.
     return blocks.reduce((a, b) => a + b, 0) / (ms / 1000);

@@ -39,10 +39,9 @@ export async function collectUntil(collector: RewardCollector, options: CollectO
       // Settled: nothing more will land, so the close is decided on a look that began after the
       // settling, read whole. The reads still in flight began before it: a key read by one of them
       // (a probe of a missing record) may have landed since, and discovery skips keys being read, so
-      // they finish first and discovery then asks again for whatever they did not find.
+      // they finish first and a poll (discover, then drain) then asks again for whatever they did not find.
       await collector.drained();
-      await collector.discover();
-      await collector.drained();
+      await collector.poll();
     } else {
       // Decide as soon as the reads drain, or when the cycle is over (list again then, with the rest
       // of the reads still going on).
