@@ -137,4 +137,10 @@ export interface EngineOptions {
    * session build per member switch; worth it when a member's episodes are long. See docs/MODEL.md.
    */
   fullModeWeights?: 'inputs' | 'rebuild-session';
+  /**
+   * Full mode only: threads that perturb, restore and switch θ, this one included (θ's tensors are lent to
+   * worker threads, trainer/perturbation/perturbation-pool.ts). Default: every core for θ of 2^29
+   * elements (2 GiB) or more, where each worker's own memory is a small share of the process; 1 below.
+   */
+  switchThreads?: number;
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { z } from 'zod';
 import { layoutSegments, perturbDense } from '../../../shared/es.ts';
@@ -10,6 +11,7 @@ import { encodeModel } from '../../model/onnx/proto.ts';
 import { parameterCount } from '../../model/weights.ts';
 import { benchRows, tokensPerSecond } from '../../generation/throughput.ts';
 import { perturb, restore, switchPerturbation } from '../../perturbation/exact-perturbation.ts';
+import { PerturbationPool } from '../../perturbation/perturbation-pool.ts';
 import { weightsAsInputs } from '../../perturbation/weights-as-inputs.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -34,7 +36,7 @@ function maxDrift(segments: readonly ParameterSegment[], original: readonly Floa
 export const command: Command = {
   name: 'bench full',
   summary: 'full mode: member switch cost ÷ one episode of generation, restore drift, and θ-as-inputs ÷ θ-as-initializers tokens/s',
-  usage: 'esopt bench full [--preset small] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-preset tiny] [--repeats 3] [--threads N] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench full [--preset small] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-preset tiny] [--repeats 3] [--threads N] [--switch-threads N] [--provider cpu|cuda] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       preset: { type: 'string', default: 'small' },
@@ -46,6 +48,7 @@ export const command: Command = {
       'drift-preset': { type: 'string', default: 'tiny' },
       repeats: { type: 'string', default: '3' },
       threads: { type: 'string' },
+      'switch-threads': { type: 'string', default: String(availableParallelism()) },
       provider: { type: 'string', default: 'cpu' },
     });
     const preset = flag(p.values, 'preset', z.enum(['tiny', 'small']));
@@ -57,6 +60,7 @@ export const command: Command = {
     const driftPreset = flag(p.values, 'drift-preset', z.enum(['tiny', 'small']));
     const repeats = flag(p.values, 'repeats', int(1, 50));
     const threads = flag(p.values, 'threads', int(1, 256).optional());
+    const switchThreads = flag(p.values, 'switch-threads', int(1, 256));
     const provider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']));
     const log = (m: string) => { if (!p.json) io.stderr(m); };
 
@@ -90,32 +94,50 @@ export const command: Command = {
     }
 
     // --- member switch (exact perturb + restore of all θ) vs one episode of that member's tokens ---
-    log(`switch: perturb+restore ${parameterCount(model.weights)} parameters vs generating ${episodeTokens} tokens (batch 1)`);
+    // Two ways side by side, alternating: this thread alone (exact-perturbation.ts; the engine's default
+    // below 2^29 elements) and θ's tensors lent to `switchThreads − 1` workers (perturbation-pool.ts). The pool works on its own copy
+    // of θ, because lending replaces the views that the feeds and the graph's initializers hold.
+    log(`switch: perturb+restore ${parameterCount(model.weights)} parameters on 1 and ${switchThreads} threads vs generating ${episodeTokens} tokens (batch 1)`);
+    const pool = await PerturbationPool.create(switchThreads - 1);
+    const pooled = layoutSegments(model.weights.map((w) => ({ name: w.name, data: w.data.slice() })));
     const key = (r: number) => ({ runSeed: 1, iteration: 0, member: r });
-    restore(segments, perturb(segments, key(999), sigma)); // warm-up
-    const switchMs: number[] = [];
-    // The switch runs on this thread alone, so its CPU time shows how much of its wall time is waiting
-    // for a core on a shared machine (the ratio itself stays wall time against wall time).
-    const switchCpuMs: number[] = [];
+    restore(segments, perturb(segments, key(999), sigma)); // warm-up, both ways
+    await pool.restore(pooled, await pool.perturb(pooled, key(999), sigma));
+    const oneThreadMs: number[] = [];
+    const threadedMs: number[] = [];
+    // The one-thread switch runs on this thread alone, so its CPU time shows how much of its wall time is
+    // waiting for a core on a shared machine (the ratio itself stays wall time against wall time).
+    const oneThreadCpuMs: number[] = [];
     let fixups = 0;
-    for (let r = 0; r < repeats; r++) {
+    const oneThread = async (r: number) => {
       const cpu0 = process.cpuUsage();
-      switchMs.push(await timeMs(() => {
+      oneThreadMs.push(await timeMs(() => {
         const pert = perturb(segments, key(r), sigma);
         fixups += pert.fixupCount;
         restore(segments, pert);
       }));
       const cpu = process.cpuUsage(cpu0);
-      switchCpuMs.push((cpu.user + cpu.system) / 1000);
+      oneThreadCpuMs.push((cpu.user + cpu.system) / 1000);
+    };
+    const threaded = async (r: number) => threadedMs.push(await timeMs(async () => pool.restore(pooled, await pool.perturb(pooled, key(r), sigma))));
+    for (let r = 0; r < repeats; r++) {
+      if (r % 2 === 0) (await oneThread(r), await threaded(r));
+      else (await threaded(r), await oneThread(r));
     }
     // An antithetic pair served back to back (the engine's order): perturb +, switch to − in one pass, restore.
-    const pairMs: number[] = [];
+    const pairOneThreadMs: number[] = [];
+    const pairThreadedMs: number[] = [];
     for (let r = 0; r < repeats; r++) {
-      pairMs.push(await timeMs(() => {
+      pairOneThreadMs.push(await timeMs(() => {
         const plus = perturb(segments, key(500 + r), sigma);
         restore(segments, switchPerturbation(segments, plus, -sigma));
       }));
+      pairThreadedMs.push(await timeMs(async () => {
+        const plus = await pool.perturb(pooled, key(500 + r), sigma);
+        await pool.restore(pooled, await pool.switchTo(pooled, plus, -sigma));
+      }));
     }
+    await pool.close();
     const episodeRows = benchRows(1, promptTokens, episodeTokens, c.vocab_size);
     const episodeMs: number[] = [];
     for (let r = 0; r < repeats; r++) {
@@ -151,20 +173,28 @@ export const command: Command = {
     const thetaRms = rms(exactSegs);
 
     await Promise.all([withInitializers.release(), withInputs.release()]);
-    const switchRatio = median(switchMs) / median(episodeMs);
+    const switchRatio = median(oneThreadMs) / median(episodeMs);
     const out = {
       preset,
       parameters: parameterCount(model.weights),
       provider,
       sigma,
-      switch_ms: median(switchMs),
-      switch_cpu_ms: median(switchCpuMs),
+      // One thread: what the engine does by default for θ under 2^29 elements (create-engine.ts).
+      switch_ms: median(oneThreadMs),
+      switch_cpu_ms: median(oneThreadCpuMs),
       episode_ms: median(episodeMs),
       episode_tokens: episodeTokens,
       switch_ratio: switchRatio,
       /** Per member when antithetic partners run back to back: (perturb + switch + restore) ÷ 2. */
-      antithetic_switch_ms: median(pairMs) / 2,
-      antithetic_switch_ratio: median(pairMs) / 2 / median(episodeMs),
+      antithetic_switch_ms: median(pairOneThreadMs) / 2,
+      antithetic_switch_ratio: median(pairOneThreadMs) / 2 / median(episodeMs),
+      // θ's tensors lent to worker threads (the engine's `switchThreads`), measured alternately with the above.
+      switch_threads: switchThreads,
+      switch_ms_threaded: median(threadedMs),
+      switch_ratio_threaded: median(threadedMs) / median(episodeMs),
+      antithetic_switch_ratio_threaded: median(pairThreadedMs) / 2 / median(episodeMs),
+      /** One-thread switch time ÷ threaded switch time. */
+      switch_speedup: median(oneThreadMs) / median(threadedMs),
       fixup_fraction: fixups / repeats / parameterCount(model.weights),
       rebuild_session_switch_ms: median(rebuildMs),
       rebuild_session_episode_ms: median(initEpisodeMs),
@@ -183,6 +213,7 @@ export const command: Command = {
     else {
       io.stdout(`switch_ratio ${switchRatio.toFixed(3)} (switch ${out.switch_ms.toFixed(0)} ms, ${out.switch_cpu_ms.toFixed(0)} ms of CPU, ÷ episode ${out.episode_ms.toFixed(0)} ms; target ≤ 0.05)`);
       io.stdout(`antithetic_switch_ratio ${out.antithetic_switch_ratio.toFixed(3)} (per member of a pair served back to back: ${out.antithetic_switch_ms.toFixed(0)} ms)`);
+      io.stdout(`switch_ratio_threaded ${out.switch_ratio_threaded.toFixed(3)} (${switchThreads} threads: ${out.switch_ms_threaded.toFixed(0)} ms, ${out.switch_speedup.toFixed(2)}× faster; antithetic ${out.antithetic_switch_ratio_threaded.toFixed(3)})`);
       io.stdout(`drift ${out.drift} after ${cycles} cycles (bound ${out.drift_bound.toExponential(2)}; plain subtraction ${out.drift_plain_subtraction.toExponential(2)})`);
       io.stdout(`input_vs_initializer ${out.input_vs_initializer.toFixed(3)} (target ≥ 0.95); rebuild-session switch_ratio ${out.rebuild_session_switch_ratio.toFixed(3)}`);
     }

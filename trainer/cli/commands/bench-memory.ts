@@ -28,7 +28,7 @@ function runChild(options: Record<string, unknown>): Promise<number> {
 export const command: Command = {
   name: 'bench memory',
   summary: 'peak RSS of a child that trains (perturb, generate, restore, update) ÷ one that only generates',
-  usage: 'esopt bench memory [--mode full|lowrank] [--preset small] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--json]',
+  usage: 'esopt bench memory [--mode full|lowrank] [--preset small] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--switch-threads N] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       mode: { type: 'string', default: 'full' },
@@ -38,6 +38,7 @@ export const command: Command = {
       'prompt-tokens': { type: 'string', default: '32' },
       'new-tokens': { type: 'string', default: '32' },
       iterations: { type: 'string', default: '3' },
+      'switch-threads': { type: 'string' },
     });
     const options = {
       mode: flag(p.values, 'mode', z.enum(['full', 'lowrank'])),
@@ -47,6 +48,8 @@ export const command: Command = {
       promptTokens: flag(p.values, 'prompt-tokens', int(1, 1024)),
       newTokens: flag(p.values, 'new-tokens', int(1, 1024)),
       iterations: flag(p.values, 'iterations', int(1, 100)),
+      // full mode's switch threads (the engine's default where unset: every core for models this size)
+      switchThreads: flag(p.values, 'switch-threads', int(1, 256).optional()),
     };
     const log = (m: string) => { if (!p.json) io.stderr(m); };
     log(`child 1/2: generate only (${options.iterations} iterations × ${options.population} members' worth of calls)`);
