@@ -197,14 +197,16 @@ export class OnnxEngine implements Engine {
    * (which rebuild-session encodes) at the new views.
    */
   private relinkWeights(): void {
+    const moved = this.segmentList.flatMap((s, i) => (this.model.weights[i].data === s.data ? [] : [i]));
+    if (moved.length === 0) return; // one thread: nothing was lent
     const byName = new Map(this.model.graph.graph.initializer.map((t) => [t.name, t]));
-    this.segmentList.forEach((s, i) => {
+    for (const i of moved) {
+      const { data } = this.segmentList[i];
       const w = this.model.weights[i];
-      if (w.data === s.data) return;
-      w.data = s.data;
+      w.data = data;
       const init = byName.get(w.name);
-      if (init) init.rawData = new Uint8Array(s.data.buffer, s.data.byteOffset, s.data.byteLength);
-    });
+      if (init) init.rawData = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    }
   }
 
   private weightFeeds(): Record<string, ort.Tensor> {
@@ -318,10 +320,10 @@ export class OnnxEngine implements Engine {
 
 /**
  * θ's size from which full mode's switch uses every core by default: 2^29 elements (2 GiB of float32).
- * Each worker thread is a V8 isolate of its own, ≈ 25 MB idle plus up to ≈ 64 MB of not-yet-collected
- * fix-up lists (measured on `small`: training peak RSS 1.13× generation with 2 threads against 1.02× with
- * one, docs/MODEL.md); from this size on that stays under 5% of the process, while a one-thread switch of
- * θ would take seconds.
+ * Each worker thread is a V8 isolate of its own, ≈ 25 MB idle plus its fix-up lists' garbage until its own
+ * GC runs (measured on `small`: training peak RSS 1.07–1.15× generation with 2 threads against ≈ 1.02× with
+ * one, docs/MODEL.md); from this size on that is a few percent of the process at most, while a one-thread
+ * switch of θ would take seconds.
  */
 const SWITCH_THREADS_FROM = 2 ** 29;
 

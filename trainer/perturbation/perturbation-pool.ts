@@ -15,8 +15,8 @@ import type { Worker } from 'node:worker_threads';
 import type { ParameterSegment } from '../../shared/es.ts';
 import type { NoiseKey } from '../../shared/noise.ts';
 import { startTsWorker } from '../../shared/ts-worker.ts';
-import { perturb, restore, switchPerturbation, type Perturbation } from './exact-perturbation.ts';
-import { transferList, type PerturbationJob, type PerturbationReply } from './perturbation-protocol.ts';
+import type { Perturbation } from './exact-perturbation.ts';
+import { runJob, transferList, type PerturbationJob, type PerturbationReply } from './perturbation-job.ts';
 
 /**
  * Deal θ's tensors into `parts` groups of nearly equal size (largest first, each to the lightest group).
@@ -95,15 +95,21 @@ export class PerturbationPool {
     if (this.lost) throw this.lost;
     const workers = [...this.workers];
     const [own, ...lent] = dealTensors(segments, workers.length + 1);
+    const jobFor = (items: number[]): PerturbationJob => ({
+      op,
+      key,
+      c,
+      fromC,
+      fixups: op === 'perturb' ? [] : items.map((i) => fixups[i]),
+      data: items.map((i) => segments[i].data),
+      offsets: items.map((i) => segments[i].offset),
+    });
     const out: Perturbation['fixups'] = segments.map(() => ({ index: new Uint32Array(0), value: new Float32Array(0) }));
     // Lend first, so the workers start while this thread does its own share.
-    const replies = lent.map((items, w) => (items.length ? this.lend(workers[w], op, segments, items, key, c, fromC, fixups) : null));
+    const replies = lent.map((items, w) => (items.length ? this.lend(workers[w], jobFor(items)) : null));
     let ownError: unknown = null;
     try {
-      const mine = own.map((i) => segments[i]);
-      const from: Perturbation = { key, c: fromC, fixups: own.map((i) => fixups[i]), fixupCount: 0 };
-      const result = op === 'perturb' ? perturb(mine, key, c) : op === 'switch' ? switchPerturbation(mine, from, c) : (restore(mine, from), null);
-      result?.fixups.forEach((f, k) => (out[own[k]] = f));
+      runJob(jobFor(own))?.forEach((f, k) => (out[own[k]] = f));
     } catch (err) {
       ownError = err;
     }
@@ -130,16 +136,7 @@ export class PerturbationPool {
     return out;
   }
 
-  private lend(worker: Worker, op: Op, segments: ParameterSegment[], items: number[], key: NoiseKey, c: number, fromC: number, fixups: Perturbation['fixups']): Promise<PerturbationReply> {
-    const job: PerturbationJob = {
-      op,
-      key,
-      c,
-      fromC,
-      fixups: op === 'perturb' ? [] : items.map((i) => fixups[i]),
-      data: items.map((i) => segments[i].data),
-      offsets: items.map((i) => segments[i].offset),
-    };
+  private lend(worker: Worker, job: PerturbationJob): Promise<PerturbationReply> {
     return new Promise<PerturbationReply>((resolve, reject) => {
       const onMessage = (m: PerturbationReply) => {
         worker.off('error', onError);
