@@ -167,9 +167,13 @@ Promise.all(bounded).then(function (results) {
 });`;
 }
 
+// The page leaves 2 s after it loads: Chromium commits an error page when the route aborts the request,
+// which destroys the page's context, so the backend must have started the page before then (with 500 ms,
+// a loaded machine lost that race: "Execution context was destroyed" from the backend's first evaluate).
+const LEAVE_AFTER_MS = 2000;
 const FORM_SCRIPT = (target: string) =>
-  `var f = document.createElement('form'); f.method = 'POST'; f.action = ${JSON.stringify(`${target}/collect`)}; var i = document.createElement('input'); i.name = 'd'; i.value = 'secret'; f.appendChild(i); document.body.appendChild(f); setTimeout(function () { f.submit(); }, 500);`;
-const NAVIGATE_SCRIPT = (target: string) => `setTimeout(function () { window.location.href = ${JSON.stringify(`${target}/navigate?d=secret`)}; }, 500);`;
+  `var f = document.createElement('form'); f.method = 'POST'; f.action = ${JSON.stringify(`${target}/collect`)}; var i = document.createElement('input'); i.name = 'd'; i.value = 'secret'; f.appendChild(i); document.body.appendChild(f); setTimeout(function () { f.submit(); }, ${LEAVE_AFTER_MS});`;
+const NAVIGATE_SCRIPT = (target: string) => `setTimeout(function () { window.location.href = ${JSON.stringify(`${target}/navigate?d=secret`)}; }, ${LEAVE_AFTER_MS});`;
 
 describe.each([
   ['chromium', () => new ChromiumBackend()],
@@ -260,7 +264,7 @@ describe.each([
           await expect.poll(() => page.blockedRequests.join('\n'), { timeout: 10_000 }).toMatch(kind === 'form' ? /\/collect/ : /\/navigate\?d=secret/);
         } else {
           // happy-dom refuses a cross-origin navigation before it makes any request: the page stays.
-          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          await new Promise((resolve) => setTimeout(resolve, LEAVE_AFTER_MS + 1_000));
           expect(await page.observe()).toMatch(new RegExp(`text "${kind}"`));
           expect(page.blockedRequests).toEqual([]);
         }
