@@ -93,7 +93,8 @@ export class PerturbationPool {
 
   private async run(op: Op, segments: ParameterSegment[], key: NoiseKey, c: number, fromC: number, fixups: Perturbation['fixups']): Promise<Perturbation['fixups']> {
     if (this.lost) throw this.lost;
-    const workers = [...this.workers];
+    // threadId is −1 once a thread has stopped, which can be before its 'exit' event: lend only to live ones
+    const workers = this.workers.filter((w) => w.threadId !== -1);
     const [own, ...lent] = dealTensors(segments, workers.length + 1);
     const jobFor = (items: number[]): PerturbationJob => ({
       op,
@@ -137,15 +138,19 @@ export class PerturbationPool {
   }
 
   private lend(worker: Worker, job: PerturbationJob): Promise<PerturbationReply> {
+    // An idle pool is unref'd; while it holds θ's tensors it must keep the process alive until they are back.
+    worker.ref();
     return new Promise<PerturbationReply>((resolve, reject) => {
       const onMessage = (m: PerturbationReply) => {
         worker.off('error', onError);
         worker.off('exit', onExit);
+        worker.unref();
         resolve(m);
       };
       const onError = (err: Error) => {
         worker.off('message', onMessage);
         worker.off('exit', onExit);
+        worker.unref();
         reject(err);
       };
       const onExit = (code: number) => onError(new Error(`worker exited with code ${code}`));
@@ -159,6 +164,7 @@ export class PerturbationPool {
         worker.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);
+        worker.unref();
         resolve({ data: job.data, fixups: null, error: `could not lend tensors to a worker: ${(err as Error).message}` });
       }
     });
