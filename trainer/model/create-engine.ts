@@ -6,7 +6,9 @@
  *   lowrank  W stays an initializer; per-row factor inputs carry each row's member, so one forward pass
  *            serves rows of many members. The update is folded into W and the session rebuilt in-process.
  */
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { applyDenseUpdate, layoutSegments, type ParameterSegment } from '../../shared/es.ts';
 import { accumulateLowRank } from '../../shared/lowrank.ts';
@@ -23,7 +25,8 @@ import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import { eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
-import { encodeModel, type ModelProto } from './onnx/proto.ts';
+import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
+import type { ModelProto } from './onnx/proto.ts';
 import { openModel } from './open-model.ts';
 
 export class ContextLengthError extends Error {
@@ -33,16 +36,40 @@ export class ContextLengthError extends Error {
   }
 }
 
+/**
+ * An onnxruntime session for `model`. The graph goes through a scratch directory in the export layout
+ * (model.onnx + external data, written tensor by tensor) rather than as one protobuf in memory: protobuf
+ * caps a message at 2 GiB, and encoding θ inline copied it once more on the way (slowly: protobufjs took
+ * 83 s for a 1 GiB tensor, against 68 ms for onnxruntime to read it from a file). Onnxruntime has read the
+ * data when `create` returns, so the directory is removed then. ESOPT_SESSION_DIR (default: the system's
+ * temporary directory) says where it goes: it needs room for θ once.
+ */
 export async function createSession(model: ModelProto, options: Pick<EngineOptions, 'executionProvider' | 'threads'>, what: string): Promise<ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
+  const scratchError = (err: unknown) => new Error(`${what}: could not write the session's graph to a scratch directory (ESOPT_SESSION_DIR): ${(err as Error).message}`);
+  let dir: string;
   try {
-    return await ort.InferenceSession.create(encodeModel(model), {
-      executionProviders: [provider],
-      graphOptimizationLevel: 'all',
-      ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
-    });
+    dir = mkdtempSync(join(process.env.ESOPT_SESSION_DIR || tmpdir(), 'esopt-session-'));
   } catch (err) {
-    throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
+    throw scratchError(err);
+  }
+  try {
+    try {
+      writeOnnxWithExternalData(dir, model);
+    } catch (err) {
+      throw scratchError(err);
+    }
+    try {
+      return await ort.InferenceSession.create(join(dir, MODEL_FILE), {
+        executionProviders: [provider],
+        graphOptimizationLevel: 'all',
+        ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      });
+    } catch (err) {
+      throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -9,15 +9,12 @@ import { join, normalize, relative } from 'node:path';
 import { ChatTokenizer } from './chat-tokenizer.ts';
 import { ModelConfig } from './config.ts';
 import { checkDecoderGraph } from './graph-check.ts';
-import { bytesOf, DataType, DataTypeName, decodeModel, encodeModel, type ModelProto, type TensorProto } from './onnx/proto.ts';
+import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
+import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type TensorProto } from './onnx/proto.ts';
 import { isPerturbable } from './perturbable.ts';
 import type { NamedTensor } from './weights.ts';
 
-export const MODEL_FILE = 'model.onnx';
-export const DATA_FILE = 'model.onnx_data';
 const REQUIRED = [MODEL_FILE, 'config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
-/** Tensors at least this large go to the external data file (as optimum does for big tensors). */
-const EXTERNAL_MIN_BYTES = 1024;
 
 export interface LoadedModel {
   dir: string;
@@ -38,22 +35,7 @@ export interface SaveInput {
 
 export function saveModelDir(dir: string, m: SaveInput): void {
   mkdirSync(dir, { recursive: true });
-  const chunks: Uint8Array[] = [];
-  let offset = 0;
-  const initializer = m.graph.graph.initializer.map((t): TensorProto => {
-    const raw = t.rawData;
-    if (!raw || raw.length < EXTERNAL_MIN_BYTES) return t;
-    const pad = (64 - (offset % 64)) % 64; // keep tensors 64-byte aligned, as onnx's external-data writer does
-    if (pad) chunks.push(new Uint8Array(pad));
-    offset += pad;
-    const entry = { ...t, rawData: undefined, dataLocation: 1, externalData: [{ key: 'location', value: DATA_FILE }, { key: 'offset', value: String(offset) }, { key: 'length', value: String(raw.length) }] };
-    chunks.push(raw);
-    offset += raw.length;
-    return entry;
-  });
-  const graph = { ...m.graph, graph: { ...m.graph.graph, initializer } };
-  writeFileSync(join(dir, DATA_FILE), Buffer.concat(chunks));
-  writeFileSync(join(dir, MODEL_FILE), encodeModel(graph));
+  writeOnnxWithExternalData(dir, m.graph);
   writeFileSync(join(dir, 'config.json'), `${JSON.stringify(m.config, null, 2)}\n`);
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(m.tokenizerJson));
   writeFileSync(join(dir, 'tokenizer_config.json'), `${JSON.stringify(m.tokenizerConfig, null, 2)}\n`);

@@ -7,7 +7,6 @@ import { machineInfo, median, timeMs } from '../../bench/measure.ts';
 import { headDim, kvHeads } from '../../model/config.ts';
 import { createSession } from '../../model/create-engine.ts';
 import { buildPreset } from '../../model/open-model.ts';
-import { encodeModel } from '../../model/onnx/proto.ts';
 import { parameterCount } from '../../model/weights.ts';
 import { benchRows, tokensPerSecond } from '../../generation/throughput.ts';
 import { perturb, restore, switchPerturbation } from '../../perturbation/exact-perturbation.ts';
@@ -148,7 +147,7 @@ export const command: Command = {
     for (let r = 0; r < Math.min(repeats, 2); r++) {
       rebuildMs.push(await timeMs(async () => {
         const pert = perturb(segments, key(r), sigma);
-        const s = await ort.InferenceSession.create(encodeModel(model.graph), { executionProviders: [provider], graphOptimizationLevel: 'all' });
+        const s = await createSession(model.graph, opts, `preset ${preset} (member session)`);
         restore(segments, pert);
         await s.release();
       }));
