@@ -7,14 +7,19 @@
  * whole. Two PUTs of one key at once can then leave the shorter body followed by the longer one's tail,
  * an object neither wrote (two racing deliveries of one episode did: a record that does not parse, a
  * reward lost), and a GET during a PUT reads an empty body. So a middleware at the head of s3rver's
- * chain runs the requests for one object one at a time: each object is replaced whole, as on S3, and
- * If-None-Match stays ignored.
+ * chain runs the requests for one object one at a time, and `replaceObjectsWhole` makes each PUT's
+ * write finish before its response (s3rver answers once it has read the request, while its file write
+ * may still be pending: a contract run under load read back a torn 310-byte body, the next PUT's
+ * truncate-and-write crossing the previous one's late write). So each object is replaced whole, as on
+ * S3, and If-None-Match stays ignored.
  *
  * s3rver also reads its bucket's state from disk on every request (see `cacheBucketState`); that is
  * cached in memory, because in the one-machine simulation the bucket's CPU time is taken from the
  * trainer's and the functions' cores.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { S3rverMiddleware, S3rverStore } from 's3rver';
@@ -48,6 +53,10 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
   // First in the chain, before s3rver's logger and router (Koa composes the chain when it starts listening).
   server.middleware.unshift(oneRequestPerObject());
   cacheBucketState(server.store);
+  // Beside s3rver's directory (one filesystem, so a rename is atomic), not in it, where it would list as a bucket.
+  const staging = `${directory}-staging`;
+  await mkdir(staging);
+  replaceObjectsWhole(server.store, staging);
   const address = await server.run();
   const endpoint = `http://127.0.0.1:${address.port}`;
   return {
@@ -66,7 +75,7 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
     },
     async close() {
       await server.close();
-      await rm(directory, { recursive: true, force: true });
+      await Promise.all([directory, staging].map((d) => rm(d, { recursive: true, force: true })));
     },
   };
 }
@@ -149,5 +158,27 @@ function cacheBucketState(store: S3rverStore): void {
   store.reset = () => {
     forget();
     return reset.call(store);
+  };
+}
+
+/**
+ * s3rver's `putObject` pipes the body into a write stream on the object's path and resolves when the
+ * body has been read, not when the file is written. This one takes the whole body, writes it to a staging
+ * file, renames that over the object (a reader sees the old object or the new one, never part of either)
+ * and then stores the metadata as s3rver does, so the PUT's response comes after its object is whole.
+ */
+function replaceObjectsWhole(store: S3rverStore, staging: string): void {
+  store.putObject = async (object) => {
+    const chunks: Buffer[] = [];
+    if (Buffer.isBuffer(object.content)) chunks.push(object.content);
+    else for await (const chunk of object.content) chunks.push(Buffer.from(chunk as Uint8Array));
+    const body = Buffer.concat(chunks);
+    const path = store.getResourcePath(object.bucket, object.key, 'object');
+    const staged = join(staging, randomUUID());
+    await Promise.all([mkdir(dirname(path), { recursive: true }), writeFile(staged, body)]);
+    await rename(staged, path);
+    const md5 = createHash('md5').update(body).digest('hex');
+    await store.putMetadata(object.bucket, object.key, object.metadata, md5);
+    return { size: body.length, md5 };
   };
 }

@@ -4,7 +4,7 @@ declare module 's3rver' {
   import type { AddressInfo } from 'node:net';
   /** The part of a Koa context the dev server's middleware reads. */
   export type S3rverMiddleware = (ctx: { path: string; res: ServerResponse }, next: () => Promise<void>) => Promise<void>;
-  /** s3rver's FilesystemStore: the methods the dev server's bucket-state cache wraps. */
+  /** s3rver's FilesystemStore: the methods the dev server's bucket-state cache and object writes wrap. */
   export interface S3rverStore {
     getBucket(bucket: string): Promise<unknown>;
     putBucket(bucket: string): Promise<unknown>;
@@ -13,6 +13,10 @@ declare module 's3rver' {
     putSubresource(bucket: string, key: string | undefined, resource: unknown): Promise<unknown>;
     deleteSubresource(bucket: string, key: string | undefined, resourceType: string): Promise<unknown>;
     reset(): unknown;
+    /** What the dev server's `replaceObjectsWhole` replaces and uses. */
+    putObject(object: { bucket: string; key: string; metadata: Record<string, string>; content: Buffer | AsyncIterable<unknown> }): Promise<{ size: number; md5: string }>;
+    putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+    getResourcePath(bucket: string, key: string, resource: string): string;
   }
   interface S3rverOptions {
     address?: string;

@@ -94,8 +94,9 @@ export const command: Command = {
 
     // --- member switch (exact perturb + restore of all θ) vs one episode of that member's tokens ---
     // Two ways side by side, alternating: this thread alone (exact-perturbation.ts; the engine's default
-    // below 2^29 elements) and θ's tensors lent to `switchThreads − 1` workers (perturbation-pool.ts). The pool works on its own copy
-    // of θ, because lending replaces the views that the feeds and the graph's initializers hold.
+    // below 2^29 elements) and θ's tensors lent to `switchThreads − 1` workers (perturbation-pool.ts).
+    // The pool works on its own copy of θ, because lending replaces the views that the feeds and the
+    // graph's initializers hold.
     log(`switch: perturb+restore ${parameterCount(model.weights)} parameters on 1 and ${switchThreads} threads vs generating ${episodeTokens} tokens (batch 1)`);
     const pool = await PerturbationPool.create(switchThreads - 1);
     const pooled = layoutSegments(model.weights.map((w) => ({ name: w.name, data: w.data.slice() })));

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { encodeModel, type ModelProto, type TensorProto } from './proto.ts';
 
 export const MODEL_FILE = 'model.onnx';
-export const DATA_FILE = 'model.onnx_data';
+const DATA_FILE = 'model.onnx_data';
 /** Tensors at least this large go to the external data file (as optimum does for big tensors). */
 const EXTERNAL_MIN_BYTES = 1024;
 const ALIGN = 64;
