@@ -42,7 +42,7 @@ describe('session scratch directory', () => {
     const root = mkdtempSync(join(tmpdir(), 'esopt-scratch-test-'));
     process.env.ESOPT_SESSION_DIR = root;
     try {
-      const session = await createSession(tiny(), {}, 'tiny graph');
+      const session = await createSession(tiny(), {}, 'tiny graph', 0); // 0: through files whatever the size
       expect(readdirSync(root)).toEqual([]);
       const y = (await session.run({ x: new ort.Tensor('float32', new Float32Array(512).fill(1), [1, 512]) })).y.data as Float32Array;
       // Σ_i w[i][j] over i < 512, with w[i][j] = (2i + j) / 1024
@@ -57,7 +57,7 @@ describe('session scratch directory', () => {
   it('names ESOPT_SESSION_DIR when it cannot write there', async () => {
     process.env.ESOPT_SESSION_DIR = '/nonexistent/esopt';
     try {
-      await expect(createSession(tiny(), {}, 'tiny graph')).rejects.toThrow(/tiny graph: could not write the session's graph to a scratch directory \(ESOPT_SESSION_DIR\): ENOENT/);
+      await expect(createSession(tiny(), {}, 'tiny graph', 0)).rejects.toThrow(/tiny graph: could not write the session's graph to a scratch directory \(ESOPT_SESSION_DIR\): ENOENT/);
     } finally {
       delete process.env.ESOPT_SESSION_DIR;
     }

@@ -26,7 +26,7 @@ import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import { eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
 import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
-import type { ModelProto } from './onnx/proto.ts';
+import { encodeModel, type ModelProto } from './onnx/proto.ts';
 import { openModel } from './open-model.ts';
 
 export class ContextLengthError extends Error {
@@ -37,15 +37,35 @@ export class ContextLengthError extends Error {
 }
 
 /**
- * An onnxruntime session for `model`. The graph goes through a scratch directory in the export layout
- * (model.onnx + external data, written tensor by tensor) rather than as one protobuf in memory: protobuf
- * caps a message at 2 GiB, and encoding θ inline copied it once more on the way (slowly: protobufjs took
- * 83 s for a 1 GiB tensor, against 68 ms for onnxruntime to read it from a file). Onnxruntime has read the
- * data when `create` returns, so the directory is removed then. ESOPT_SESSION_DIR (default: the system's
- * temporary directory) says where it goes: it needs room for θ once.
+ * Graphs whose initializers reach this many bytes go to onnxruntime as files rather than as one protobuf
+ * in memory: protobuf caps a message at 2 GiB (and protobufjs took 83 s to encode a 1 GiB tensor).
+ * Below it the in-memory path stays: sessions made from files measured within a few percent of it, but
+ * not clearly the same (docs/MODEL.md), and small graphs have nothing to gain.
  */
-export async function createSession(model: ModelProto, options: Pick<EngineOptions, 'executionProvider' | 'threads'>, what: string): Promise<ort.InferenceSession> {
+export const INLINE_SESSION_LIMIT = 2 ** 30;
+
+/**
+ * An onnxruntime session for `model`. Past `inlineLimit` bytes of initializers, the graph goes through a
+ * scratch directory in the export layout (model.onnx + external data, written tensor by tensor) and
+ * onnxruntime reads it from there; the directory is removed once `create` returns. ESOPT_SESSION_DIR
+ * (default: the system's temporary directory) says where it goes: it needs room for θ once.
+ */
+export async function createSession(model: ModelProto, options: Pick<EngineOptions, 'executionProvider' | 'threads'>, what: string, inlineLimit = INLINE_SESSION_LIMIT): Promise<ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
+  const sessionOptions: ort.InferenceSession.SessionOptions = {
+    executionProviders: [provider],
+    graphOptimizationLevel: 'all',
+    ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+  };
+  const create = async (start: () => Promise<ort.InferenceSession>) => {
+    try {
+      return await start();
+    } catch (err) {
+      throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
+    }
+  };
+  const initializerBytes = model.graph.initializer.reduce((a, t) => a + (t.rawData?.length ?? 0), 0);
+  if (initializerBytes < inlineLimit) return create(() => ort.InferenceSession.create(encodeModel(model), sessionOptions));
   const scratchError = (err: unknown) => new Error(`${what}: could not write the session's graph to a scratch directory (ESOPT_SESSION_DIR): ${(err as Error).message}`);
   let dir: string;
   try {
@@ -59,15 +79,7 @@ export async function createSession(model: ModelProto, options: Pick<EngineOptio
     } catch (err) {
       throw scratchError(err);
     }
-    try {
-      return await ort.InferenceSession.create(join(dir, MODEL_FILE), {
-        executionProviders: [provider],
-        graphOptimizationLevel: 'all',
-        ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
-      });
-    } catch (err) {
-      throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
-    }
+    return await create(() => ort.InferenceSession.create(join(dir, MODEL_FILE), sessionOptions));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
