@@ -48,7 +48,7 @@ export const command: Command = {
       promptTokens: flag(p.values, 'prompt-tokens', int(1, 1024)),
       newTokens: flag(p.values, 'new-tokens', int(1, 1024)),
       iterations: flag(p.values, 'iterations', int(1, 100)),
-      // full mode's switch threads (the engine's default where unset: every core for models this size)
+      // full mode's switch threads (unset: the engine's default, one thread below 2^29 elements of θ)
       switchThreads: flag(p.values, 'switch-threads', int(1, 256).optional()),
     };
     const log = (m: string) => { if (!p.json) io.stderr(m); };
