@@ -8,6 +8,7 @@
 import * as ort from 'onnxruntime-node';
 import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
 import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
+import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
 import type { TokenConstraint } from './token-constraint.ts';
@@ -51,6 +52,10 @@ interface RowState {
   text: string;
   done: FinishReason | null;
   stream: TextStream | null;
+  /** The completion's text followed step by step, for rows read mid-way (stop strings, streaming); null for the others. */
+  live: IncrementalText | null;
+  /** The length of the row's longest stop string. */
+  longestStop: number;
   /** Where the completion stands in the constraint's automaton. */
   constraintState: ReturnType<TokenConstraint['advance']>;
 }
@@ -84,6 +89,8 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     text: '',
     done: null,
     stream: r.onText ? new TextStream(r.stop, r.onText) : null,
+    live: r.onText || r.stop.length > 0 ? new IncrementalText((ids) => ctx.tokenizer.decode(ids)) : null,
+    longestStop: Math.max(0, ...r.stop.map((stop) => stop.length)),
     constraintState: r.constraint?.initial ?? null,
   }));
   const settle = (s: RowState, reason: FinishReason, text: string): void => {
@@ -137,15 +144,23 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       if (r.constraint) s.constraintState = r.constraint.advance(s.constraintState!, token);
       // A whole match that cannot grow ends the row without spending a step on end-of-sequence.
       const matched = r.constraint !== undefined && s.constraintState !== null && r.constraint.isFinished(s.constraintState);
-      // Whole-text decodes only where something reads them mid-row (stop strings, streaming).
-      if (!atEos && !atLength && !matched && r.stop.length === 0 && s.stream === null) return;
+      if (!atEos && !atLength && !matched) {
+        // Mid-row, only rows something reads (stop strings, streaming) need their text, and only what the
+        // new token added: the stop strings are looked for where they could end in it.
+        if (s.live === null) return;
+        const searched = s.live.stableLength;
+        s.live.advance(s.tokens);
+        const text = s.live.text;
+        const cut = firstStop(text, r.stop, searched - s.longestStop + 1);
+        if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
+        else s.stream?.update(text);
+        return;
+      }
+      // The row ends here: its whole completion, decoded once.
       const text = ctx.tokenizer.decode(s.tokens);
-      const cut = atEos ? -1 : firstStop(text, r.stop);
+      const cut = atEos ? -1 : firstStop(text, r.stop, 0);
       if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
-      else if (matched) settle(s, 'stop', text);
-      else if (atEos) settle(s, 'stop', text);
-      else if (atLength) settle(s, 'length', text);
-      else s.stream?.update(text);
+      else settle(s, matched || atEos ? 'stop' : 'length', text);
     });
     out.logits.dispose?.();
     past = {};
@@ -185,11 +200,12 @@ function intersect(constraint: Uint8Array, allowed: Uint8Array | undefined): Uin
   return both;
 }
 
-function firstStop(text: string, stops: readonly string[]): number {
+/** Where the first stop string in `text` starts, looking from `from` on; -1 when there is none. */
+function firstStop(text: string, stops: readonly string[], from: number): number {
   let first = -1;
   for (const s of stops) {
     if (s.length === 0) continue;
-    const i = text.indexOf(s);
+    const i = text.indexOf(s, Math.max(0, from));
     if (i >= 0 && (first < 0 || i < first)) first = i;
   }
   return first;
