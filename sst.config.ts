@@ -53,6 +53,16 @@ export default $config({
     });
     const parsed = DeployConfig.safeParse(process.env);
     if (!parsed.success) throw new Error(`invalid deploy settings:\n${z.prettifyError(parsed.error)}`);
+    // Lambda deprecated nodejs20.x on 2026-04-30 and has refused to create functions on it since 2026-08-31
+    // (to update them since 2026-09-30); nodejs22.x is supported until 2027-04-30. SST installs the functions'
+    // `nodejs.install` packages with the deploying machine's npm, and isolated-vm's install fetches or builds
+    // its native binary for the Node that runs it: a deploy from any other Node major ships a module the
+    // functions cannot load. So the deploy itself must run on the functions' Node.
+    const functionRuntime = 'nodejs22.x';
+    const deployingNode = process.versions.node;
+    if (deployingNode.split('.')[0] !== '22') {
+      throw new Error(`deploy from Node 22 (this is Node ${deployingNode}): the functions run on ${functionRuntime}, and isolated-vm's native binary is installed for the Node that runs the deploy`);
+    }
     const cfg = parsed.data;
     const port = cfg.ESOPT_INFERENCE_PORT;
 
@@ -103,7 +113,7 @@ export default $config({
     // link would grant s3:* on the whole bucket).
     const episode = new sst.aws.Function('Episode', {
       handler: 'functions/episode.handler',
-      runtime: 'nodejs20.x',
+      runtime: functionRuntime,
       memory: `${cfg.ESOPT_EPISODE_MEMORY_MB} MB`,
       timeout: `${cfg.ESOPT_EPISODE_TIMEOUT_S} seconds`,
       concurrency: { reserved: cfg.ESOPT_EPISODE_CONCURRENCY },
@@ -128,7 +138,7 @@ export default $config({
 
     const userData = $interpolate`#!/bin/bash
 set -euo pipefail
-curl -fsSL https://deb.nodesource.com/setup_20.x | bash -
+curl -fsSL https://deb.nodesource.com/setup_22.x | bash -
 apt-get install -y nodejs git awscli
 git clone --depth 1 --branch ${cfg.ESOPT_SOURCE_REF} ${cfg.ESOPT_SOURCE_GIT} /opt/esopt
 cd /opt/esopt && npm ci --omit=dev
@@ -183,7 +193,7 @@ systemctl enable --now esopt-trainer-box
 
     const api = new sst.aws.Function('Api', {
       handler: 'functions/api.handler',
-      runtime: 'nodejs20.x',
+      runtime: functionRuntime,
       memory: '512 MB',
       timeout: '30 seconds',
       url: true,

@@ -77,10 +77,21 @@ afterEach(() => {
   Object.assign(process.env, savedEnv);
 });
 
-async function evaluate(env: Record<string, string> = {}) {
+/** The deploying machine's Node: the config requires the functions' major (22), whatever runs these tests. */
+async function onNode<T>(version: string, work: () => Promise<T>): Promise<T> {
+  const real = Object.getOwnPropertyDescriptor(process, 'versions')!;
+  Object.defineProperty(process, 'versions', { ...real, value: { ...process.versions, node: version } });
+  try {
+    return await work();
+  } finally {
+    Object.defineProperty(process, 'versions', real);
+  }
+}
+
+async function evaluate(env: Record<string, string> = {}, node = '22.21.1') {
   recorded = [];
   Object.assign(process.env, env);
-  const outputs = await config.run();
+  const outputs = await onNode(node, () => config.run());
   const one = (type: string, name: string) => {
     const r = recorded.find((x) => x.type === type && x.name === name);
     if (!r) throw new Error(`no ${type} ${name}; recorded: ${recorded.map((x) => `${x.type} ${x.name}`).join(', ')}`);
@@ -119,7 +130,7 @@ describe('sst.config.ts', () => {
     const bucket = one('sst.aws.Bucket', 'Runs').self;
     const token = one('sst.Secret', 'TrainerToken').self;
     const address = one('aws.ec2.Eip', 'TrainerAddress').self;
-    expect(episode).toMatchObject({ handler: 'functions/episode.handler', memory: '1024 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
+    expect(episode).toMatchObject({ handler: 'functions/episode.handler', runtime: 'nodejs22.x', memory: '1024 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
     expect(episode.nodejs).toEqual({ install: ['isolated-vm'] });
     const env = episode.environment as Record<string, unknown>;
     expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
@@ -165,7 +176,7 @@ describe('sst.config.ts', () => {
   it('serves the Api function through a function URL, linked to the bucket', async () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
-    expect(api.args).toMatchObject({ handler: 'functions/api.handler', url: true, nodejs: { install: ['isolated-vm'] } });
+    expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { install: ['isolated-vm'] } });
     expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TOKEN']);
     expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
     expect(api.args.link).toEqual([one('sst.aws.Bucket', 'Runs').self]);
@@ -181,6 +192,7 @@ describe('sst.config.ts', () => {
     expect(instance.iamInstanceProfile).toBe(one('aws.iam.InstanceProfile', 'TrainerProfile').self.name);
     const userData = instance.userData as string;
     expect(userData).toMatch(/^#!\/bin\/bash/);
+    expect(userData).toContain('https://deb.nodesource.com/setup_22.x');
     expect(userData).toContain('npm ci');
     // The poller, serving inference on the open port at the address the Episode function is told.
     const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
@@ -216,6 +228,13 @@ describe('sst.config.ts', () => {
     expect(gpuUserData).toContain('npm ci --omit=dev\nONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n');
     expect(gpuUserData).toMatch(/trainer-box .* --provider cuda\n/);
     await expect(evaluate({ ESOPT_TRAINER_PROVIDER: 'tpu' })).rejects.toThrow(/ESOPT_TRAINER_PROVIDER/);
+  });
+
+  it('deploys only from Node 22, the functions\' runtime (isolated-vm is installed for the deploying Node)', async () => {
+    // nodejs20.x no longer takes new or updated functions; a binary built for another Node would not load on 22.
+    for (const other of ['20.20.2', '24.11.0']) await expect(evaluate({}, other)).rejects.toThrow(`deploy from Node 22 (this is Node ${other})`);
+    const { one } = await evaluate({}, '22.0.0');
+    expect(one('sst.aws.Function', 'Episode').args.runtime).toBe('nodejs22.x');
   });
 
   it('opens the inference port only as configured', async () => {
