@@ -73,6 +73,36 @@ describe('batched KV-cache generation', () => {
     expect(stopped.text).toBe(free.text.slice(0, free.text.indexOf(stopAt)));
   });
 
+  it('stops at the first step whose text holds a stop string, also across steps and inside multi-byte characters', async () => {
+    // Tokens drawn from "a", "b" and the three bytes of "€": stop strings span several steps, and a token
+    // may leave a character half done. The reference decodes the whole completion after every step.
+    const bytes = [97, 98, 0xe2, 0x82, 0xac];
+    const sampled = (seed: number, stop: string[] = []) => row({ maxNewTokens: 40, allowedTokenIds: bytes, ignoreEos: true, stop, sampling: { temperature: 1, topP: 1, topK: 0, seed } });
+    const free = await engine.generate(Array.from({ length: 12 }, (_, seed) => sampled(seed)));
+    // A piece of each free completion without broken characters, 1–4 characters long, and one that never comes.
+    const stops = free.map((f, seed) => {
+      const length = 1 + (seed % 4);
+      const pieces = Array.from({ length: Math.max(0, f.text.length - length + 1) }, (_, i) => f.text.slice(i, i + length)).filter((p) => !p.includes('\uFFFD'));
+      return [pieces[(seed * 7) % pieces.length] ?? 'ab', 'b€b€b€b€b€X'];
+    });
+    const stopped = await engine.generate(stops.map((stop, seed) => sampled(seed, stop)));
+    // End-of-sequence stays allowed (and is ignored here): special tokens decode to nothing.
+    const decode = (ids: number[]) => Buffer.from(ids.filter((id) => id < 256)).toString('utf8');
+    let cutShort = 0;
+    stopped.forEach((r, seed) => {
+      const tokens = free[seed].tokenIds;
+      const k = tokens.findIndex((_, i) => stops[seed].some((s) => decode(tokens.slice(0, i + 1)).includes(s)));
+      expect(k, `seed ${seed}: the stop string comes in the free completion`).toBeGreaterThanOrEqual(0);
+      const text = decode(tokens.slice(0, k + 1));
+      const cut = Math.min(...stops[seed].map((s) => text.indexOf(s)).filter((i) => i >= 0));
+      expect(r.tokenIds, `seed ${seed}`).toEqual(tokens.slice(0, k + 1));
+      expect(r.text).toBe(text.slice(0, cut));
+      expect(r.finishReason).toBe('stop');
+      if (k + 1 < tokens.length) cutShort++;
+    });
+    expect(cutShort).toBeGreaterThan(6);
+  });
+
   it('chat messages go through the chat template; an aborted row finishes as abort', async () => {
     const [r] = await engine.generate([row({ promptIds: undefined, messages: [{ role: 'user', content: 'hi' }], maxNewTokens: 3 })]);
     expect(r.promptTokens).toBe(engine.countTokens([{ role: 'user', content: 'hi' }]));
