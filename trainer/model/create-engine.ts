@@ -28,6 +28,7 @@ import type { LoadedModel } from './model-dir.ts';
 import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
 import { encodeModel, type ModelProto } from './onnx/proto.ts';
 import { openModel } from './open-model.ts';
+import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, type OrtFormatModel } from './ort-format.ts';
 
 export class ContextLengthError extends Error {
   constructor(message: string) {
@@ -52,11 +53,7 @@ export const INLINE_SESSION_LIMIT = 2 ** 30;
  */
 export async function createSession(model: ModelProto, options: Pick<EngineOptions, 'executionProvider' | 'threads'>, what: string, inlineLimit = INLINE_SESSION_LIMIT): Promise<ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
-  const sessionOptions: ort.InferenceSession.SessionOptions = {
-    executionProviders: [provider],
-    graphOptimizationLevel: 'all',
-    ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
-  };
+  const sessionOptions = sessionOptionsFor(options);
   const create = async (start: () => Promise<ort.InferenceSession>) => {
     try {
       return await start();
@@ -83,6 +80,15 @@ export async function createSession(model: ModelProto, options: Pick<EngineOptio
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** onnxruntime's options for every session of an engine. */
+export function sessionOptionsFor(options: Pick<EngineOptions, 'executionProvider' | 'threads'>): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: [options.executionProvider ?? 'cpu'],
+    graphOptimizationLevel: 'all',
+    ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+  };
 }
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
@@ -114,6 +120,8 @@ export class OnnxEngine implements Engine {
     private readonly options: EngineOptions,
     /** Full mode: perturb / restore / switch θ on this many threads (a pool with no workers is this thread alone). */
     private readonly switcher: PerturbationPool | null,
+    /** rebuild-session weights: the ORT-format model θ lives in, when it can (ort-format.ts); null otherwise. */
+    private readonly ortModel: OrtFormatModel | null = null,
   ) {
     const c = model.config;
     this.segmentList = layoutSegments(model.weights);
@@ -133,13 +141,20 @@ export class OnnxEngine implements Engine {
   static async create(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
     const what = `${model.dir}/model.onnx`;
     if (options.mode === 'full') {
-      const graph = options.fullModeWeights === 'rebuild-session' ? model.graph : weightsAsInputs(model.graph, model.weights);
-      const session = await createSession(graph, options, what);
-      const switcher = await PerturbationPool.create(switchThreads(options, model) - 1).catch(async (err: Error) => {
+      const threads = switchThreads(options, model);
+      const rebuild = options.fullModeWeights === 'rebuild-session';
+      // θ moves into an ORT-format model when it fits one, and only with one switch thread: all of θ is
+      // then one buffer, which could not be dealt to worker threads tensor by tensor.
+      const thetaBytes = model.weights.reduce((a, w) => a + w.data.byteLength, 0);
+      const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what) : null;
+      if (ortModel) pointWeightsAt(model, ortModel.views);
+      const graph = rebuild ? model.graph : weightsAsInputs(model.graph, model.weights);
+      const session = ortModel ? await createOrtFormatSession(ortModel, sessionOptionsFor(options), what) : await createSession(graph, options, what);
+      const switcher = await PerturbationPool.create(threads - 1).catch(async (err: Error) => {
         await session.release();
         throw new Error(`${what}: could not start full mode's perturbation threads: ${err.message}`);
       });
-      return new OnnxEngine('full', model, session, graph, [], [], options, switcher);
+      return new OnnxEngine('full', model, session, graph, [], [], options, switcher, ortModel);
     }
     const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what);
     return new OnnxEngine('lowrank', model, await createSession(graph, options, what), graph, targets, groups, options, null);
@@ -236,16 +251,14 @@ export class OnnxEngine implements Engine {
    * (which rebuild-session encodes) at the new views.
    */
   private relinkWeights(): void {
-    const moved = this.segmentList.flatMap((s, i) => (this.model.weights[i].data === s.data ? [] : [i]));
-    if (moved.length === 0) return; // one thread: nothing was lent
-    const byName = new Map(this.model.graph.graph.initializer.map((t) => [t.name, t]));
-    for (const i of moved) {
-      const { data } = this.segmentList[i];
-      const w = this.model.weights[i];
-      w.data = data;
-      const init = byName.get(w.name);
-      if (init) init.rawData = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    }
+    if (this.segmentList.every((s, i) => this.model.weights[i].data === s.data)) return; // one thread: nothing was lent
+    pointWeightsAt(this.model, this.segmentList.map((s) => s.data));
+  }
+
+  /** A session for θ as it is now: from the ORT-format model θ lives in, or by encoding the graph. */
+  private newSession(): Promise<ort.InferenceSession> {
+    const what = `${this.model.dir}/model.onnx`;
+    return this.ortModel ? createOrtFormatSession(this.ortModel, sessionOptionsFor(this.options), what) : createSession(this.graph, this.options, what);
   }
 
   private weightFeeds(): Record<string, ort.Tensor> {
@@ -292,8 +305,9 @@ export class OnnxEngine implements Engine {
           }
         }
         this.relinkWeights();
-        // rebuild-session: the graph's initializer bytes are views onto θ, so this session holds θ + σ·sign·ε
-        const memberSession = current && this.rebuildsPerMember ? await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`) : null;
+        // rebuild-session: this session is made from θ + σ·sign·ε (the ORT-format bytes θ lives in, or the
+        // graph whose initializer bytes are views onto θ), and released before θ changes again
+        const memberSession = current && this.rebuildsPerMember ? await this.newSession() : null;
         // θ's views change with every switch, so the feeds that wrap them are made after it
         const feeds = this.rebuildsPerMember ? {} : this.weightFeeds();
         try {
@@ -324,10 +338,11 @@ export class OnnxEngine implements Engine {
 
   private async refresh(): Promise<void> {
     if (this.mode === 'full' && !this.rebuildsPerMember) return; // the session reads θ from the live arrays on every run
-    // The graph's initializer bytes are views onto θ, so re-encoding picks up the update. The old session
-    // goes first (nothing runs meanwhile: refresh is exclusive), so a refresh never holds two weight copies.
+    // The new session is made from θ as updated (its ORT-format bytes, or the graph whose initializer bytes
+    // are views onto θ). The old session goes first (nothing runs meanwhile: refresh is exclusive), so a
+    // refresh never holds two weight copies.
     await this.session.release();
-    this.session = await createSession(this.graph, this.options, `${this.model.dir}/model.onnx`);
+    this.session = await this.newSession();
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
@@ -355,6 +370,18 @@ export class OnnxEngine implements Engine {
       await this.session.release();
     });
   }
+}
+
+/** Points the model's tensors, and its graph's initializer bytes (what encoding the graph reads), at `views`. */
+function pointWeightsAt(model: LoadedModel, views: readonly Float32Array[]): void {
+  const byName = new Map(model.graph.graph.initializer.map((t) => [t.name, t]));
+  model.weights.forEach((w, i) => {
+    const data = views[i];
+    if (w.data === data) return;
+    w.data = data;
+    const init = byName.get(w.name);
+    if (init) init.rawData = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  });
 }
 
 /**

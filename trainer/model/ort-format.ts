@@ -1,0 +1,114 @@
+/**
+ * θ inside onnxruntime's own ORT-format model bytes, for full mode's `rebuild-session` weights.
+ *
+ * A session made from ORT-format bytes with `session.use_ort_model_bytes_directly` and
+ * `session.use_ort_model_bytes_for_initializers` reads its initializers from those bytes in place, so the
+ * bytes can *be* θ: perturbing θ edits the model, and a member's session is made from them with nothing to
+ * encode (28–38 ms for `small`, against 450–630 ms to encode the graph and create a session from it). Its
+ * MatMul weights are prepacked at creation, so it decodes at initializer speed; its other initializers
+ * (norms, the embedding) are read from the bytes at every run, so a session may only run while θ is what
+ * it was made from — the engine releases a member's session before restoring θ and makes the base
+ * session again after an update.
+ *
+ * The bytes come from onnxruntime itself: it saves the graph as an ORT-format model. Where each weight lies
+ * in them is found by saving the graph with a marker in place of each weight — every element carries the
+ * weight's index in its high bits, so no marker can match inside another — and finding each marker exactly
+ * once, 4-byte aligned; θ is then copied over it. A weight the optimizer changed or dropped would not be
+ * found, and `ortFormatModel` says which.
+ *
+ * The ORT format is a flatbuffer, capped at 2 GiB (`ORT_FORMAT_LIMIT`): bigger models keep the
+ * encode-and-create path.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { bytesOf, encodeModel, type ModelProto } from './onnx/proto.ts';
+import type { NamedTensor } from './weights.ts';
+
+/** θ's bytes up to which it can live in an ORT-format model: 2 GiB less room for the graph itself. */
+export const ORT_FORMAT_LIMIT = 2 ** 31 - 2 ** 26;
+
+/** Weights up to this many can be told apart by the index in their markers' high bits. */
+const MAX_MARKED_WEIGHTS = 2 ** 10;
+
+export interface OrtFormatModel {
+  /** The ORT-format model; θ's elements are inside it. */
+  bytes: Uint8Array;
+  /** views[i] is weight i's data inside `bytes`. */
+  views: Float32Array[];
+}
+
+/** Weight t's marker: element i is (t << 22 | i mod 2^22) as bits, so the whole marker occurs once. */
+function marker(t: number, length: number): Float32Array {
+  const bits = new Uint32Array(length);
+  for (let i = 0; i < length; i++) bits[i] = ((t << 22) | (i & 0x3fffff)) >>> 0;
+  return new Float32Array(bits.buffer);
+}
+
+/**
+ * `graph` saved by onnxruntime as an ORT-format model, with θ (`weights`, each an initializer of the graph)
+ * copied into it. The save goes through a scratch directory (ESOPT_SESSION_DIR, default the system's
+ * temporary directory), removed before this returns.
+ */
+export async function ortFormatModel(graph: ModelProto, weights: readonly NamedTensor[], sessionOptions: ort.InferenceSession.SessionOptions, what: string): Promise<OrtFormatModel> {
+  const bytes = weights.reduce((a, w) => a + w.data.byteLength, 0);
+  if (bytes > ORT_FORMAT_LIMIT) throw new Error(`${what}: θ is ${bytes} bytes, more than an ORT-format model holds (${ORT_FORMAT_LIMIT})`);
+  if (weights.length > MAX_MARKED_WEIGHTS) throw new Error(`${what}: ${weights.length} weights, more than the ORT-format layout can place (${MAX_MARKED_WEIGHTS})`);
+  const index = new Map(weights.map((w, i) => [w.name, i]));
+  const markers = weights.map((w, i) => marker(i, w.data.length));
+  const marked: ModelProto = {
+    ...graph,
+    graph: { ...graph.graph, initializer: graph.graph.initializer.map((t) => (index.has(t.name) ? { ...t, rawData: bytesOf(markers[index.get(t.name)!]) } : t)) },
+  };
+  let dir: string;
+  try {
+    dir = mkdtempSync(join(process.env.ESOPT_SESSION_DIR || tmpdir(), 'esopt-ort-'));
+  } catch (err) {
+    throw new Error(`${what}: could not make a scratch directory for the ORT-format model (ESOPT_SESSION_DIR): ${(err as Error).message}`);
+  }
+  let saved: Buffer;
+  try {
+    const file = join(dir, 'model.ort');
+    // Saved unoptimized, the graph is exactly ours: an optimizer pass here could fold a weight into a
+    // derived constant (a transposed copy, say) that later edits of θ would not reach. The sessions made
+    // from the bytes optimize as usual, from θ as it is when each is made.
+    const saving = { ...sessionOptions, graphOptimizationLevel: 'disabled' as const, optimizedModelFilePath: file, extra: { session: { save_model_format: 'ORT' } } };
+    try {
+      await (await ort.InferenceSession.create(encodeModel(marked), saving)).release();
+      saved = readFileSync(file);
+    } catch (err) {
+      throw new Error(`${what}: onnxruntime could not save the model in the ORT format: ${(err as Error).message}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // A fresh buffer of our own: readFileSync's may be a slice of a shared pool, and views need 4-byte alignment.
+  const owned = new Uint8Array(saved.byteLength);
+  owned.set(saved);
+  const haystack = Buffer.from(owned.buffer, owned.byteOffset, owned.byteLength);
+  const views = weights.map((w, i) => {
+    const needle = Buffer.from(markers[i].buffer);
+    const at = haystack.indexOf(needle);
+    if (at < 0 || haystack.indexOf(needle, at + 1) >= 0 || at % 4 !== 0) {
+      const why = at < 0 ? 'is not in it verbatim' : at % 4 !== 0 ? 'is not 4-byte aligned in it' : 'occurs twice in it';
+      throw new Error(`${what}: weight ${w.name} ${why} (the ORT-format save changed it)`);
+    }
+    const view = new Float32Array(owned.buffer, at, w.data.length);
+    view.set(w.data);
+    return view;
+  });
+  return { bytes: owned, views };
+}
+
+/** A session whose initializers are read from `model.bytes` in place (see above). */
+export async function createOrtFormatSession(model: OrtFormatModel, sessionOptions: ort.InferenceSession.SessionOptions, what: string): Promise<ort.InferenceSession> {
+  try {
+    return await ort.InferenceSession.create(model.bytes, {
+      ...sessionOptions,
+      extra: { session: { use_ort_model_bytes_directly: '1', use_ort_model_bytes_for_initializers: '1' } },
+    });
+  } catch (err) {
+    throw new Error(`${what}: onnxruntime could not create a session from the ORT-format model: ${(err as Error).message}`);
+  }
+}
