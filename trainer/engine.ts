@@ -134,7 +134,8 @@ export interface EngineOptions {
    * Full mode only. 'inputs' (default): θ is fed as graph inputs, so switching members costs only the
    * in-place perturb/restore, but onnxruntime cannot prepack the weights. 'rebuild-session': θ stays as
    * initializers (prepacked, full speed) and a session is built per member after perturbing, which pays a
-   * session build per member switch; worth it when a member's episodes are long. See docs/MODEL.md.
+   * session build per member switch (from the ORT-format model θ then lives in, below 2 GiB of θ with one
+   * switch thread; by encoding the graph otherwise) and holds a prepacked copy of θ beside it. See docs/MODEL.md.
    */
   fullModeWeights?: 'inputs' | 'rebuild-session';
   /**
