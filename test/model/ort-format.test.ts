@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
 import { createEngine, sessionOptionsFor } from '../../trainer/model/create-engine.ts';
 import { GraphBuilder } from '../../trainer/model/onnx/graph-builder.ts';
+import { savePreset } from '../../trainer/model/open-model.ts';
 import { DataType } from '../../trainer/model/onnx/proto.ts';
 import { createOrtFormatSession, ortFormatModel } from '../../trainer/model/ort-format.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
@@ -63,7 +67,11 @@ describe('θ inside an ORT-format model (rebuild-session weights)', () => {
   });
 
   it('an engine with rebuild-session weights keeps θ in one ORT-format buffer on one switch thread, and tensor by tensor on more', async () => {
-    const [one, three] = await Promise.all([1, 3].map((switchThreads) => createEngine({ model: { preset: 'tiny', seed: 9 }, mode: 'full', fullModeWeights: 'rebuild-session', switchThreads })));
+    // A saved export directory, so the loader's tensors (external data read in) take the same path.
+    const dir = mkdtempSync(join(tmpdir(), 'esopt-ort-format-'));
+    savePreset(dir, 'tiny', 9);
+    const [one, three] = await Promise.all([1, 3].map((switchThreads) => createEngine({ model: { dir }, mode: 'full', fullModeWeights: 'rebuild-session', switchThreads })));
+    rmSync(dir, { recursive: true, force: true });
     const buffers = (e: typeof one) => new Set(e.segments().map((s) => s.data.buffer)).size;
     expect(buffers(one)).toBe(1);
     expect(buffers(three)).toBe(three.segments().length);
