@@ -20,10 +20,11 @@ const Options = z.object({
   newTokens: z.number().int().min(1),
   iterations: z.number().int().min(1),
   switchThreads: z.number().int().min(1).optional(),
+  fullModeWeights: z.enum(['inputs', 'rebuild-session']).default('inputs'),
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
-const engine = await createEngine({ model: { preset: o.preset, seed: 0 }, mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads });
+const engine = await createEngine({ model: { preset: o.preset, seed: 0 }, mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights });
 const row = (member: MemberSelector, b: number): GenerateRow => ({
   promptIds: Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256),
   member,

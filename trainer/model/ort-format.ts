@@ -19,7 +19,7 @@
  * The ORT format is a flatbuffer, capped at 2 GiB (`ORT_FORMAT_LIMIT`): bigger models keep the
  * encode-and-create path.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -46,6 +46,22 @@ function marker(t: number, length: number): Float32Array {
   return new Float32Array(bits.buffer);
 }
 
+/** A file read into a buffer of its own (4-byte aligned at 0, for the views; no second copy of θ). */
+function readWhole(file: string): Uint8Array {
+  const fd = openSync(file, 'r');
+  try {
+    const out = new Uint8Array(fstatSync(fd).size);
+    for (let at = 0; at < out.length; ) {
+      const n = readSync(fd, out, at, Math.min(out.length - at, 2 ** 30), at);
+      if (n === 0) throw new Error(`${file} ended after ${at} of ${out.length} bytes`);
+      at += n;
+    }
+    return out;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * `graph` saved by onnxruntime as an ORT-format model, with θ (`weights`, each an initializer of the graph)
  * copied into it. The save goes through a scratch directory (ESOPT_SESSION_DIR, default the system's
@@ -67,7 +83,7 @@ export async function ortFormatModel(graph: ModelProto, weights: readonly NamedT
   } catch (err) {
     throw new Error(`${what}: could not make a scratch directory for the ORT-format model (ESOPT_SESSION_DIR): ${(err as Error).message}`);
   }
-  let saved: Buffer;
+  let owned: Uint8Array;
   try {
     const file = join(dir, 'model.ort');
     // Saved unoptimized, the graph is exactly ours: an optimizer pass here could fold a weight into a
@@ -76,16 +92,13 @@ export async function ortFormatModel(graph: ModelProto, weights: readonly NamedT
     const saving = { ...sessionOptions, graphOptimizationLevel: 'disabled' as const, optimizedModelFilePath: file, extra: { session: { save_model_format: 'ORT' } } };
     try {
       await (await ort.InferenceSession.create(encodeModel(marked), saving)).release();
-      saved = readFileSync(file);
+      owned = readWhole(file);
     } catch (err) {
       throw new Error(`${what}: onnxruntime could not save the model in the ORT format: ${(err as Error).message}`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  // A fresh buffer of our own: readFileSync's may be a slice of a shared pool, and views need 4-byte alignment.
-  const owned = new Uint8Array(saved.byteLength);
-  owned.set(saved);
   const haystack = Buffer.from(owned.buffer, owned.byteOffset, owned.byteLength);
   const views = weights.map((w, i) => {
     const needle = Buffer.from(markers[i].buffer);

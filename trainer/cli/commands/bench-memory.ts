@@ -28,7 +28,7 @@ function runChild(options: Record<string, unknown>): Promise<number> {
 export const command: Command = {
   name: 'bench memory',
   summary: 'peak RSS of a child that trains (perturb, generate, restore, update) ÷ one that only generates',
-  usage: 'esopt bench memory [--mode full|lowrank] [--preset small] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--switch-threads N] [--json]',
+  usage: 'esopt bench memory [--mode full|lowrank] [--preset small] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--switch-threads N] [--full-weights inputs|rebuild-session] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       mode: { type: 'string', default: 'full' },
@@ -39,6 +39,7 @@ export const command: Command = {
       'new-tokens': { type: 'string', default: '32' },
       iterations: { type: 'string', default: '3' },
       'switch-threads': { type: 'string' },
+      'full-weights': { type: 'string', default: 'inputs' },
     });
     const options = {
       mode: flag(p.values, 'mode', z.enum(['full', 'lowrank'])),
@@ -50,6 +51,8 @@ export const command: Command = {
       iterations: flag(p.values, 'iterations', int(1, 100)),
       // full mode's switch threads (unset: the engine's default, one thread below 2^29 elements of θ)
       switchThreads: flag(p.values, 'switch-threads', int(1, 256).optional()),
+      // full mode's weights (the engine's `fullModeWeights`): rebuild-session holds prepacked session copies beside θ
+      fullModeWeights: flag(p.values, 'full-weights', z.enum(['inputs', 'rebuild-session'])),
     };
     const log = (m: string) => { if (!p.json) io.stderr(m); };
     log(`child 1/2: generate only (${options.iterations} iterations × ${options.population} members' worth of calls)`);
