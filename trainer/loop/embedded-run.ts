@@ -67,7 +67,7 @@ export interface ServedModel {
 /** A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. */
 export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> = {}): Promise<ServedModel> {
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model: config.model, mode: config.mode, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  const engine = await createEngine({ model: config.model, mode: config.mode, fullModeWeights: config.fullModeWeights, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   try {
     const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port });
     return {
