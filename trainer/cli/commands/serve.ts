@@ -13,7 +13,7 @@ export function modelSpecFlag(value: string, seed: number): ModelSpec {
 export const command: Command = {
   name: 'serve',
   summary: 'serve the OpenAI-compatible inference API (base model only) until interrupted',
-  usage: 'esopt serve [--model tiny|small|DIR] [--seed S] [--host 127.0.0.1] [--port P] [--mode full|lowrank] [--json]',
+  usage: 'esopt serve [--model tiny|small|DIR] [--seed S] [--host 127.0.0.1] [--port P] [--mode full|lowrank] [--full-weights inputs|rebuild-session] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       model: { type: 'string', default: 'tiny' },
@@ -22,13 +22,16 @@ export const command: Command = {
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string', default: '8080' },
       mode: { type: 'string', default: 'full' },
+      // full mode's weights: rebuild-session serves from a prepacked session (faster decoding, θ held twice)
+      'full-weights': { type: 'string', default: 'inputs' },
     });
     const seed = flag(p.values, 'seed', z.coerce.number().int().min(0).max(0xffffffff));
     const model = modelSpecFlag(flag(p.values, 'model', z.string().min(1)), seed);
     const port = flag(p.values, 'port', z.coerce.number().int().min(0).max(65535));
     const host = flag(p.values, 'host', z.union([z.ipv4(), z.ipv6(), z.literal('localhost')]));
     const mode = flag(p.values, 'mode', z.enum(['full', 'lowrank']));
-    const engine = await createEngine({ model, mode });
+    const fullModeWeights = flag(p.values, 'full-weights', z.enum(['inputs', 'rebuild-session']));
+    const engine = await createEngine({ model, mode, fullModeWeights });
     const token = process.env.ESOPT_TOKEN || undefined;
     const server = await startInferenceServer(engine, { host, port, token });
     const info = { url: server.url, openaiBaseUrl: `${server.url}/v1`, mode, model, auth: token ? 'bearer (ESOPT_TOKEN)' : 'none' };
