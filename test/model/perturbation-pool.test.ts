@@ -130,7 +130,8 @@ describe('full-mode engine on several threads', () => {
         const served = await engine.generate([5, 0, null, 4, 1, 2].map(row));
         expect(engine.segments().map((s) => s.data.length)).toEqual(lengths);
         expect(hashTheta(engine.segments())).toBe(hash);
-        // an update after lent-and-returned tensors reaches the model: rebuild-session re-encodes its graph
+        // an update after lent-and-returned tensors reaches the model: rebuild-session makes its session again
+        // (from the ORT-format bytes θ lives in on one thread, by encoding the graph on three)
         await engine.applyUpdate({ runSeed: 5, iteration: 0, coefficients: [{ noiseIndex: 0, coef: 0.05 }], rank: 1 });
         const [after] = await engine.generate([row(null)]);
         outputs.push([...served, after].map((r) => r.tokenIds));
