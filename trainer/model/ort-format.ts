@@ -88,8 +88,9 @@ export async function ortFormatModel(graph: ModelProto, weights: readonly NamedT
     const file = join(dir, 'model.ort');
     // Saved unoptimized, the graph is exactly ours: an optimizer pass here could fold a weight into a
     // derived constant (a transposed copy, say) that later edits of θ would not reach. The sessions made
-    // from the bytes optimize as usual, from θ as it is when each is made.
-    const saving = { ...sessionOptions, graphOptimizationLevel: 'disabled' as const, optimizedModelFilePath: file, extra: { session: { save_model_format: 'ORT' } } };
+    // from the bytes optimize as usual, from θ as it is when each is made, on the engine's provider; the
+    // save itself needs none but the CPU.
+    const saving = { ...sessionOptions, executionProviders: ['cpu'], graphOptimizationLevel: 'disabled' as const, optimizedModelFilePath: file, extra: { session: { save_model_format: 'ORT' } } };
     try {
       await (await ort.InferenceSession.create(encodeModel(marked), saving)).release();
       owned = readWhole(file);
