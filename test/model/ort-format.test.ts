@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { createEngine, sessionOptionsFor } from '../../trainer/model/create-engine.ts';
+import { createEngine, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../../trainer/model/create-engine.ts';
 import { GraphBuilder } from '../../trainer/model/onnx/graph-builder.ts';
 import { savePreset } from '../../trainer/model/open-model.ts';
 import { DataType } from '../../trainer/model/onnx/proto.ts';
@@ -29,7 +29,7 @@ describe('θ inside an ORT-format model (rebuild-session weights)', () => {
     const c = PRESETS.tiny;
     const weights = initDecoderWeights(c, 4);
     const graph = buildDecoder(c, weights);
-    const model = await ortFormatModel(graph, weights, options, 'tiny');
+    const model = await ortFormatModel(graph, weights, options, 'tiny', INLINE_SESSION_LIMIT);
     model.views.forEach((v, i) => expect(v).toEqual(weights[i].data));
     const rows = [[256, 10, 20, 30], [256, 7]];
     const before = await createOrtFormatSession(model, options, 'tiny');
@@ -47,9 +47,23 @@ describe('θ inside an ORT-format model (rebuild-session weights)', () => {
     expect(maxAbsDiff(after[0][3], got[0][3])).toBeGreaterThan(1e-3);
   });
 
+  it('a graph past the inline limit reaches onnxruntime as model.onnx + external data, and its weights land in the bytes all the same', async () => {
+    const c = PRESETS.tiny;
+    const weights = initDecoderWeights(c, 4);
+    const graph = buildDecoder(c, weights);
+    // Limit 0: every graph takes the files' way, as one of 1 GiB or more does.
+    const viaFiles = await ortFormatModel(graph, weights, options, 'tiny', 0);
+    const inMemory = await ortFormatModel(graph, weights, options, 'tiny', INLINE_SESSION_LIMIT);
+    viaFiles.views.forEach((v, i) => expect(v).toEqual(weights[i].data));
+    const rows = [[256, 10, 20, 30]];
+    const [a] = await fullLogits(await createOrtFormatSession(viaFiles, options, 'tiny'), c, rows);
+    const [b] = await fullLogits(await createOrtFormatSession(inMemory, options, 'tiny'), c, rows);
+    expect(maxAbsDiff(a[3], b[3])).toBeLessThan(1e-5);
+  });
+
   it('saves the graph unoptimized, so no weight is folded into a constant that later edits of θ miss', async () => {
     const w = Float32Array.from([1, 2, 3, 4, 5, 6]);
-    const model = await ortFormatModel(transposedMatMul(w), [{ name: 'W', dims: [2, 3], data: w }], options, 'transposed');
+    const model = await ortFormatModel(transposedMatMul(w), [{ name: 'W', dims: [2, 3], data: w }], options, 'transposed', INLINE_SESSION_LIMIT);
     const x = new ort.Tensor('float32', Float32Array.from([1, 1, 1]), [1, 3]);
     const y = async () => Array.from((await (await createOrtFormatSession(model, options, 'transposed')).run({ x })).y.data as Float32Array);
     expect(await y()).toEqual([6, 15]);
@@ -60,7 +74,7 @@ describe('θ inside an ORT-format model (rebuild-session weights)', () => {
   it('says which weight it could not place', async () => {
     const w = Float32Array.from([1, 2, 3, 4, 5, 6]);
     const graph = transposedMatMul(w);
-    await expect(ortFormatModel(graph, [{ name: 'W', dims: [2, 3], data: w }, { name: 'not-in-the-graph', dims: [2], data: Float32Array.from([1, 2]) }], options, 'transposed')).rejects.toThrow(
+    await expect(ortFormatModel(graph, [{ name: 'W', dims: [2, 3], data: w }, { name: 'not-in-the-graph', dims: [2], data: Float32Array.from([1, 2]) }], options, 'transposed', INLINE_SESSION_LIMIT)).rejects.toThrow(
       'transposed: weight not-in-the-graph is not in it verbatim (the ORT-format save changed it)',
     );
   });

@@ -146,7 +146,7 @@ export class OnnxEngine implements Engine {
       // θ moves into an ORT-format model when it fits one, and only with one switch thread: all of θ is
       // then one buffer, which could not be dealt to worker threads tensor by tensor.
       const thetaBytes = model.weights.reduce((a, w) => a + w.data.byteLength, 0);
-      const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what) : null;
+      const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
       if (ortModel) pointWeightsAt(model, ortModel.views);
       const graph = rebuild ? model.graph : weightsAsInputs(model.graph, model.weights);
       const session = ortModel ? await createOrtFormatSession(ortModel, sessionOptionsFor(options), what) : await createSession(graph, options, what);

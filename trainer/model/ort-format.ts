@@ -23,6 +23,7 @@ import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
+import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
 import { bytesOf, encodeModel, type ModelProto } from './onnx/proto.ts';
 import type { NamedTensor } from './weights.ts';
 
@@ -67,7 +68,14 @@ function readWhole(file: string): Uint8Array {
  * copied into it. The save goes through a scratch directory (ESOPT_SESSION_DIR, default the system's
  * temporary directory), removed before this returns.
  */
-export async function ortFormatModel(graph: ModelProto, weights: readonly NamedTensor[], sessionOptions: ort.InferenceSession.SessionOptions, what: string): Promise<OrtFormatModel> {
+export async function ortFormatModel(
+  graph: ModelProto,
+  weights: readonly NamedTensor[],
+  sessionOptions: ort.InferenceSession.SessionOptions,
+  what: string,
+  /** From this many bytes of initializers the marked graph reaches onnxruntime as files (create-engine.ts's INLINE_SESSION_LIMIT). */
+  inlineLimit: number,
+): Promise<OrtFormatModel> {
   const bytes = weights.reduce((a, w) => a + w.data.byteLength, 0);
   if (bytes > ORT_FORMAT_LIMIT) throw new Error(`${what}: θ is ${bytes} bytes, more than an ORT-format model holds (${ORT_FORMAT_LIMIT})`);
   if (weights.length > MAX_MARKED_WEIGHTS) throw new Error(`${what}: ${weights.length} weights, more than the ORT-format layout can place (${MAX_MARKED_WEIGHTS})`);
@@ -91,8 +99,13 @@ export async function ortFormatModel(graph: ModelProto, weights: readonly NamedT
     // from the bytes optimize as usual, from θ as it is when each is made, on the engine's provider; the
     // save itself needs none but the CPU.
     const saving = { ...sessionOptions, executionProviders: ['cpu'], graphOptimizationLevel: 'disabled' as const, optimizedModelFilePath: file, extra: { session: { save_model_format: 'ORT' } } };
+    const initializerBytes = marked.graph.initializer.reduce((a, t) => a + (t.rawData?.length ?? 0), 0);
     try {
-      await (await ort.InferenceSession.create(encodeModel(marked), saving)).release();
+      // Like createSession: a big graph goes to onnxruntime as model.onnx + external data, not one protobuf.
+      const saver = initializerBytes < inlineLimit
+        ? await ort.InferenceSession.create(encodeModel(marked), saving)
+        : await ort.InferenceSession.create((writeOnnxWithExternalData(dir, marked), join(dir, MODEL_FILE)), saving);
+      await saver.release();
       owned = readWhole(file);
     } catch (err) {
       throw new Error(`${what}: onnxruntime could not save the model in the ORT format: ${(err as Error).message}`);

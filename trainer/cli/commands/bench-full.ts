@@ -5,7 +5,7 @@ import { layoutSegments, perturbDense } from '../../../shared/es.ts';
 import type { ParameterSegment } from '../../../shared/es.ts';
 import { machineInfo, median, timeMs } from '../../bench/measure.ts';
 import { headDim, kvHeads } from '../../model/config.ts';
-import { createSession, sessionOptionsFor } from '../../model/create-engine.ts';
+import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../../model/create-engine.ts';
 import { createOrtFormatSession, ortFormatModel } from '../../model/ort-format.ts';
 import { buildPreset } from '../../model/open-model.ts';
 import { parameterCount } from '../../model/weights.ts';
@@ -148,7 +148,7 @@ export const command: Command = {
     // perturbed θ. Two ways, as the engine has them: θ inside an ORT-format model, a session made from its
     // bytes (ort-format.ts; one switch thread, θ under 2 GiB), and encoding the graph whose initializer
     // bytes are views onto θ (otherwise). The ORT-format model holds its own copy of θ here.
-    const ortModel = await ortFormatModel(model.graph, model.weights, sessionOptionsFor(opts), `preset ${preset}`);
+    const ortModel = await ortFormatModel(model.graph, model.weights, sessionOptionsFor(opts), `preset ${preset}`, INLINE_SESSION_LIMIT);
     const ortSegments = layoutSegments(model.weights.map((w, i) => ({ name: w.name, data: ortModel.views[i] })));
     const memberSessionFromBytes = () => createOrtFormatSession(ortModel, sessionOptionsFor(opts), `preset ${preset} (member session)`);
     const rebuildMs: number[] = [];
