@@ -113,7 +113,11 @@ export class OnnxEngine implements Engine {
   private constructor(
     readonly mode: PerturbationMode,
     private readonly model: LoadedModel,
-    private session: ort.InferenceSession,
+    /**
+     * The session for θ itself. rebuild-session releases it while a member's session serves, so the process
+     * holds one prepacked copy of θ at a time, and makes it again when θ's own rows come (`baseSession`).
+     */
+    private session: ort.InferenceSession | null,
     private readonly graph: ModelProto,
     private readonly targets: LowRankTarget[],
     private readonly groups: LowRankGroup[],
@@ -241,8 +245,10 @@ export class OnnxEngine implements Engine {
     return compiled;
   }
 
-  private decodeContext(extraFeeds: Record<string, ort.Tensor>) {
-    return { session: this.session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds };
+  /** The session for θ itself, made again if rebuild-session released it for a member's. */
+  private async baseSession(): Promise<ort.InferenceSession> {
+    this.session ??= await this.newSession();
+    return this.session;
   }
 
   /**
@@ -269,11 +275,12 @@ export class OnnxEngine implements Engine {
     return this.mode === 'full' && this.options.fullModeWeights === 'rebuild-session';
   }
 
-  private async inBatches(indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, session = this.session): Promise<void> {
+  private async inBatches(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
     const max = this.options.maxBatch ?? 32;
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);
-      const results = await decodeBatch({ ...this.decodeContext(feeds(chunk)), session }, chunk.map((k) => rows[k]));
+      const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds: feeds(chunk) };
+      const results = await decodeBatch(ctx, chunk.map((k) => rows[k]));
       chunk.forEach((k, j) => (out[k] = results[j]));
     }
   }
@@ -305,13 +312,19 @@ export class OnnxEngine implements Engine {
           }
         }
         this.relinkWeights();
-        // rebuild-session: this session is made from θ + σ·sign·ε (the ORT-format bytes θ lives in, or the
-        // graph whose initializer bytes are views onto θ), and released before θ changes again
-        const memberSession = current && this.rebuildsPerMember ? await this.newSession() : null;
+        // rebuild-session: a session made from θ + σ·sign·ε (the ORT-format bytes θ lives in, or the graph
+        // whose initializer bytes are views onto θ), released before θ changes again; the base session goes
+        // first, so only one prepacked copy of θ exists at a time
+        let memberSession: ort.InferenceSession | null = null;
+        if (current && this.rebuildsPerMember) {
+          await this.session?.release();
+          this.session = null;
+          memberSession = await this.newSession();
+        }
         // θ's views change with every switch, so the feeds that wrap them are made after it
         const feeds = this.rebuildsPerMember ? {} : this.weightFeeds();
         try {
-          await this.inBatches(rowIdx, rows, out, () => feeds, memberSession ?? this.session);
+          await this.inBatches(memberSession ?? (await this.baseSession()), rowIdx, rows, out, () => feeds);
         } finally {
           await memberSession?.release();
         }
@@ -326,7 +339,7 @@ export class OnnxEngine implements Engine {
   private async generateLowRank(rows: PreparedRow[], members: Array<Member | null>): Promise<GenerateResult[]> {
     const out = new Array<GenerateResult>(rows.length);
     const all = rows.map((_, i) => i);
-    await this.inBatches(all, rows, out, (chunk) =>
+    await this.inBatches(await this.baseSession(), all, rows, out, (chunk) =>
       this.factorCache ? this.factorCache.feeds(chunk.map((k) => members[k])) : zeroFactorFeeds(this.targets, this.groups, chunk.length),
     );
     return out;
@@ -341,8 +354,9 @@ export class OnnxEngine implements Engine {
     // The new session is made from θ as updated (its ORT-format bytes, or the graph whose initializer bytes
     // are views onto θ). The old session goes first (nothing runs meanwhile: refresh is exclusive), so a
     // refresh never holds two weight copies.
-    await this.session.release();
-    this.session = await this.newSession();
+    await this.session?.release();
+    // rebuild-session makes it when θ's own rows come (a member's session may be needed first)
+    this.session = this.rebuildsPerMember ? null : await this.newSession();
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
@@ -367,7 +381,7 @@ export class OnnxEngine implements Engine {
   close(): Promise<void> {
     return this.exclusive(async () => {
       await this.switcher?.close();
-      await this.session.release();
+      await this.session?.release();
     });
   }
 }
