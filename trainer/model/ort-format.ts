@@ -7,14 +7,14 @@
  * encode (28–38 ms for `small`, against 450–630 ms to encode the graph and create a session from it). Its
  * MatMul weights are prepacked at creation, so it decodes at initializer speed; its other initializers
  * (norms, the embedding) are read from the bytes at every run, so a session may only run while θ is what
- * it was made from — the engine releases a member's session before restoring θ and makes the base
- * session again after an update.
+ * it was made from — the engine releases a member's session before restoring θ, releases the base session
+ * while a member's serves, and makes the base session again when θ's own rows come.
  *
  * The bytes come from onnxruntime itself: it saves the graph as an ORT-format model. Where each weight lies
- * in them is found by saving the graph with a marker in place of each weight — every element carries the
- * weight's index in its high bits, so no marker can match inside another — and finding each marker exactly
- * once, 4-byte aligned; θ is then copied over it. A weight the optimizer changed or dropped would not be
- * found, and `ortFormatModel` says which.
+ * in them is found by saving the graph with a marker in place of each weight — every element encodes the
+ * weight's index, so no marker can match inside another — and finding each marker exactly once, 4-byte
+ * aligned; θ is then copied over it. A weight that is not there verbatim, or whose marker is ambiguous, is
+ * an error naming it, never a guess.
  *
  * The ORT format is a flatbuffer, capped at 2 GiB (`ORT_FORMAT_LIMIT`): bigger models keep the
  * encode-and-create path.
@@ -40,10 +40,14 @@ export interface OrtFormatModel {
   views: Float32Array[];
 }
 
-/** Weight t's marker: element i is (t << 22 | i mod 2^22) as bits, so the whole marker occurs once. */
+/**
+ * Weight t's marker: element i is (t << 22 | i mod 2^22) times an odd constant, as bits. The product is a
+ * bijection of 32-bit words, so no element of one weight's marker equals one of another's, and it keeps
+ * short markers from looking like the small integers a flatbuffer's own fields hold.
+ */
 function marker(t: number, length: number): Float32Array {
   const bits = new Uint32Array(length);
-  for (let i = 0; i < length; i++) bits[i] = ((t << 22) | (i & 0x3fffff)) >>> 0;
+  for (let i = 0; i < length; i++) bits[i] = Math.imul((t << 22) | (i & 0x3fffff), 0x9e3779b1) >>> 0;
   return new Float32Array(bits.buffer);
 }
 
