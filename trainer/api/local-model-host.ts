@@ -43,7 +43,10 @@ export class LocalModelHost implements ModelHost {
       spec = config.model;
       mode = config.mode;
     }
-    const engine = await createEngine({ model: spec, mode, contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
+    // Only θ itself is served here, never a member, so full mode's weights are a prepacked session
+    // (rebuild-session, which never rebuilds without members): decoding at initializer speed, and on CUDA
+    // θ stays on the device instead of being copied there on every run, for a prepacked copy of θ.
+    const engine = await createEngine({ model: spec, mode, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
     let iteration = 0;
     try {
       if (model.kind === 'checkpoint') {
