@@ -5,7 +5,7 @@
  */
 import type { Coefficient, ParameterSegment } from '../shared/es.ts';
 import type { ActionConstraint, ChatMessage } from '../shared/ports/policy.ts';
-import type { Member, ModelSpec } from '../shared/schemas/index.ts';
+import type { FullModeWeights, Member, ModelSpec } from '../shared/schemas/index.ts';
 
 /** Which weights a row runs on: θ itself, or member `index` of the population of `iteration`. */
 export type MemberSelector = { kind: 'base' } | { kind: 'member'; iteration: number; index: number };
@@ -137,7 +137,7 @@ export interface EngineOptions {
    * session build per member switch (from the ORT-format model θ then lives in, below 2 GiB of θ with one
    * switch thread; by encoding the graph otherwise) and holds a prepacked copy of θ beside it. See docs/MODEL.md.
    */
-  fullModeWeights?: 'inputs' | 'rebuild-session';
+  fullModeWeights?: FullModeWeights;
   /**
    * Full mode only: threads that perturb, restore and switch θ, this one included (θ's tensors are lent to
    * worker threads, trainer/perturbation/perturbation-pool.ts). Default: every core for θ of 2^29

@@ -40,6 +40,14 @@ export const GenerationOptions = z.object({
 });
 export type GenerationOptions = z.infer<typeof GenerationOptions>;
 
+/**
+ * Full mode's weights: θ fed as graph inputs (`inputs`: training memory = inference memory, slower
+ * decoding), or a prepacked session built per member (`rebuild-session`: decoding at full speed, a session
+ * build per member switch and a prepacked copy of θ beside it). docs/MODEL.md compares them.
+ */
+export const FullModeWeights = z.enum(['inputs', 'rebuild-session']);
+export type FullModeWeights = z.infer<typeof FullModeWeights>;
+
 export const RunConfig = z
   .object({
     name: Id.optional(),
@@ -53,12 +61,7 @@ export const RunConfig = z
       .default({ seed: 0, trainPerIteration: 1, evalCount: 32 }),
     model: ModelSpec,
     mode: z.enum(['full', 'lowrank']).default('full'),
-    /**
-     * Full mode: θ fed as graph inputs (`inputs`: training memory = inference memory, slower decoding), or
-     * a prepacked session built per member (`rebuild-session`: decoding at full speed, a session build per
-     * member switch and a prepacked copy of θ beside it). docs/MODEL.md compares them.
-     */
-    fullModeWeights: z.enum(['inputs', 'rebuild-session']).default('inputs'),
+    fullModeWeights: FullModeWeights.default('inputs'),
     rank: z.number().int().min(1).max(64).default(1),
     es: EsOptions,
     generation: GenerationOptions.default({ temperature: 0, topP: 1, topK: 0, maxTokens: 32 }),

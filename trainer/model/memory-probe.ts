@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { ask, tell } from '../../shared/es.ts';
+import { FullModeWeights } from '../../shared/schemas/index.ts';
 import type { GenerateRow, MemberSelector } from '../engine.ts';
 import { createEngine } from './create-engine.ts';
 
@@ -20,7 +21,7 @@ const Options = z.object({
   newTokens: z.number().int().min(1),
   iterations: z.number().int().min(1),
   switchThreads: z.number().int().min(1).optional(),
-  fullModeWeights: z.enum(['inputs', 'rebuild-session']).default('inputs'),
+  fullModeWeights: FullModeWeights.default('inputs'),
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { FullModeWeights } from '../../../shared/schemas/index.ts';
 import { machineInfo } from '../../bench/measure.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -52,7 +53,7 @@ export const command: Command = {
       // full mode's switch threads (unset: the engine's default, one thread below 2^29 elements of θ)
       switchThreads: flag(p.values, 'switch-threads', int(1, 256).optional()),
       // full mode's weights (the engine's `fullModeWeights`): rebuild-session holds prepacked session copies beside θ
-      fullModeWeights: flag(p.values, 'full-weights', z.enum(['inputs', 'rebuild-session'])),
+      fullModeWeights: flag(p.values, 'full-weights', FullModeWeights),
     };
     const log = (m: string) => { if (!p.json) io.stderr(m); };
     log(`child 1/2: generate only (${options.iterations} iterations × ${options.population} members' worth of calls)`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelSpec } from '../../../shared/schemas/index.ts';
+import { FullModeWeights, ModelSpec } from '../../../shared/schemas/index.ts';
 import { createEngine } from '../../model/create-engine.ts';
 import { startInferenceServer } from '../../server/server.ts';
 import { flag, parseFlags } from '../args.ts';
@@ -30,7 +30,7 @@ export const command: Command = {
     const port = flag(p.values, 'port', z.coerce.number().int().min(0).max(65535));
     const host = flag(p.values, 'host', z.union([z.ipv4(), z.ipv6(), z.literal('localhost')]));
     const mode = flag(p.values, 'mode', z.enum(['full', 'lowrank']));
-    const fullModeWeights = flag(p.values, 'full-weights', z.enum(['inputs', 'rebuild-session']));
+    const fullModeWeights = flag(p.values, 'full-weights', FullModeWeights);
     const engine = await createEngine({ model, mode, fullModeWeights });
     const token = process.env.ESOPT_TOKEN || undefined;
     const server = await startInferenceServer(engine, { host, port, token });
