@@ -117,9 +117,11 @@ export default $config({
       memory: `${cfg.ESOPT_EPISODE_MEMORY_MB} MB`,
       timeout: `${cfg.ESOPT_EPISODE_TIMEOUT_S} seconds`,
       concurrency: { reserved: cfg.ESOPT_EPISODE_CONCURRENCY },
-      // A native module cannot be bundled: the heuristic environment's isolate is installed as a package.
-      // (The web environment also needs a Chromium layer, which this stack does not provide.)
-      nodejs: { install: ['isolated-vm'] },
+      // Installed next to the bundle, not bundled: the heuristic environment's isolate (a native module), and
+      // the web environment's browser: the Lambda build of Chromium (brotli-packed, inflated to /tmp on first
+      // use; environments/web/chromium-executable.ts picks it on Lambda by itself) with playwright-core, which drives it.
+      // 113 MB unzipped in all (test/cloud/episode-lambda-chromium.test.ts), within Lambda's 250 MB.
+      nodejs: { install: ['isolated-vm', '@sparticuz/chromium', 'playwright-core'] },
       environment: {
         ESOPT_BUCKET: bucket.name,
         ESOPT_TRAINER_URL: trainerUrl,

@@ -6,11 +6,10 @@
  * could leave the machine either. Actions are real input events (playwright's click/fill/check/...),
  * after the bridge has checked them against what is on screen.
  */
-import { accessSync, constants } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { WebAction } from './action.ts';
 import { withTimeout, type OpenPageOptions, type PageVerdict, type WebBackend, type WebPage } from './backend.ts';
-import { DEFAULT_CHROMIUM } from './task.ts';
+import { chooseChromium, chromiumExecutable, LAMBDA_CHROMIUM_ARGS, type ChromiumChoice } from './chromium-executable.ts';
 
 const ARGS = [
   '--no-sandbox',
@@ -34,36 +33,28 @@ const CLOSE_TIMEOUT_MS = 3_000;
  */
 const IDLE_MS = Number(process.env.ESOPT_BROWSER_IDLE_MS ?? 5_000);
 
-export function resolveChromium(executablePath?: string): string {
-  const path = executablePath ?? process.env.ESOPT_CHROMIUM ?? DEFAULT_CHROMIUM;
-  try {
-    accessSync(path, constants.X_OK);
-  } catch {
-    throw new Error(
-      `Chromium not found at ${path}: install it (Debian: apt-get install chromium) or point ESOPT_CHROMIUM or the web option "executablePath" at a Chromium executable`,
-    );
-  }
-  return path;
-}
-
 export class ChromiumBackend implements WebBackend {
   readonly name = 'chromium' as const;
   private browser: Promise<Browser> | undefined;
   private openPages = 0;
   private idleTimer: NodeJS.Timeout | undefined;
-  readonly executablePath: string;
+  /** Which browser (chromium-executable.ts): a missing one throws here, before any episode. */
+  readonly choice: ChromiumChoice;
 
   constructor(executablePath?: string) {
-    this.executablePath = resolveChromium(executablePath);
+    this.choice = chooseChromium(executablePath);
   }
 
   private launch(): Promise<Browser> {
-    const launched = chromium.launch({ executablePath: this.executablePath, args: ARGS, timeout: 30_000 }).then((browser) => {
-      browser.on('disconnected', () => {
-        if (this.browser === launched) this.browser = undefined;
+    const args = this.choice.kind === 'lambda' ? [...ARGS, ...LAMBDA_CHROMIUM_ARGS] : ARGS;
+    const launched = chromiumExecutable(this.choice)
+      .then((executablePath) => chromium.launch({ executablePath, args, timeout: 30_000 }))
+      .then((browser) => {
+        browser.on('disconnected', () => {
+          if (this.browser === launched) this.browser = undefined;
+        });
+        return browser;
       });
-      return browser;
-    });
     launched.catch(() => {
       if (this.browser === launched) this.browser = undefined;
     });

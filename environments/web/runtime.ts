@@ -4,7 +4,8 @@
  * pays for Chromium's start once; `closeWebRuntime` frees everything.
  */
 import type { WebBackend } from './backend.ts';
-import { ChromiumBackend, resolveChromium } from './chromium-backend.ts';
+import { ChromiumBackend } from './chromium-backend.ts';
+import { chooseChromium, chromiumKey } from './chromium-executable.ts';
 import { HappyDomBackend } from './happy-dom-backend.ts';
 import { startTaskServer, type TaskServer } from './task-server.ts';
 import type { WebOptions } from './task.ts';
@@ -21,7 +22,7 @@ export function taskServer(): Promise<TaskServer> {
 }
 
 export function webBackend(options: Pick<WebOptions, 'backend' | 'executablePath'>): WebBackend {
-  const key = options.backend === 'chromium' ? `chromium:${resolveChromium(options.executablePath)}` : 'happy-dom';
+  const key = options.backend === 'chromium' ? `chromium:${chromiumKey(chooseChromium(options.executablePath))}` : 'happy-dom';
   let backend = backends.get(key);
   if (!backend) {
     backend = options.backend === 'chromium' ? new ChromiumBackend(options.executablePath) : new HappyDomBackend();

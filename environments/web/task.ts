@@ -15,7 +15,7 @@ export const WebOptions = z
   .object({
     /** chromium: a real browser (evaluation); happy-dom: in-process DOM, fast (training, unit tests). */
     backend: z.enum(['chromium', 'happy-dom']).default('chromium'),
-    /** Chromium executable; default $ESOPT_CHROMIUM, else /usr/bin/chromium (a Lambda build points it at its packaged Chromium). */
+    /** Chromium executable, or "lambda" for the Lambda build; default: the rule in chromium-executable.ts ($ESOPT_CHROMIUM, the Lambda build on Lambda, /usr/bin/chromium, the Lambda build). */
     executablePath: z.string().min(1).optional(),
     /** Task types that sampled tasks draw from (all by default). */
     taskTypes: z.array(WebTaskTypeName).min(1).optional(),

@@ -7,7 +7,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEpisode } from '../../environments/episode-runner.ts';
-import { ChromiumBackend, resolveChromium } from '../../environments/web/chromium-backend.ts';
+import { ChromiumBackend } from '../../environments/web/chromium-backend.ts';
+import { chooseChromium } from '../../environments/web/chromium-executable.ts';
 import { web } from '../../environments/web/definition.ts';
 import { WebEnvironment } from '../../environments/web/environment.ts';
 import { closeWebRuntime, taskServer, webBackend } from '../../environments/web/runtime.ts';
@@ -47,7 +48,7 @@ function serving(path: string): TaskServer {
 }
 
 beforeAll(async () => {
-  resolveChromium(); // fails with "Chromium not found at … install it …" when it is missing
+  chooseChromium(undefined); // fails with "Chromium not found at … install it …" when it is missing
   backend = webBackend({ backend: 'chromium' }) as ChromiumBackend;
   server = await taskServer();
   hostileServer = await new Promise<ServerType>((resolve) => {
