@@ -74,16 +74,21 @@ async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinit
     return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
   }
   let token: string | undefined;
+  const fallbackUrls = request.policy.fallbackUrls ?? [];
   if (request.policy.tokenEnv) {
-    const origin = new URL(request.policy.baseUrl).origin;
-    if (options.tokenOrigins && !options.tokenOrigins.includes(origin)) {
-      throw new Error(`refusing to send the trainer token to ${origin}: this function only talks to ${options.tokenOrigins.join(', ')}`);
+    // Every server the token may go to (the member's replica and its fallbacks) must be one of ours.
+    for (const url of [request.policy.baseUrl, ...fallbackUrls]) {
+      const origin = new URL(url).origin;
+      if (options.tokenOrigins && !options.tokenOrigins.includes(origin)) {
+        throw new Error(`refusing to send the trainer token to ${origin}: this function only talks to ${options.tokenOrigins.join(', ')}`);
+      }
     }
     token = options.env[request.policy.tokenEnv];
     if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
   }
   return new HttpPolicy({
     baseUrl: request.policy.baseUrl,
+    fallbackUrls,
     model: request.policy.model,
     token,
     temperature: request.generation.temperature,

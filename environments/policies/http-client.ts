@@ -3,7 +3,9 @@
  * trainer's server, or anybody's). A bearer token, a timeout per request, retries with jittered
  * exponential back-off on 5xx and network errors, 429s (a full queue) retried after their Retry-After
  * plus jitter for up to `queueFullBudgetMs` without using up the retries, and HTTP 409 turned into
- * IterationClosedError so an episode of a closed iteration stops at once instead of retrying.
+ * IterationClosedError so an episode of a closed iteration stops at once instead of retrying. With
+ * `fallbackUrls` (trainer replicas holding the same θ), a network error or 5xx moves the episode to the
+ * next server for this and every later turn.
  */
 import { z } from 'zod';
 import type { ActionConstraint, ChatMessage, Policy, PolicyContext, PolicyReply, ToolCall } from '../../shared/ports/policy.ts';
@@ -34,6 +36,8 @@ export const HttpPolicyOptions = z.object({
   queueFullBudgetMs: z.number().min(0).default(120_000),
   /** Send the environment's action constraint as `guided_regex` / `guided_choice` (vLLM's fields, which the trainer serves). */
   guidedDecoding: z.boolean().default(false),
+  /** Base URLs of servers with the same weights, tried in turn after `baseUrl` fails (network error or 5xx). */
+  fallbackUrls: z.array(z.url()).max(16).default([]),
 });
 export type HttpPolicyOptions = z.input<typeof HttpPolicyOptions>;
 
@@ -110,11 +114,17 @@ function guidedFields(c: ActionConstraint): { guided_regex: string } | { guided_
 
 export class HttpPolicy implements Policy {
   private readonly options: z.infer<typeof HttpPolicyOptions>;
-  private readonly url: string;
+  private readonly urls: string[];
+  private current = 0;
 
   constructor(options: HttpPolicyOptions) {
     this.options = HttpPolicyOptions.parse(options);
-    this.url = `${this.options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    this.urls = [this.options.baseUrl, ...this.options.fallbackUrls].map((u) => `${u.replace(/\/+$/, '')}/chat/completions`);
+  }
+
+  /** The server this episode talks to now. */
+  get url(): string {
+    return this.urls[this.current];
   }
 
   /**
@@ -134,6 +144,7 @@ export class HttpPolicy implements Policy {
       baseUrl: endpoint.baseUrl,
       model: endpoint.model,
       ...(token ? { token } : {}),
+      ...(endpoint.fallbackUrls ? { fallbackUrls: endpoint.fallbackUrls } : {}),
       temperature: generation.temperature,
       topP: generation.topP,
       topK: generation.topK,
@@ -188,6 +199,8 @@ export class HttpPolicy implements Policy {
       } catch (err) {
         if (!(err instanceof Retryable)) throw err;
         last = err;
+        // A server that is gone or failing hands the episode on; a full queue (429) is only pacing.
+        if (err.status !== 429) this.current = (this.current + 1) % this.urls.length;
       }
     }
     throw new PolicyHttpError(`${this.url}: ${last?.message ?? 'failed'} (gave up after ${attempts} attempts)`, last?.status ?? null, attempts);

@@ -13,6 +13,11 @@ export const PolicyEndpoint = z.object({
    * server and vLLM honour it); set false for endpoints that reject fields they do not know. Default on.
    */
   guidedDecoding: z.boolean().optional(),
+  /**
+   * Other servers holding the same weights (trainer replicas), tried in order when `baseUrl` does not
+   * answer or answers 5xx; any replica can serve any member, since a member is only a seed.
+   */
+  fallbackUrls: z.array(z.url()).max(16).optional(),
 });
 export type PolicyEndpoint = z.infer<typeof PolicyEndpoint>;
 

@@ -6,3 +6,4 @@ export * from './checkpoint.ts';
 export * from './metrics.ts';
 export * from './api.ts';
 export * from './work-queue.ts';
+export * from './replicas.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MemberRoutes } from './replicas.ts';
 import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
 
 /** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
@@ -27,6 +28,8 @@ export const IterationManifest = z.object({
   quorum: z.number().gt(0).max(1),
   deadline: z.iso.datetime(),
   createdAt: z.iso.datetime(),
+  /** With trainer replicas: which replica serves each member (absent: the coordinator serves all). */
+  routing: MemberRoutes.optional(),
 });
 export type IterationManifest = z.infer<typeof IterationManifest>;
 

@@ -136,6 +136,25 @@ describe('HttpPolicy', () => {
     expect(requests).toHaveLength(3);
   });
 
+  it('fails over to the next server (a trainer replica) on a refused connection or a 5xx, and stays there', async () => {
+    script.push(ok('a'), ok('b'));
+    // Port 1 on loopback refuses connections: the member's replica is gone.
+    const p = policy({ baseUrl: 'http://127.0.0.1:1/v1', fallbackUrls: [baseUrl] });
+    expect((await p.act(messages, { step: 0 })).text).toBe('a');
+    expect((await p.act(messages, { step: 1 })).text).toBe('b');
+    expect(requests).toHaveLength(2);
+    expect(p.url).toBe(`${baseUrl}/chat/completions`);
+
+    script.length = 0;
+    requests.length = 0;
+    script.push(status(503), ok('c'));
+    // Both URLs name the scripted server: the 503 moves the episode on, and the next server answers.
+    const q = policy({ fallbackUrls: [`${baseUrl}/`] });
+    expect((await q.act(messages, { step: 0 })).text).toBe('c');
+    expect(q.url).toBe(`${baseUrl}/chat/completions`);
+    expect(requests).toHaveLength(2);
+  });
+
   it('turns HTTP 409 into IterationClosedError at once, without retrying', async () => {
     script.push(status(409));
     const err = await policy().act(messages, { step: 0 }).catch((e: unknown) => e);

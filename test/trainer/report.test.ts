@@ -118,6 +118,10 @@ describe('resolveModel', () => {
     expect(resolveModel('member-5-2', live)).toMatchObject({ ok: false, status: 404 });
     expect(resolveModel('member-4-0', live)).toMatchObject({ ok: false, status: 409 });
     expect(resolveModel('member-05-0', live)).toMatchObject({ ok: false, status: 404 });
-    expect(resolveModel('member-5-0', null)).toMatchObject({ ok: false, status: 409 });
+    expect(resolveModel('member-5-0', null, 5)).toMatchObject({ ok: false, status: 409 });
+    // An iteration after the newest this server has had live has not started here yet: retry, not drop.
+    expect(resolveModel('member-5-0', null)).toMatchObject({ ok: false, status: 503 });
+    expect(resolveModel('member-6-0', live)).toMatchObject({ ok: false, status: 503 });
+    expect(resolveModel('member-6-0', null, 5)).toMatchObject({ ok: false, status: 503 });
   });
 });

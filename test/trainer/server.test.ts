@@ -116,12 +116,14 @@ describe('inference server', () => {
     expect(b).not.toBe(a);
   });
 
-  it('409 for a member of another iteration, 404 for an unknown one', async () => {
+  it('409 for a member of a finished iteration, 503 for one not started yet, 404 for an unknown one', async () => {
     const old = await post(s, { model: 'member-2-0', messages: hello });
     expect(old.status).toBe(409);
     const body = ErrorBody.parse(await old.json());
     expect(body.error.message).toMatch(/iteration 2.*finished.*live iteration is 3/);
-    expect((await post(s, { model: 'member-4-0', messages: hello })).status).toBe(409);
+    const early = await post(s, { model: 'member-4-0', messages: hello });
+    expect(early.status).toBe(503);
+    expect(ErrorBody.parse(await early.json()).error.code).toBe('iteration_not_started');
     expect((await post(s, { model: 'member-3-99', messages: hello })).status).toBe(404);
     const unknown = await post(s, { model: 'gpt-4o', messages: hello });
     expect(unknown.status).toBe(404);

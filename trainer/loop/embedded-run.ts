@@ -21,6 +21,7 @@ import type { TrainingProgress } from './progress.ts';
 import { buildReport, type TrainingReport } from './report.ts';
 import type { RunTarget } from './run-target.ts';
 import { train, type TrainingResult } from './training.ts';
+import { ReplicaSet } from './replica-set.ts';
 
 interface RunOptionsCommon {
   config: RunConfig;
@@ -33,6 +34,11 @@ interface RunOptionsCommon {
   faults?: FaultHook;
   pollMs?: number;
   executionProvider?: 'cpu' | 'cuda';
+  /**
+   * Share the members' inference with trainer replicas (trainer/replicas/replica.ts) that follow this run
+   * in the same store; they are started separately and found through their announcements.
+   */
+  replicas?: { syncTimeoutMs: number; onLost?: (info: { iteration: number; replica: string }) => void };
 }
 
 /**
@@ -96,7 +102,12 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
     // Workers take a moment to load; start them before the clock of the first iteration runs.
     await target.warm?.();
+    if (o.replicas && config.policy !== 'model') throw new Error(`replicas serve the model's members; this run's policy is ${config.policy}`);
+    const replicas = o.replicas
+      ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost })
+      : undefined;
     const result = await train({
+      replicas,
       run,
       config,
       store,

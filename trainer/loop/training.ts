@@ -24,7 +24,8 @@ import {
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine, Population } from '../engine.ts';
-import { appendLog, loadLatestCheckpoint, readLog, writeCheckpoint } from './checkpoints.ts';
+import { appendLog, writeCheckpoint } from './checkpoints.ts';
+import { restoreFromLog, type WeightHost } from './restore.ts';
 import { classifyRecords, type Classification } from './classify-records.ts';
 import { collectUntil } from './collect.ts';
 import { RewardCollector } from '../../shared/store/reward-collector.ts';
@@ -33,9 +34,9 @@ import { iterationRequests } from '../fanout/iteration-requests.ts';
 import { evaluate } from './evaluation.ts';
 import type { FaultHook } from './fault-points.ts';
 import { applyLogEntry, logEntryFor, normalizedOf } from './weight-update.ts';
+import { endpointOf, type ReplicaSet } from './replica-set.ts';
 
-/** θ: views onto the live weights, and the update applied in the engine's own mode. */
-export type WeightHost = Pick<Engine, 'segments' | 'applyUpdate' | 'commitUpdate'>;
+export type { WeightHost };
 
 /** Whatever serves members (the inference service): told which population is live. */
 export interface PopulationHost {
@@ -52,6 +53,8 @@ export interface TrainingOptions {
   /** Where episodes reach their policy (the inference server); `model` is filled in per member. */
   policy: Omit<PolicyEndpoint, 'model'>;
   environment: EnvironmentDefinition;
+  /** Trainer replicas sharing the members' inference (replica-set.ts); absent: this process serves them all. */
+  replicas?: ReplicaSet;
   pollMs?: number;
   faults?: FaultHook;
   onStart?: (info: { resumedAt: number; replayed: number; skippedCheckpoints: Array<{ iteration: number; reason: string }> }) => void;
@@ -104,24 +107,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
   if (!stored) await putJson(store, keys.config(run), config, true);
 
   // ---- restore θ: newest verified checkpoint, then the log, then any recorded-but-unlogged update ----
-  const loaded = await loadLatestCheckpoint(store, run, segments);
-  // A loaded checkpoint wrote θ behind the engine's back: let it refresh what depends on θ.
-  if (loaded) await weights.commitUpdate();
-  let next = loaded?.meta.iteration ?? 0;
-  if (!loaded) {
-    const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
-    if (first && first.thetaHash !== hashTheta(segments)) throw new Error(`the model's θ_0 (${hashTheta(segments)}) is not run ${run}'s θ_0 (${first.thetaHash})`);
-  }
-  let replayed = 0;
-  for (const entry of await readLog(store, run)) {
-    if (entry.iteration < next) continue;
-    if (entry.iteration !== next) throw new Error(`log jumps from iteration ${next - 1} to ${entry.iteration}`);
-    await applyLogEntry(weights, entry, config.rank);
-    const h = hashTheta(segments);
-    if (h !== entry.thetaHashAfter) throw new Error(`replaying iteration ${entry.iteration} gave θ ${h}, the log says ${entry.thetaHashAfter}`);
-    next++;
-    replayed++;
-  }
+  const restored = await restoreFromLog(store, run, weights, config.rank);
+  let next = restored.next;
+  let replayed = restored.replayed;
   for (;;) {
     if (next >= config.iterations) break;
     const update = await getJson(store, keys.update(run, next), UpdateRecord);
@@ -143,7 +131,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const manifest = await getJson(store, keys.manifest(run, k), IterationManifest);
     if (update && manifest) await putJson(store, keys.metricsRow(run, k), await rowFromUpdate(manifest, update));
   }
-  o.onStart?.({ resumedAt: next, replayed, skippedCheckpoints: loaded?.skipped ?? [] });
+  o.onStart?.({ resumedAt: next, replayed, skippedCheckpoints: restored.skippedCheckpoints });
 
   const evalTasks: TaskRef[] = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
   const evaluations: EvaluationResult[] = [];
@@ -163,6 +151,8 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     o.onIteration?.(row);
   }
   await evaluationOf(config.iterations);
+  // The last update is checked too: a run never ends with a replica holding another θ.
+  await o.replicas?.check(config.iterations, hashTheta(segments));
 
   const rows: MetricsRow[] = [];
   for (let k = 0; k < config.iterations; k++) {
@@ -181,6 +171,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const thetaHashBefore = hashTheta(segments);
     let manifest = await getJson(store, keys.manifest(run, k), IterationManifest);
     if (manifest && manifest.thetaHash !== thetaHashBefore) throw new Error(`iteration ${k}'s manifest was made for θ ${manifest.thetaHash}, but θ is ${thetaHashBefore}`);
+    // Routing is planned afresh even on resume: the replicas that served before may be gone.
+    const members = manifest?.members ?? ask(config.es);
+    const routing = o.replicas ? await o.replicas.plan(k, thetaHashBefore, members) : undefined;
     if (!manifest) {
       const tasks = environment.sampleTasks('train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, k), options).map((t) => ({ id: t.id, task: t.task }));
       const now = Date.now();
@@ -192,8 +185,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
         sigma: config.es.sigma,
         mode: config.mode,
         rank: config.rank,
-        members: ask(config.es),
+        members,
         tasks,
+        ...(routing ? { routing } : {}),
         episodesPerMember: tasks.length,
         quorum: config.quorum,
         deadline: new Date(now + config.deadlineMs).toISOString(),
@@ -219,7 +213,9 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
       policy: o.policy,
       generation: config.generation,
       deadline: new Date(deadlineAt),
-    }).filter((r) => !present.has(keys.reward(run, k, r.member, r.task.id)));
+    })
+      .filter((r) => !present.has(keys.reward(run, k, r.member, r.task.id)))
+      .map((r) => (routing && r.member !== 'base' ? { ...r, policy: { ...r.policy, ...endpointOf(routing, r.member) } } : r));
     const stragglers = new AbortController();
     const recordsIn = new AbortController();
     let settledAt: number | null = null;

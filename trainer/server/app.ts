@@ -79,7 +79,7 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       record(res.status);
       return res;
     };
-    const fail = (status: 400 | 404 | 409 | 429 | 499 | 500 | 504, body: ErrorBody, headers?: Record<string, string>): Response =>
+    const fail = (status: 400 | 404 | 409 | 429 | 499 | 500 | 503 | 504, body: ErrorBody, headers?: Record<string, string>): Response =>
       finish(c.json(body, status as 400, headers));
 
     let raw: unknown;
@@ -94,9 +94,10 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       return fail(400, errorBody(`invalid request: ${zodPaths(parsed.error)}`, 'invalid_request_error', 'invalid_request', first));
     }
     const req = parsed.data;
-    const resolved = resolveModel(req.model, service.population);
+    const resolved = resolveModel(req.model, service.population, service.newest);
     if (!resolved.ok) {
-      return fail(resolved.status, errorBody(resolved.message, 'invalid_request_error', resolved.status === 404 ? 'model_not_found' : 'iteration_not_live', 'model'));
+      const code = resolved.status === 404 ? 'model_not_found' : resolved.status === 503 ? 'iteration_not_started' : 'iteration_not_live';
+      return fail(resolved.status, errorBody(resolved.message, 'invalid_request_error', code, 'model'));
     }
 
     const messages = toChatMessages(req);

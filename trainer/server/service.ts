@@ -19,6 +19,7 @@ export const DEFAULT_BATCHING: BatchingOptions = { windowMs: 5, maxWaitMs: 50, m
 
 export class InferenceService {
   private live: Population | null = null;
+  private newestIteration: number | null = null;
   readonly metrics: ServerMetrics;
   readonly batcher: RequestBatcher;
 
@@ -34,9 +35,15 @@ export class InferenceService {
     return this.live;
   }
 
+  /** The newest iteration ever live here: a member of a later one has not started yet (503), of an earlier one has finished (409). */
+  get newest(): number | null {
+    return this.newestIteration;
+  }
+
   /** Called by the loop at the start of an iteration (and with null after it): members of other iterations get 409. */
   setPopulation(p: Population | null): void {
     this.engine.setPopulation(p);
     this.live = p;
+    if (p) this.newestIteration = Math.max(this.newestIteration ?? p.iteration, p.iteration);
   }
 }

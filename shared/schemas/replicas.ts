@@ -1,0 +1,34 @@
+/**
+ * Trainer replicas: every replica holds θ, serves the members routed to it, and applies the same logged
+ * update from seeds and coefficients, so only these small records cross the store (no weights move).
+ */
+import { z } from 'zod';
+import { Id, Iteration, MemberIndex } from './ids.ts';
+
+export const ReplicaId = Id.describe('replica id');
+
+/** Where a replica serves; written by the replica when it has caught up, read by the coordinator. */
+export const ReplicaAnnouncement = z.object({
+  id: ReplicaId,
+  /** The OpenAI-compatible base URL, ending in /v1. */
+  baseUrl: z.url(),
+  startedAt: z.iso.datetime(),
+});
+export type ReplicaAnnouncement = z.infer<typeof ReplicaAnnouncement>;
+
+/** "My θ before iteration `iteration` (that many updates applied) hashes to `thetaHash`"; create-only per (iteration, replica). */
+export const ReplicaReport = z.object({
+  id: ReplicaId,
+  iteration: Iteration,
+  thetaHash: z.string().regex(/^[0-9a-f]{16,64}$/),
+  reportedAt: z.iso.datetime(),
+});
+export type ReplicaReport = z.infer<typeof ReplicaReport>;
+
+/** Which replica serves each member of an iteration; the coordinator's own server is a replica too. */
+export const MemberRoutes = z.object({
+  replicas: z.array(z.object({ id: ReplicaId, baseUrl: z.url() })).min(1),
+  /** `routes[i]` is the index into `replicas` of the replica serving member i (by member index). */
+  routes: z.array(z.object({ member: MemberIndex, replica: z.number().int().min(0) })),
+});
+export type MemberRoutes = z.infer<typeof MemberRoutes>;

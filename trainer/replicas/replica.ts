@@ -1,0 +1,116 @@
+/**
+ * A trainer replica: a second holder of θ that serves the members routed to it and applies every update
+ * from the store's records (seeds and normalised rewards), never from weights. It restores θ like the
+ * trainer does (checkpoint, then log), announces its address, and then, per iteration k: serves k's
+ * members once k's manifest names its θ, applies k's update once the trainer has recorded it, and reports
+ * its θ hash before k+1 (create-only), which the coordinator checks before routing k+1 to it.
+ */
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import { serveModel, type ServedModel } from '../loop/embedded-run.ts';
+import { restoreFromLog } from '../loop/restore.ts';
+import { applyLogEntry, logEntryFor } from '../loop/weight-update.ts';
+
+export interface ReplicaOptions {
+  store: ObjectStore;
+  run: string;
+  id: string;
+  /** Bearer token of this replica's server (the same as the coordinator's: workers send one token). */
+  token?: string;
+  server?: { host?: string; port?: number };
+  /** The address workers reach this replica at (…/v1); default its own loopback URL. */
+  publicUrl?: string;
+  pollMs?: number;
+  executionProvider?: 'cpu' | 'cuda';
+  onProgress?: (event: { kind: 'restored' | 'serving' | 'updated'; iteration: number; thetaHash: string }) => void;
+}
+
+export interface RunningReplica {
+  id: string;
+  baseUrl: string;
+  served: ServedModel;
+  /** Resolves once the run's last update is applied and reported (or after stop()); rejects on an error. */
+  done: Promise<{ iterations: number; thetaHash: string }>;
+  /** Stops following the run and closes the server at once, mid-iteration or not. */
+  stop(): Promise<void>;
+}
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+async function getJson<T>(store: ObjectStore, key: string, schema: { parse: (v: unknown) => T }): Promise<T | null> {
+  const body = await store.get(key);
+  return body ? schema.parse(JSON.parse(decoder.decode(body))) : null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
+  const pollMs = o.pollMs ?? 50;
+  const { store, run } = o;
+  let stopped = false;
+  // A replica may start before the trainer has stored the run's config.
+  let config: RunConfig | null = null;
+  while (!(config = await getJson(store, keys.config(run), RunConfig))) {
+    await sleep(pollMs);
+  }
+  const cfg = config;
+  const served = await serveModel(cfg, { token: o.token, server: o.server, executionProvider: o.executionProvider });
+  const { engine, server } = served;
+  const baseUrl = o.publicUrl ?? `${server.url}/v1`;
+  const segments = engine.segments();
+
+  const report = async (k: number): Promise<void> => {
+    const thetaHash = hashTheta(segments);
+    const body: ReplicaReport = { id: o.id, iteration: k, thetaHash, reportedAt: new Date().toISOString() };
+    // Create-only: a restarted replica with the same id never rewrites what it said before.
+    await store.put(keys.replicaReport(run, k, o.id), encoder.encode(JSON.stringify(body)), { ifAbsent: true, contentType: 'application/json' });
+  };
+
+  const follow = async (): Promise<{ iterations: number; thetaHash: string }> => {
+    let { next } = await restoreFromLog(store, run, engine, cfg.rank);
+    o.onProgress?.({ kind: 'restored', iteration: next, thetaHash: hashTheta(segments) });
+    const announcement: ReplicaAnnouncement = { id: o.id, baseUrl, startedAt: new Date().toISOString() };
+    await store.put(keys.replica(run, o.id), encoder.encode(JSON.stringify(announcement)), { contentType: 'application/json' });
+    await report(next);
+    let live = -1;
+    while (!stopped && next < cfg.iterations) {
+      const update = await getJson(store, keys.update(run, next), UpdateRecord);
+      const manifest = live === next && !update ? null : await getJson(store, keys.manifest(run, next), IterationManifest);
+      if (update && manifest) {
+        server.service.setPopulation(null);
+        await applyLogEntry(engine, logEntryFor(cfg, next, manifest.members, update.normalizedRewards, update.thetaHashAfter), cfg.rank);
+        next++;
+        if (stopped) break;
+        await report(next);
+        o.onProgress?.({ kind: 'updated', iteration: next, thetaHash: hashTheta(segments) });
+        continue;
+      }
+      if (manifest && live !== next && manifest.thetaHash === hashTheta(segments)) {
+        server.service.setPopulation({ runSeed: manifest.runSeed, iteration: next, sigma: manifest.sigma, rank: manifest.rank, members: manifest.members });
+        live = next;
+        o.onProgress?.({ kind: 'serving', iteration: next, thetaHash: manifest.thetaHash });
+      }
+      await sleep(pollMs);
+    }
+    server.service.setPopulation(null);
+    return { iterations: next, thetaHash: hashTheta(segments) };
+  };
+
+  const done = follow();
+  // Keep a failure observable through `done` without an unhandled rejection before anyone awaits it.
+  done.catch(() => {});
+  return {
+    id: o.id,
+    baseUrl,
+    served,
+    done,
+    async stop() {
+      stopped = true;
+      await served.close();
+      await done.catch(() => {});
+    },
+  };
+}
