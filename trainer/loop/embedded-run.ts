@@ -38,7 +38,7 @@ interface RunOptionsCommon {
    * Share the members' inference with trainer replicas (trainer/replicas/replica.ts) that follow this run
    * in the same store; they are started separately and found through their announcements.
    */
-  replicas?: { syncTimeoutMs: number; onLost?: (info: { iteration: number; replica: string }) => void };
+  replicas?: { syncTimeoutMs: number; expected?: number; onLost?: (info: { iteration: number; replica: string }) => void };
 }
 
 /**
@@ -104,7 +104,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     await target.warm?.();
     if (o.replicas && config.policy !== 'model') throw new Error(`replicas serve the model's members; this run's policy is ${config.policy}`);
     const replicas = o.replicas
-      ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost })
+      ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, expected: o.replicas.expected, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost })
       : undefined;
     const result = await train({
       replicas,

@@ -19,6 +19,8 @@ export interface ReplicaSetOptions {
   /** How long a replica that served the previous iteration may take to report its θ hash before it is dropped. */
   syncTimeoutMs: number;
   pollMs: number;
+  /** Replicas (besides the coordinator) to wait for, up to syncTimeoutMs, before the first iteration this process plans. */
+  expected?: number;
   /** A replica that served the previous iteration and did not report in time (dropped from routing until it reports again). */
   onLost?: (info: { iteration: number; replica: string }) => void;
 }
@@ -44,6 +46,7 @@ export function endpointOf(routing: MemberRoutes, member: number): { baseUrl: st
 export class ReplicaSet {
   /** The replicas (other than the coordinator) that served the last planned iteration. */
   private serving: string[] = [];
+  private planned = false;
 
   constructor(private readonly o: ReplicaSetOptions) {}
 
@@ -66,9 +69,11 @@ export class ReplicaSet {
    */
   async check(k: number, thetaHash: string): Promise<string[]> {
     const waitFor = new Set(this.serving);
+    const atLeast = this.planned ? 0 : (this.o.expected ?? 0);
+    this.planned = true;
     const deadline = Date.now() + this.o.syncTimeoutMs;
     let reports = await this.reports(k);
-    while ([...waitFor].some((id) => !reports.has(id)) && Date.now() < deadline) {
+    while (([...waitFor].some((id) => !reports.has(id)) || reports.size < atLeast) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, this.o.pollMs));
       reports = await this.reports(k);
     }

@@ -12,6 +12,7 @@ import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command, CommandIo } from '../command.ts';
 import { UsageError } from '../usage-error.ts';
+import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
 
 /** A run config from a JSON file; a bad one is a UsageError listing every failing field path. */
 export function readConfigFile(path: string): RunConfig {
@@ -79,7 +80,9 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     'public-url': { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
+    replicas: { type: 'string' },
   });
+  const replicaCount = p.values.replicas === undefined ? 1 : flag(p.values, 'replicas', z.coerce.number().int().min(1).max(64));
   if ((p.values.config === undefined) === (p.values.resume === undefined)) throw new UsageError('give exactly one of --config FILE or --resume RUN');
   const host = p.values.host === undefined ? undefined : flag(p.values, 'host', z.string().min(1));
   const port = p.values.port === undefined ? undefined : flag(p.values, 'port', Port);
@@ -101,15 +104,24 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     await choice.abandon();
     throw err;
   }
-  const { report } = await runEmbedded({
-    config,
-    run,
-    target: choice.open(config),
-    server: { host, port },
-    progress: p.json ? silentProgress : progressBar(config.iterations),
-    token,
-    faults: stopAtFromEnv(process.env.ESOPT_STOP_AT),
-  });
+  if (replicaCount > 1 && config.policy !== 'model') throw new UsageError(`--replicas: replicas serve the model's members; this run's policy is ${config.policy}`);
+  // Embedded: the other replicas are processes here on loopback; --cloud: the stack's replica boxes (esopt replica --cloud).
+  const local = replicaCount > 1 && !p.values.cloud ? spawnLocalReplicas({ count: replicaCount - 1, run, storeRoot: choice.where }) : null;
+  let report;
+  try {
+    ({ report } = await runEmbedded({
+      config,
+      run,
+      target: choice.open(config),
+      server: { host, port },
+      progress: p.json ? silentProgress : progressBar(config.iterations),
+      token,
+      faults: stopAtFromEnv(process.env.ESOPT_STOP_AT),
+      ...(replicaCount > 1 ? { replicas: { syncTimeoutMs: Math.min(config.deadlineMs, 60_000), expected: replicaCount - 1, onLost: ({ iteration, replica }) => io.stderr(`replica ${replica} did not report θ before iteration ${iteration}: dropped until it catches up`) } } : {}),
+    }));
+  } finally {
+    await local?.close();
+  }
   if (p.json) {
     io.stdout(JSON.stringify(report));
   } else {
@@ -133,7 +145,8 @@ export const command: Command = {
   name: 'train',
   summary: 'run ES training end to end on this machine, or against the deployed stack with --cloud (or resume a run)',
   usage:
-    'esopt train (--config configs/<name>.json [--run ID] | --resume RUN) [--store DIR | --cloud --public-url URL] [--host H] [--port P] [--json]\n' +
+    'esopt train (--config configs/<name>.json [--run ID] | --resume RUN) [--store DIR | --cloud --public-url URL] [--host H] [--port P] [--replicas N] [--json]\n' +
+    '  --replicas N: the members\' inference over N trainer replicas (N−1 `esopt replica` processes here; with --cloud, the stack\'s replica boxes)\n' +
     '  --cloud: S3 store + Lambda fan-out from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN',
   run: trainCommand,
 };

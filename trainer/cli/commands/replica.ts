@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { Id } from '../../../shared/schemas/index.ts';
+import { FsObjectStore } from '../../../shared/store/fs.ts';
+import type { ObjectStore } from '../../../shared/ports/object-store.ts';
+import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
+import { startReplica } from '../../replicas/replica.ts';
+import { flag, parseFlags } from '../args.ts';
+import type { Command } from '../command.ts';
+import { UsageError } from '../usage-error.ts';
+
+const Port = z.coerce.number().int().min(0).max(65_535);
+
+function storeOf(p: ReturnType<typeof parseFlags>): ObjectStore {
+  if (!p.values.cloud) return new FsObjectStore(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)));
+  if (p.values.store !== undefined) throw new UsageError('--store is for embedded runs; a --cloud replica follows the run in ESOPT_BUCKET');
+  try {
+    return openCloudStore(cloudTargetFromEnv(process.env));
+  } catch (err) {
+    throw new UsageError(`--cloud: ${(err as Error).message}`);
+  }
+}
+
+export const command: Command = {
+  name: 'replica',
+  summary: "follow a run as a trainer replica: hold θ, serve the members routed here, apply each logged update",
+  usage:
+    'esopt replica --run RUN [--id ID] [--store DIR | --cloud] [--host H] [--port P] [--public-url URL] [--json]\n' +
+    '  exits once the run\'s last update is applied; --public-url is the address workers reach this replica at (default its loopback URL)',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      run: { type: 'string' },
+      id: { type: 'string' },
+      store: { type: 'string' },
+      cloud: { type: 'boolean' },
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string', default: '0' },
+      'public-url': { type: 'string' },
+    });
+    const run = flag(p.values, 'run', Id);
+    const id = p.values.id === undefined ? `replica-${process.pid}` : flag(p.values, 'id', Id);
+    const host = flag(p.values, 'host', z.string().min(1));
+    const port = flag(p.values, 'port', Port);
+    const publicUrl = p.values['public-url'] === undefined ? undefined : `${flag(p.values, 'public-url', z.url({ protocol: /^https?$/ })).replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
+    const store = storeOf(p);
+    const say = (event: Record<string, unknown>, text: string) => io.stdout(p.json ? JSON.stringify(event) : text);
+    const replica = await startReplica({
+      store,
+      run,
+      id,
+      token: process.env.ESOPT_TOKEN || undefined,
+      server: { host, port },
+      publicUrl,
+      onProgress: (e) => say({ replica: id, ...e }, `replica ${id}: ${e.kind} at iteration ${e.iteration}, θ ${e.thetaHash}`),
+    });
+    say({ replica: id, kind: 'listening', baseUrl: replica.baseUrl }, `replica ${id} serving at ${replica.baseUrl}`);
+    const interrupted = new Promise<'interrupted'>((resolve) => {
+      process.once('SIGINT', () => resolve('interrupted'));
+      process.once('SIGTERM', () => resolve('interrupted'));
+    });
+    const outcome = await Promise.race([replica.done, interrupted]);
+    await replica.stop();
+    if (outcome === 'interrupted') return 130;
+    say({ replica: id, kind: 'done', ...outcome }, `replica ${id}: run ${run} done after ${outcome.iterations} iterations, θ ${outcome.thetaHash}`);
+    return 0;
+  },
+};
