@@ -38,5 +38,6 @@ export const registry: Entry[] = [
   { name: 'bench memory', summary: 'peak RSS of training ÷ peak RSS of generating only (child processes)', load: async () => (await import('./commands/bench-memory.ts')).command },
   { name: 'bench server', summary: 'tokens/s through the HTTP server (32 concurrent chats) ÷ offline batched generation', load: async () => (await import('./commands/bench-server.ts')).command },
   { name: 'bench update', summary: "share of an iteration's wall time outside episodes (small model, G = 32)", load: async () => (await import('./commands/bench-update.ts')).command },
+  { name: 'bench replicas', summary: 'episodes/s with 2 trainer replicas ÷ with 1 at the same episode load, each replica pinned to a core', load: async () => (await import('./commands/bench-replicas.ts')).command },
   { name: 'bench fanout', summary: 'benchmark local-pool scaling and the trainer overhead of a Lambda iteration', load: async () => (await import('./commands/bench-fanout.ts')).command },
 ];

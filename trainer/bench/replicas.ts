@@ -1,0 +1,119 @@
+/**
+ * Episodes/s served by 1 and by 2 trainer replicas at the same episode load. Each replica is an
+ * `esopt replica` process pinned to its own core (taskset), serving a live population of a run staged in
+ * a scratch store (config + iteration 0's manifest, so every replica perturbs the same θ_0); the load is
+ * the same episodes played by this process with the same concurrency, members routed as the trainer
+ * routes them. Interleaved rounds, so machine drift hits both counts alike.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ask } from '../../shared/es.ts';
+import { keys } from '../../shared/keys.ts';
+import { IterationManifest, ReplicaAnnouncement, RunConfig } from '../../shared/schemas/index.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import { loadEnvironment } from '../../environments/index.ts';
+import { runEpisode } from '../../environments/episode-runner.ts';
+import { HttpPolicy } from '../../environments/policies/http-client.ts';
+import { createEngine } from '../model/create-engine.ts';
+import { endpointOf, routeMembers } from '../loop/replica-set.ts';
+import { memberModelName } from '../server/model-name.ts';
+
+const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
+
+export interface ReplicasBenchOptions {
+  config: RunConfig;
+  /** Episodes per measurement. */
+  episodes: number;
+  /** Episodes in flight at once. */
+  concurrency: number;
+  rounds: number;
+}
+
+export interface ReplicasBenchResult {
+  episodes_per_s_1: number;
+  episodes_per_s_2: number;
+  /** episodes/s with 2 replicas ÷ with 1, medians over rounds. */
+  scaling: number;
+  pinned: boolean;
+  rounds: Array<{ replicas: number; episodes_per_s: number }>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBenchResult> {
+  const root = mkdtempSync(join(tmpdir(), 'esopt-bench-replicas-'));
+  const store = new FsObjectStore(root);
+  const run = 'bench';
+  const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+  const children: ChildProcess[] = [];
+  try {
+    const engine = await createEngine({ model: o.config.model, mode: o.config.mode });
+    const thetaHash = hashTheta(engine.segments());
+    await engine.close();
+    const members = ask(o.config.es);
+    const environment = await loadEnvironment(o.config.environment.name);
+    const options = environment.optionsSchema.parse(o.config.environment.options);
+    const tasks = environment.sampleTasks('train', o.episodes, o.config.tasks.seed, options);
+    const now = new Date();
+    await store.put(keys.config(run), JSON.stringify(o.config));
+    await store.put(
+      keys.manifest(run, 0),
+      JSON.stringify(
+        IterationManifest.parse({
+          run, iteration: 0, runSeed: o.config.seed, thetaHash, sigma: o.config.es.sigma, mode: o.config.mode, rank: o.config.rank, members,
+          tasks: tasks.map((t) => ({ id: t.id, task: t.task })), episodesPerMember: tasks.length, quorum: 1,
+          deadline: new Date(now.getTime() + 3_600_000).toISOString(), createdAt: now.toISOString(),
+        }),
+      ),
+    );
+    // Two replica processes on cores 0 and 1; the 1-replica measurement routes everything to the first.
+    for (const core of [0, 1]) {
+      const args = [BIN, 'replica', '--run', run, '--id', `core-${core}`, '--store', root, '--json'];
+      children.push(pinned ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { stdio: 'ignore' }) : spawn(process.execPath, args, { stdio: 'ignore' }));
+    }
+    const replicas: Array<{ id: string; baseUrl: string }> = [];
+    for (const id of ['core-0', 'core-1']) {
+      for (;;) {
+        const body = await store.get(keys.replica(run, id));
+        if (body) {
+          replicas.push({ id, baseUrl: ReplicaAnnouncement.parse(JSON.parse(new TextDecoder().decode(body))).baseUrl });
+          break;
+        }
+        await sleep(50);
+      }
+    }
+    const play = async (count: number): Promise<number> => {
+      const routing = routeMembers(members, replicas.slice(0, count));
+      let next = 0;
+      const started = performance.now();
+      const worker = async () => {
+        for (let i = next++; i < tasks.length; i = next++) {
+          const member = members[i % members.length].index;
+          const endpoint = endpointOf(routing, member);
+          // No fallbacks: a measurement must not move load from one count to the other.
+          const policy = new HttpPolicy({ baseUrl: endpoint.baseUrl, model: memberModelName(0, member), ...o.config.generation, seed: i, guidedDecoding: true, retries: 20 });
+          const r = await runEpisode({ definition: environment, task: tasks[i].task, options, policy, seed: i });
+          if (r.error) throw new Error(`bench episode ${i} failed: ${r.error}`);
+        }
+      };
+      await Promise.all(Array.from({ length: o.concurrency }, worker));
+      return tasks.length / ((performance.now() - started) / 1000);
+    };
+    await play(2); // warm-up: both replicas load their sessions and switch members once
+    const rounds: ReplicasBenchResult['rounds'] = [];
+    for (let r = 0; r < o.rounds; r++) {
+      for (const count of r % 2 === 0 ? [1, 2] : [2, 1]) rounds.push({ replicas: count, episodes_per_s: await play(count) });
+    }
+    const one = median(rounds.filter((r) => r.replicas === 1).map((r) => r.episodes_per_s));
+    const two = median(rounds.filter((r) => r.replicas === 2).map((r) => r.episodes_per_s));
+    return { episodes_per_s_1: one, episodes_per_s_2: two, scaling: two / one, pinned, rounds };
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    rmSync(root, { recursive: true, force: true });
+  }
+}
