@@ -53,3 +53,14 @@ export function costOfEpisodes(n: number, usage: EpisodeUsage, prices: CostPrice
   const one = episodeCost(usage, prices);
   return { usd: one.usd * n, lambdaGbSeconds: one.lambdaGbSeconds * n, gpuSeconds: one.gpuSeconds * n };
 }
+
+/**
+ * n episodes served by R trainer replicas: R boxes bill by the hour while the fleet decodes `scaling`
+ * times as many tokens per second as one box (`esopt bench replicas` measures it for R = 2), so each
+ * token costs R ÷ scaling of one box's GPU time. The workers' share does not change.
+ */
+export function costOfEpisodesWithReplicas(n: number, usage: EpisodeUsage, replicas: number, scaling: number, prices: CostPrices = DEFAULT_PRICES): Cost {
+  if (!Number.isInteger(replicas) || replicas < 1) throw new RangeError(`replicas must be a whole number ≥ 1, got ${replicas}`);
+  if (!(scaling > 0) || scaling > replicas) throw new RangeError(`scaling must be in (0, ${replicas}] for ${replicas} replicas, got ${scaling}`);
+  return costOfEpisodes(n, usage, { ...prices, gpuSecondsPerToken: (prices.gpuSecondsPerToken * replicas) / scaling });
+}

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../shared/cost.ts';
 import { keys } from '../../shared/keys.ts';
 import { IterationManifest, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
@@ -149,5 +150,19 @@ describe('routeMembers', () => {
   it('with the coordinator alone, every member is its own', () => {
     const members = [0, 1, 2].map((index) => ({ index, noiseIndex: index, sign: 1 as const }));
     expect(routeMembers(members, replicas.slice(0, 1)).routes.every((r) => r.replica === 0)).toBe(true);
+  });
+});
+
+describe('cost with replicas', () => {
+  const usage = { durationMs: 15_000, memoryMb: 1024, completionTokens: 120, episodesPerInvocation: 1 };
+  it('R replicas at perfect scaling cost what one box does; below it, the GPU share grows by R ÷ scaling', () => {
+    const one = costOfEpisodes(1000, usage);
+    expect(costOfEpisodesWithReplicas(1000, usage, 2, 2)).toEqual(one);
+    const half = costOfEpisodesWithReplicas(1000, usage, 2, 1.6);
+    expect(half.gpuSeconds).toBeCloseTo((one.gpuSeconds * 2) / 1.6, 9);
+    expect(half.lambdaGbSeconds).toBe(one.lambdaGbSeconds);
+    expect(half.usd).toBeGreaterThan(one.usd);
+    expect(() => costOfEpisodesWithReplicas(1000, usage, 2, 2.5)).toThrow(/scaling must be in \(0, 2\]/);
+    expect(() => costOfEpisodesWithReplicas(1000, usage, 0, 1)).toThrow(/replicas must be a whole number/);
   });
 });

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../shared/cost.ts';
 import { ask } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, RunConfig } from '../../shared/schemas/index.ts';
@@ -39,6 +40,9 @@ export interface ReplicasBenchResult {
   /** episodes/s with 2 replicas ÷ with 1, medians over rounds. */
   scaling: number;
   pinned: boolean;
+  /** The cost model's price of 1,000 such episodes on Lambda (1 GB) with 1 and with 2 replicas at the measured scaling. */
+  usd_per_1000_episodes_1: number;
+  usd_per_1000_episodes_2: number;
   rounds: Array<{ replicas: number; episodes_per_s: number }>;
 }
 
@@ -87,6 +91,7 @@ export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBe
         await sleep(50);
       }
     }
+    const played = { episodes: 0, ms: 0, completionTokens: 0 };
     const play = async (count: number): Promise<number> => {
       const routing = routeMembers(members, replicas.slice(0, count));
       let next = 0;
@@ -99,6 +104,9 @@ export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBe
           const policy = new HttpPolicy({ baseUrl: endpoint.baseUrl, model: memberModelName(0, member), ...o.config.generation, seed: i, guidedDecoding: true, retries: 20 });
           const r = await runEpisode({ definition: environment, task: tasks[i].task, options, policy, seed: i });
           if (r.error) throw new Error(`bench episode ${i} failed: ${r.error}`);
+          played.episodes++;
+          played.ms += r.durationMs;
+          played.completionTokens += r.tokens.completion;
         }
       };
       await Promise.all(Array.from({ length: o.concurrency }, worker));
@@ -111,7 +119,17 @@ export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBe
     }
     const one = median(rounds.filter((r) => r.replicas === 1).map((r) => r.episodes_per_s));
     const two = median(rounds.filter((r) => r.replicas === 2).map((r) => r.episodes_per_s));
-    return { episodes_per_s_1: one, episodes_per_s_2: two, scaling: two / one, pinned, rounds };
+    const usage = { durationMs: played.ms / played.episodes, memoryMb: 1024, completionTokens: Math.round(played.completionTokens / played.episodes), episodesPerInvocation: 1 };
+    const scaling = two / one;
+    return {
+      episodes_per_s_1: one,
+      episodes_per_s_2: two,
+      scaling,
+      pinned,
+      usd_per_1000_episodes_1: costOfEpisodes(1000, usage).usd,
+      usd_per_1000_episodes_2: costOfEpisodesWithReplicas(1000, usage, 2, Math.min(2, scaling)).usd,
+      rounds,
+    };
   } finally {
     for (const c of children) c.kill('SIGTERM');
     rmSync(root, { recursive: true, force: true });

@@ -44,6 +44,7 @@ export const command: Command = {
           `episodes/s, 1 replica:  ${result.episodes_per_s_1.toFixed(2)}`,
           `episodes/s, 2 replicas: ${result.episodes_per_s_2.toFixed(2)}`,
           `scaling (2 ÷ 1): ${result.scaling.toFixed(3)}${result.pinned ? ' (each replica pinned to one core)' : ' (taskset unavailable: replicas not pinned)'}`,
+          `cost per 1,000 such episodes (shared/cost.ts defaults): $${result.usd_per_1000_episodes_1.toFixed(4)} with 1 replica, $${result.usd_per_1000_episodes_2.toFixed(4)} with 2`,
         ].join('\n'),
       );
     }
