@@ -54,4 +54,13 @@ describe('esopt train --replicas', () => {
     const failed = await run(process.execPath, [BIN, 'train', '--config', path, '--store', join(root, 's2'), '--replicas', '2']).catch((e: { code: number; stderr: string }) => e);
     expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/--replicas: replicas serve the model's members/) });
   });
+
+  it('esopt bench replicas measures both counts side by side and prices them', async () => {
+    const { stdout } = await run(process.execPath, [BIN, 'bench', 'replicas', '--episodes', '6', '--concurrency', '3', '--rounds', '1', '--json'], { timeout: 120_000 });
+    const r = JSON.parse(stdout) as Record<string, unknown> & { rounds: Array<{ replicas: number; episodes_per_s: number }> };
+    expect(r.rounds.map((x) => x.replicas).sort()).toEqual([1, 2]);
+    expect(r.scaling).toBeCloseTo((r.episodes_per_s_2 as number) / (r.episodes_per_s_1 as number), 9);
+    expect(r.usd_per_1000_episodes_1).toBeGreaterThan(0);
+    expect(typeof r.pinned).toBe('boolean');
+  }, 150_000);
 });
