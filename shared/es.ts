@@ -1,9 +1,11 @@
 /**
  * The ES core, ask/tell style (evosax, OpenAI-ES): plain data in, plain data out.
  *
- *   ask(options)                      → the members of an iteration: (index, noiseIndex, sign)
- *   tell(members, rewards, options)   → normalised rewards and one coefficient per noise index
- *   applyDenseUpdate(θ, …, coefs)     → θ ← (1 − α·λ)·θ + Σ_j coef_j·ε_j, streamed chunk by chunk
+ *   ask(options)                           → the members of an iteration: (index, noiseIndex, sign)
+ *   shapeRewards(members, rewards, s)      → each reporting member's mean reward, and its shaped R̂
+ *   coefficients(weighted, R̂, α)           → one coefficient per noise index
+ *   tell(members, rewards, options)        → shapeRewards then coefficients, each once
+ *   applyDenseUpdate(θ, …, coefs)          → θ ← (1 − α·λ)·θ + Σ_j coef_j·ε_j, streamed chunk by chunk
  *
  * With R̂ the shaped rewards of the G members that reported, coef_j = (α/G)·Σ_{i: noise j} sign_i·R̂_i,
  * so θ ← θ + α·(1/G)·Σ_i R̂_i·sign_i·ε_i: α is the whole step (no 1/σ), exactly as in the paper.
@@ -24,13 +26,18 @@ export interface Coefficient {
   coef: number;
 }
 
-export interface TellResult {
+export interface ShapedRewards {
   /** Members that counted (had at least one reward), in index order; G = counted.length. */
-  counted: number[];
+  counted: Member[];
   /** Mean episode reward per counted member, aligned with `counted`. */
   memberRewards: number[];
   /** Shaped rewards R̂, aligned with `counted`. */
   normalized: number[];
+}
+
+export interface TellResult extends Omit<ShapedRewards, 'counted'> {
+  /** The counted members' indices, in index order. */
+  counted: number[];
   /** One per noise index that appears among the counted members, sorted by noise index. */
   coefficients: Coefficient[];
 }
@@ -90,10 +97,10 @@ export function shape(rewards: readonly number[], shaping: Shaping): number[] {
 const FiniteRewards = z.array(z.number().finite());
 
 /**
- * Fold in the rewards that arrived. `rewards` maps member index → its episode rewards (averaged);
- * members with none are left out, and G is the number that reported.
+ * Shaping: `rewards` maps member index → its episode rewards; each member that has any is averaged,
+ * and the means are shaped over those G members. Members with none are left out.
  */
-export function tell(members: readonly Member[], rewards: ReadonlyMap<number, readonly number[]>, options: TellOptions): TellResult {
+export function shapeRewards(members: readonly Member[], rewards: ReadonlyMap<number, readonly number[]>, shaping: Shaping): ShapedRewards {
   const counted: Member[] = [];
   const memberRewards: number[] = [];
   for (const m of [...members].sort((a, b) => a.index - b.index)) {
@@ -104,17 +111,35 @@ export function tell(members: readonly Member[], rewards: ReadonlyMap<number, re
     counted.push(m);
     memberRewards.push(rs.reduce((a, b) => a + b, 0) / rs.length);
   }
-  const normalized = shape(memberRewards, options.shaping);
+  return { counted, memberRewards, normalized: shape(memberRewards, shaping) };
+}
+
+/**
+ * coef_j = (α/G)·Σ_{i: noise j} sign_i·R̂_i over the G weighted members, summed in their order (the live
+ * update and a replay pass the same order, so they agree bit for bit); zero coefficients are dropped.
+ */
+export function coefficients(weighted: ReadonlyArray<Pick<Member, 'noiseIndex' | 'sign'>>, normalized: readonly number[], alpha: number): Coefficient[] {
+  if (weighted.length !== normalized.length) throw new RangeError(`${weighted.length} members but ${normalized.length} shaped rewards`);
   const byNoise = new Map<number, number>();
-  const g = counted.length;
-  counted.forEach((m, i) => {
+  const g = weighted.length;
+  weighted.forEach((m, i) => {
     byNoise.set(m.noiseIndex, (byNoise.get(m.noiseIndex) ?? 0) + m.sign * normalized[i]);
   });
-  const coefficients = [...byNoise.entries()]
+  return [...byNoise.entries()]
     .sort((a, b) => a[0] - b[0])
-    .map(([noiseIndex, sum]) => ({ noiseIndex, coef: g === 0 ? 0 : (options.alpha / g) * sum }))
+    .map(([noiseIndex, sum]) => ({ noiseIndex, coef: g === 0 ? 0 : (alpha / g) * sum }))
     .filter((c) => c.coef !== 0);
-  return { counted: counted.map((m) => m.index), memberRewards, normalized, coefficients };
+}
+
+/** Fold in the rewards that arrived: shaping, then the coefficients of the shaped rewards. */
+export function tell(members: readonly Member[], rewards: ReadonlyMap<number, readonly number[]>, options: TellOptions): TellResult {
+  const shaped = shapeRewards(members, rewards, options.shaping);
+  return {
+    counted: shaped.counted.map((m) => m.index),
+    memberRewards: shaped.memberRewards,
+    normalized: shaped.normalized,
+    coefficients: coefficients(shaped.counted, shaped.normalized, options.alpha),
+  };
 }
 
 /** θ += c·ε_member over every segment (full-mode perturb with c = sign·σ, restore with −c). */

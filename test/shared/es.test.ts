@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyDenseUpdate, ask, centeredRanks, layoutSegments, tell, zscore, type ParameterSegment } from '../../shared/es.ts';
+import { applyDenseUpdate, ask, centeredRanks, coefficients, layoutSegments, shapeRewards, tell, zscore, type ParameterSegment } from '../../shared/es.ts';
 import { CHUNK, noise } from '../../shared/noise.ts';
 
 const rewardsArb = fc.array(fc.double({ min: -1e3, max: 1e3, noNaN: true }), { minLength: 2, maxLength: 40 });
@@ -150,16 +150,41 @@ describe('ES core: update (property tests)', () => {
     );
   });
 
-  it('counts only members whose rewards arrived, averaging several episodes', () => {
-    const options = { population: 6, antithetic: false, alpha: 0.1, shaping: 'zscore' as const };
-    const members = ask(options);
-    const r = tell(members, new Map([[0, [1, 2]], [2, [0]], [5, [4]]]), options);
-    expect(r.counted).toEqual([0, 2, 5]);
-    expect(r.memberRewards).toEqual([1.5, 0, 4]);
-    expect(r.coefficients.map((c) => c.noiseIndex)).toEqual([0, 2, 5]);
-    // G is the number that reported: α/3 per unit of shaped reward.
-    expect(r.coefficients[2].coef).toBeCloseTo((0.1 / 3) * r.normalized[2], 12);
-    expect(() => tell(members, new Map([[0, [Number.NaN]]]), options)).toThrow(/non-finite/);
+  it('shaping counts only members whose rewards arrived, averaging several episodes', () => {
+    const members = ask({ population: 6, antithetic: false });
+    const shaped = shapeRewards(members, new Map([[0, [1, 2]], [2, [0]], [5, [4]]]), 'zscore');
+    expect(shaped.counted.map((m) => m.index)).toEqual([0, 2, 5]);
+    expect(shaped.memberRewards).toEqual([1.5, 0, 4]);
+    expect(shaped.normalized).toEqual(zscore([1.5, 0, 4]));
+    expect(() => shapeRewards(members, new Map([[0, [Number.NaN]]]), 'zscore')).toThrow(/non-finite/);
+  });
+
+  it('coefficients weigh each noise index by its members\' signed shaped rewards, α/G each', () => {
+    const members = ask({ population: 6, antithetic: true });
+    // Members 0, 1 (noise 0, ±) and 4 (noise 2, +) reported: G = 3.
+    const c = coefficients([members[0], members[1], members[4]], [0.5, -1, 2], 0.3);
+    expect(c).toEqual([
+      { noiseIndex: 0, coef: (0.3 / 3) * (0.5 + 1) },
+      { noiseIndex: 2, coef: (0.3 / 3) * 2 },
+    ]);
+    expect(coefficients([members[0], members[1]], [1, 1], 0.3)).toEqual([]);
+    expect(() => coefficients([members[0]], [1, 2], 0.3)).toThrow(/1 members but 2/);
+  });
+
+  it('tell is shaping then coefficients: a replay from the shaped rewards gives the same coefficients bit for bit', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.double({ min: -50, max: 50, noNaN: true }), { maxLength: 3 }), { minLength: 2, maxLength: 16 }), fc.boolean(), (perMember, antithetic) => {
+        const population = antithetic ? perMember.length - (perMember.length % 2) : perMember.length;
+        const options = { population, antithetic, alpha: 0.07, shaping: 'centered-rank' as const };
+        const members = ask(options);
+        const told = tell(members, new Map(perMember.slice(0, population).map((rs, i) => [i, rs])), options);
+        const byIndex = new Map(members.map((m) => [m.index, m]));
+        // What a log entry keeps: the counted members' noise and sign, and their shaped rewards.
+        expect(coefficients(told.counted.map((i) => byIndex.get(i)!), told.normalized, options.alpha)).toEqual(told.coefficients);
+        expect(told.memberRewards).toEqual(perMember.filter((rs, i) => i < population && rs.length > 0).map((rs) => rs.reduce((a, b) => a + b, 0) / rs.length));
+      }),
+      { numRuns: 50 },
+    );
   });
 
   it('applies decoupled weight decay', () => {

@@ -1,14 +1,15 @@
 /**
- * One ES update as a log entry, and applying it to θ. The live loop and resume both go through
- * `applyLogEntry`, so θ_k = θ_checkpoint replayed through the log is the same code path, bit for bit.
+ * One ES update as a log entry, and applying it to θ. An entry's coefficients are a pure function of it
+ * (`coefficientsOf`), so the live update, resume and every replica apply the same θ change, bit for bit.
  */
-import { tell, type TellResult } from '../../shared/es.ts';
+import { coefficients, type Coefficient, type TellResult } from '../../shared/es.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
 import type { Engine } from '../engine.ts';
-import type { LogEntry, Member, RunConfig } from '../../shared/schemas/index.ts';
+import type { IterationManifest, LogEntry, Member, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 
 /**
  * The log entry of an update: the counted members (index order) with their normalised rewards. The
- * live loop builds it from `tell`; resume rebuilds it from an UpdateRecord with the same function.
+ * live loop builds it from `tell`; resume and the replicas rebuild it from an UpdateRecord.
  */
 export function logEntryFor(
   config: RunConfig,
@@ -34,23 +35,49 @@ export function logEntryFor(
   };
 }
 
-/** tell's output in the UpdateRecord's shape. */
-export function normalizedOf(told: TellResult): Array<{ member: number; value: number }> {
-  return told.counted.map((member, i) => ({ member, value: told.normalized[i] }));
+/** The log entry of a recorded update (its iteration's manifest names the members). */
+export function logEntryOfRecord(config: RunConfig, manifest: IterationManifest, update: UpdateRecord): LogEntry {
+  return logEntryFor(config, update.iteration, manifest.members, update.normalizedRewards, update.thetaHashAfter);
 }
 
-/**
- * Applies the entry's update to θ through the engine (dense in full mode, low-rank factors in low-rank
- * mode). The coefficients are recomputed with `tell` over the normalised rewards (shaping 'none'), which
- * sums them in the same order with the same arithmetic as the original `tell`, so replay reproduces the
- * live update bit for bit. Weight decay is decoupled: θ is scaled by (1 − α·λ).
- */
-export async function applyLogEntry(weights: Pick<Engine, 'applyUpdate'>, entry: LogEntry, rank: number): Promise<void> {
+/** The coefficients of an entry: its members' noise and sign weighted by their normalised rewards. */
+export function coefficientsOf(entry: LogEntry): Coefficient[] {
   if (entry.members.length !== entry.normalizedRewards.length) {
     throw new Error(`log entry of iteration ${entry.iteration} has ${entry.members.length} members but ${entry.normalizedRewards.length} rewards`);
   }
-  const members = entry.members.map((m, index) => ({ index, noiseIndex: m.noiseIndex, sign: m.sign }));
-  const rewards = new Map(entry.normalizedRewards.map((r, i) => [i, [r]]));
-  const { coefficients } = tell(members, rewards, { alpha: entry.alpha, shaping: 'none' });
-  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients, rank, decay: entry.alpha * entry.weightDecay });
+  return coefficients(entry.members, entry.normalizedRewards, entry.alpha);
+}
+
+/**
+ * θ ← (1 − α·λ)·θ + Σ_j coef_j·ε_j through the engine (dense in full mode, low-rank factors in low-rank
+ * mode), the noise regenerated from the entry's run seed and iteration.
+ */
+export async function applyCoefficients(weights: Pick<Engine, 'applyUpdate'>, entry: LogEntry, coefs: Coefficient[], rank: number): Promise<void> {
+  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients: coefs, rank, decay: entry.alpha * entry.weightDecay });
+}
+
+/** Replays a logged (or recorded) update: its coefficients, computed once, applied. */
+export async function applyLogEntry(weights: Pick<Engine, 'applyUpdate'>, entry: LogEntry, rank: number): Promise<void> {
+  await applyCoefficients(weights, entry, coefficientsOf(entry), rank);
+}
+
+/**
+ * The live update: tell's coefficients applied to θ (the same numbers `coefficientsOf` gives for the
+ * returned entry), and the entry with θ's new hash.
+ */
+export async function applyTold(
+  weights: Pick<Engine, 'applyUpdate' | 'segments'>,
+  config: RunConfig,
+  iteration: number,
+  members: readonly Member[],
+  told: TellResult,
+): Promise<LogEntry> {
+  const entry = logEntryFor(config, iteration, members, normalizedOf(told), '');
+  await applyCoefficients(weights, entry, told.coefficients, config.rank);
+  return { ...entry, thetaHashAfter: hashTheta(weights.segments()) };
+}
+
+/** tell's output in the UpdateRecord's shape. */
+export function normalizedOf(told: TellResult): Array<{ member: number; value: number }> {
+  return told.counted.map((member, i) => ({ member, value: told.normalized[i] }));
 }
