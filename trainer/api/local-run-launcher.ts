@@ -16,7 +16,7 @@ import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
 import { localRunTarget, runEmbedded } from '../loop/embedded-run.ts';
-import type { RunTarget } from '../loop/run-target.ts';
+import type { RunTarget } from '../fanout/run-target.ts';
 import { readRunConfig } from '../loop/training.ts';
 
 export class StopRequested extends Error {

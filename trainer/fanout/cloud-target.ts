@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import type { RunTarget } from '../loop/run-target.ts';
+import type { RunTarget } from './run-target.ts';
 import { LambdaFanout } from './lambda.ts';
 import { RecordAwaitingFanout } from './record-awaiting.ts';
 

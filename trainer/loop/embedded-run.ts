@@ -1,6 +1,6 @@
 /**
  * The run wiring `esopt train` (and `start`, the local API, the demo) uses: the engine and its inference
- * server, a {store, fanout} target (run-target.ts), the ES loop, then the report and the curve written
+ * server, a {store, fanout} target (fanout/run-target.ts), the ES loop, then the report and the curve written
  * next to the run's records. The embedded default target is everything in one process tree on this
  * machine: a filesystem store under the store root and the local worker pool running the Episode
  * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
@@ -19,7 +19,7 @@ import { renderCurveSvg } from './curve-svg.ts';
 import type { FaultHook } from './fault-points.ts';
 import type { TrainingProgress } from './progress.ts';
 import { buildReport, type TrainingReport } from './report.ts';
-import type { RunTarget } from './run-target.ts';
+import type { RunTarget } from '../fanout/run-target.ts';
 import { train, type TrainingResult } from './training.ts';
 import { ReplicaSet } from './replica-set.ts';
 

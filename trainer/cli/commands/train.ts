@@ -7,7 +7,7 @@ import { cloudRunTarget, cloudTargetFromEnv } from '../../fanout/cloud-target.ts
 import { localRunTarget, runEmbedded } from '../../loop/embedded-run.ts';
 import { stopAtFromEnv } from '../../loop/fault-points.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
-import type { RunTarget } from '../../loop/run-target.ts';
+import type { RunTarget } from '../../fanout/run-target.ts';
 import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command, CommandIo } from '../command.ts';
