@@ -8,7 +8,7 @@ import { createEpisodeHandler } from '../../functions/episode.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/dev/invoke-endpoint.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
 

@@ -16,7 +16,7 @@ import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, RunConfig, type RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { MAX_RECORD_BYTES, RewardCollector } from '../../shared/store/reward-collector.ts';
+import { MAX_RECORD_BYTES, RewardCollector } from '../../trainer/loop/reward-collector.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { classifyRecords } from '../../trainer/loop/classify-records.ts';
 

@@ -30,7 +30,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, type EpisodeRequest } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';

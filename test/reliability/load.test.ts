@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnvironment } from '../../environments/index.ts';
 import { ask } from '../../shared/es.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
 import type { Engine } from '../../trainer/engine.ts';
 import { iterationRequests } from '../../trainer/fanout/iteration-requests.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';

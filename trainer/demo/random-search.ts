@@ -9,7 +9,7 @@
 import { ask } from '../../shared/es.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../loop/reward-collector.ts';
 import type { EvaluationResult, Member, PolicyEndpoint, RunConfig, TaskRef } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';

@@ -6,7 +6,7 @@
  * and are not members: skipped.
  */
 import type { IterationManifest, RewardRecord } from '../../shared/schemas/index.ts';
-import type { CollectedRewards } from '../../shared/store/reward-collector.ts';
+import type { CollectedRewards } from './reward-collector.ts';
 
 export interface CountedRecord {
   member: number;

@@ -5,7 +5,7 @@
  * after the batch ahead of it; fan-out settling wakes the lister at once, so a local run does not wait
  * out a poll interval after its last episode.
  */
-import type { CollectedRewards, RewardCollector } from '../../shared/store/reward-collector.ts';
+import type { CollectedRewards, RewardCollector } from './reward-collector.ts';
 
 export interface CollectOptions {
   pollMs: number;

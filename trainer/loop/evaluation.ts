@@ -8,7 +8,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { EvaluationResult, type PolicyEndpoint, type RunConfig, type TaskRef } from '../../shared/schemas/index.ts';
 import { collectUntil } from './collect.ts';
-import { RewardCollector, type CollectedRewards } from '../../shared/store/reward-collector.ts';
+import { RewardCollector, type CollectedRewards } from './reward-collector.ts';
 import { iterationRequests } from '../fanout/iteration-requests.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
 

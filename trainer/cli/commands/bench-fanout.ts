@@ -23,7 +23,7 @@ import type { InvokeFaultsInput } from '../../../functions/dev/invoke-faults.ts'
 import { S3ObjectStore, S3StoreConfig } from '../../../shared/store/s3.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
-import { RewardCollector } from '../../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../../loop/reward-collector.ts';
 import { collectUntil } from '../../loop/collect.ts';
 import { machineInfo, median } from '../../bench/measure.ts';
 import { spinRate } from '../../bench/cpu-capacity.ts';

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
 import type { InvokeFaultsInput } from '../../../functions/dev/invoke-faults.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
-import { RewardCollector } from '../../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../../loop/reward-collector.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { flag, parseFlags } from '../args.ts';

@@ -15,7 +15,7 @@ import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { RewardRecord } from '../../shared/schemas/index.ts';
-import { RewardCollector } from '../../shared/store/reward-collector.ts';
+import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
 import { collectUntil } from '../../trainer/loop/collect.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';

@@ -1,21 +1,12 @@
 /**
- * The reader side of rewards: what the trainer folds in is one record per (member, task), whatever
- * the store holds. This is the second line of defence behind create-only writes: a store that lets a
- * duplicate delivery overwrite a record (s3rver ignores If-None-Match) or lists a key twice still
- * yields each (member, task) at most once, and a record whose body disagrees with its key, or does
- * not parse, is set aside as invalid rather than counted.
- *
- * "Does not parse" is not final: a server that writes objects in place (s3rver truncates the file, then
- * writes it) lists a record while its first write or a duplicate's overwrite is under way, and a read
- * then returns an empty body, or fails mid-body. AWS S3's PUTs are atomic, but the dev cloud's are not,
- * and a record read in that instant was once invalid for good: a survivor's reward lost. So an unreadable
- * record, or one whose read failed, is read again at once (a few times, within the poll) and at every
- * later poll, and stays reported as invalid only until a read finds it whole.
+ * The reader side of rewards: each (member, task) yields at most one record, whatever the store holds
+ * (duplicates, overwrites, a key listed twice), and a record that does not parse is read again at every
+ * poll (a non-atomic store may be mid-write) and reported invalid only until a read finds it whole.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { keys, parseRewardKey } from '../keys.ts';
-import type { ObjectStore } from '../ports/object-store.ts';
-import { RewardRecord } from '../schemas/index.ts';
+import { keys, parseRewardKey } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { RewardRecord } from '../../shared/schemas/index.ts';
 
 export interface CollectedRewards {
   /** One per distinct (member, task), in key order: successes and failures alike. */
@@ -186,7 +177,7 @@ export class RewardCollector {
     try {
       record = RewardRecord.parse(JSON.parse(new TextDecoder().decode(body)));
     } catch (err) {
-      // Possibly a read in the middle of a write (see the top of the file): not settled, read again.
+      // Possibly a read in the middle of a write: not settled, read again.
       this.invalid.set(key, `unreadable record: ${(err as Error).message.slice(0, 300)}`);
       return 'unreadable';
     }
