@@ -169,7 +169,7 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     log(`  ${requests.length} episodes in ${Math.ceil(requests.length / perInvocation)} Event invokes, injected latency lognormal(median ${medianMs} ms, σ 0.5) …`);
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
-    // As in the ES loop (trainer/loop/training.ts, with the cloud target's wrapper): the Event fan-out
+    // As in the ES loop (trainer/loop/episodes.ts, with the cloud target's wrapper): the Event fan-out
     // settles once every accepted request's record is listed or the caller says it has them all,
     // collection runs from the first invoke on, the iteration closes when every record is in (or the
     // fan-out has settled), and the loop then waits for the fan-out to settle.
