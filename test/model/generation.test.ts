@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine, GenerateRow } from '../../trainer/engine.ts';
-import { ContextLengthError, createEngine } from '../../trainer/model/create-engine.ts';
+import { createEngine } from '../../trainer/model/create-engine.ts';
+import { ContextLengthError } from '../../trainer/model/onnx-engine.ts';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
 import { streamableLength } from '../../trainer/generation/text-stream.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ask, type Coefficient } from '../../shared/es.ts';
 import { accumulateLowRank, applyLowRank, lowRankFactors } from '../../shared/lowrank.ts';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { OnnxEngine } from '../../trainer/model/create-engine.ts';
+import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
@@ -43,7 +43,7 @@ describe('low-rank graph rewrite', () => {
 
   it('the update folds Σ coef·A Bᵀ/√r into W and the refreshed session serves it', async () => {
     const loaded = buildPreset('tiny', 6);
-    const engine = await OnnxEngine.create(loaded, { model: { preset: 'tiny', seed: 6 }, mode: 'lowrank' });
+    const engine = await createOnnxEngine(loaded, { model: { preset: 'tiny', seed: 6 }, mode: 'lowrank' });
     const prompt = { promptIds: [256, 1, 2, 3], member: { kind: 'base' as const }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 16, stop: [] };
     const [before] = await engine.generate([prompt]);
     const coefficients: Coefficient[] = [{ noiseIndex: 0, coef: 0.4 }, { noiseIndex: 1, coef: -0.3 }];
@@ -55,7 +55,7 @@ describe('low-rank graph rewrite', () => {
     await engine.applyUpdate({ runSeed: 21, iteration: 4, coefficients, rank: 2 });
     engine.segments().forEach((s, i) => expect(maxAbsDiff(s.data, expected[i].data)).toBe(0));
     const [after] = await engine.generate([prompt]);
-    const [fresh] = await (await OnnxEngine.create({ ...buildPreset('tiny', 6), weights: expected, graph: buildDecoder(c, expected) }, { model: { preset: 'tiny', seed: 6 }, mode: 'lowrank' })).generate([prompt]);
+    const [fresh] = await (await createOnnxEngine({ ...buildPreset('tiny', 6), weights: expected, graph: buildDecoder(c, expected) }, { model: { preset: 'tiny', seed: 6 }, mode: 'lowrank' })).generate([prompt]);
     expect(after.tokenIds).toEqual(fresh.tokenIds);
     expect(after.tokenIds).not.toEqual(before.tokenIds);
     await engine.close();

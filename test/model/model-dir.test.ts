@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { loadModelDir } from '../../trainer/model/model-dir.ts';
-import { decodeModel, encodeModel, DataType } from '../../trainer/model/onnx/proto.ts';
+import { decodeModel, encodeModel, DataType } from '../../trainer/onnx/proto.ts';
 import { buildPreset, savePreset } from '../../trainer/model/open-model.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-model-dir-'));

@@ -6,7 +6,7 @@
  * its completion in pieces as it is decoded (see text-stream.ts), the last piece when it finishes.
  */
 import * as ort from 'onnxruntime-node';
-import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
+import type { TextCodec } from './text-codec.ts';
 import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
 import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
@@ -39,7 +39,7 @@ export interface PreparedRow {
 export interface DecodeContext {
   session: ort.InferenceSession;
   shape: DecoderShape;
-  tokenizer: ChatTokenizer;
+  tokenizer: TextCodec;
   eosIds: ReadonlySet<number>;
   padId: number;
   /** Extra inputs for every step: weights (full mode) or per-row low-rank factors (batch = rows.length). */

@@ -5,7 +5,7 @@
  * vocabulary walk per state, not per step.
  */
 import type { DFA, ReadonlyDFA } from 'refa';
-import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
+import type { TextCodec } from './text-codec.ts';
 
 type State = DFA.ReadonlyNode;
 
@@ -14,7 +14,7 @@ type State = DFA.ReadonlyNode;
  * tokens, and byte tokens that are only part of a UTF-8 character). Decoding after an anchor token and
  * subtracting the anchor keeps the leading spaces that some decoders strip from a completion's first token.
  */
-export function vocabularyTexts(tokenizer: ChatTokenizer, vocabSize: number): Array<string | null> {
+export function vocabularyTexts(tokenizer: TextCodec, vocabSize: number): Array<string | null> {
   const anchorIds = tokenizer.encode('a');
   const anchor = tokenizer.decode(anchorIds);
   const texts = new Array<string | null>(vocabSize);

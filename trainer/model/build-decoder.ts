@@ -5,9 +5,9 @@
  * alike (trainer/perturbation/).
  */
 import { headDim, kvHeads, type ModelConfig } from './config.ts';
-import { GraphBuilder } from './onnx/graph-builder.ts';
-import { DataType, type ModelProto } from './onnx/proto.ts';
-import type { NamedTensor } from './weights.ts';
+import { GraphBuilder } from '../onnx/graph-builder.ts';
+import { DataType, type ModelProto } from '../onnx/proto.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 /** Additive attention bias for masked keys: large enough to zero a softmax term, small enough to stay finite. */
 const MASKED = -1e9;

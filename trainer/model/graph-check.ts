@@ -3,7 +3,7 @@
  * generation loop serves built and downloaded models alike), with errors that name the tensor or op.
  */
 import { eosTokenIds, type ModelConfig } from './config.ts';
-import { DataType, DataTypeName, type ModelProto, type ValueInfoProto } from './onnx/proto.ts';
+import { DataType, DataTypeName, type ModelProto, type ValueInfoProto } from '../onnx/proto.ts';
 
 const KNOWN_DOMAINS = new Set(['', 'ai.onnx', 'com.microsoft']);
 

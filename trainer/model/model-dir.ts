@@ -9,10 +9,10 @@ import { join, normalize, relative } from 'node:path';
 import { ChatTokenizer } from './chat-tokenizer.ts';
 import { ModelConfig } from './config.ts';
 import { checkDecoderGraph } from './graph-check.ts';
-import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
-import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type TensorProto } from './onnx/proto.ts';
+import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts';
+import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type TensorProto } from '../onnx/proto.ts';
 import { isPerturbable } from './perturbable.ts';
-import type { NamedTensor } from './weights.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 const REQUIRED = [MODEL_FILE, 'config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
 

@@ -23,9 +23,9 @@ import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { MODEL_FILE, writeOnnxWithExternalData } from './onnx/external-data.ts';
-import { bytesOf, encodeModel, type ModelProto } from './onnx/proto.ts';
-import type { NamedTensor } from './weights.ts';
+import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts';
+import { bytesOf, encodeModel, type ModelProto } from '../onnx/proto.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 /** θ's bytes up to which it can live in an ORT-format model: 2 GiB less room for the graph itself. */
 export const ORT_FORMAT_LIMIT = 2 ** 31 - 2 ** 26;
@@ -77,7 +77,7 @@ export async function ortFormatModel(
   weights: readonly NamedTensor[],
   sessionOptions: ort.InferenceSession.SessionOptions,
   what: string,
-  /** From this many bytes of initializers the marked graph reaches onnxruntime as files (create-engine.ts's INLINE_SESSION_LIMIT). */
+  /** From this many bytes of initializers the marked graph reaches onnxruntime as files (sessions.ts's INLINE_SESSION_LIMIT). */
   inlineLimit: number,
 ): Promise<OrtFormatModel> {
   const bytes = weights.reduce((a, w) => a + w.data.byteLength, 0);

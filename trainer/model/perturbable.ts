@@ -3,7 +3,7 @@
  * weight, a Gather table (embeddings) or named like a module parameter (`*.weight`, `*.bias`, which is how
  * optimum names norm scales); rotary caches and other constants are not perturbed.
  */
-import { DataType, type GraphProto, type TensorProto } from './onnx/proto.ts';
+import { DataType, type GraphProto, type TensorProto } from '../onnx/proto.ts';
 
 const CONSTANT_NAME = /rotary|inv_freq|cos_cache|sin_cache|cos_cached|sin_cached/i;
 

@@ -3,7 +3,7 @@
  * than from the ONNX graph, so it checks the graph's numerics: one unpadded sequence in, logits out.
  */
 import { headDim, type ModelConfig } from './config.ts';
-import type { NamedTensor } from './weights.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 type Vec = Float64Array;
 

@@ -4,14 +4,9 @@
  * seed gives the same bits on every machine).
  */
 import { fillNoise } from '../../shared/noise.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 import { headDim, kvHeads, type ModelConfig } from './config.ts';
 
-export interface NamedTensor {
-  name: string;
-  /** ONNX layout: MatMul weights are [in, out]. */
-  dims: number[];
-  data: Float32Array;
-}
 
 /** Noise-key words reserved for initialisation: no ES iteration uses them. */
 const INIT_ITERATION = 0xfffffff0;

@@ -10,9 +10,9 @@
  * token, nothing next to m·Σn), then one Split hands each MatMul its part. The rank is a symbolic
  * dimension, so one rewritten graph serves any r.
  */
-import { DataType, type ModelProto, type NodeProto } from '../model/onnx/proto.ts';
-import { valueInfo } from '../model/onnx/graph-builder.ts';
-import type { NamedTensor } from '../model/weights.ts';
+import { DataType, type ModelProto, type NodeProto } from '../onnx/proto.ts';
+import { valueInfo } from '../onnx/graph-builder.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 export interface LowRankTarget {
   /** The weight's index in the engine's perturbable tensors. */

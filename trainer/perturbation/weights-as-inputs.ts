@@ -2,9 +2,9 @@
  * Full mode's graph: the perturbable initializers become graph inputs, so each run reads θ straight from
  * the Float32Arrays the trainer perturbs, restores and updates in place (no session reload per member).
  */
-import { DataType, type ModelProto } from '../model/onnx/proto.ts';
-import { valueInfo } from '../model/onnx/graph-builder.ts';
-import type { NamedTensor } from '../model/weights.ts';
+import { DataType, type ModelProto } from '../onnx/proto.ts';
+import { valueInfo } from '../onnx/graph-builder.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 export function weightsAsInputs(model: ModelProto, weights: readonly NamedTensor[]): ModelProto {
   const names = new Set(weights.map((w) => w.name));

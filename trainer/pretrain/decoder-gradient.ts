@@ -8,7 +8,7 @@
  * Arithmetic is float64 throughout (weights are read from their float32 arrays).
  */
 import { headDim, type ModelConfig } from '../model/config.ts';
-import type { NamedTensor } from '../model/weights.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 /** One training sequence: token ids, and which positions' next-token predictions count towards the loss. */
 export interface LossSequence {

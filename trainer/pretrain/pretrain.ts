@@ -14,7 +14,8 @@ import { ChatTokenizer } from '../model/chat-tokenizer.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { loadModelDir, saveModelDir } from '../model/model-dir.ts';
 import { PRESETS } from '../model/presets.ts';
-import { initDecoderWeights, type NamedTensor } from '../model/weights.ts';
+import { initDecoderWeights } from '../model/weights.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 import { DecoderGradient, type LossSequence } from './decoder-gradient.ts';
 import { imitationSequences } from './imitation-data.ts';
 

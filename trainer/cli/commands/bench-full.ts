@@ -5,7 +5,7 @@ import { layoutSegments, perturbDense } from '../../../shared/es.ts';
 import type { ParameterSegment } from '../../../shared/es.ts';
 import { machineInfo, median, timeMs } from '../../bench/measure.ts';
 import { headDim, kvHeads } from '../../model/config.ts';
-import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../../model/create-engine.ts';
+import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../../model/sessions.ts';
 import { createOrtFormatSession, ortFormatModel } from '../../model/ort-format.ts';
 import { buildPreset } from '../../model/open-model.ts';
 import { parameterCount } from '../../model/weights.ts';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ask } from '../../../shared/es.ts';
 import { machineInfo, median } from '../../bench/measure.ts';
 import { headDim, kvHeads } from '../../model/config.ts';
-import { createSession } from '../../model/create-engine.ts';
+import { createSession } from '../../model/sessions.ts';
 import { buildPreset } from '../../model/open-model.ts';
 import { parameterCount } from '../../model/weights.ts';
 import { benchRows, tokensPerSecond } from '../../generation/throughput.ts';

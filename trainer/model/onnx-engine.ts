@@ -1,0 +1,163 @@
+/**
+ * The Engine on onnxruntime-node: one LoadedModel holds θ, and a member-serving strategy (serving/)
+ * decides how members are served from it. The engine itself prepares rows (chat template, context policy,
+ * allowed tokens, constraints), resolves members against the live population, runs every call one at a
+ * time, and decodes batches. Layers, each importing only those after it:
+ *   model/create-engine → model/onnx-engine → model/serving → perturbation, generation → model/onnx, shared.
+ */
+import type * as ort from 'onnxruntime-node';
+import type { ParameterSegment } from '../../shared/es.ts';
+import type { ActionConstraint, ChatMessage } from '../../shared/ports/policy.ts';
+import type { Member } from '../../shared/schemas/index.ts';
+import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, MemberSelector, PerturbationMode, Population } from '../engine.ts';
+import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import { compileConstraint } from '../generation/regex-automaton.ts';
+import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
+import { eosTokenIds, headDim, kvHeads } from './config.ts';
+import type { LoadedModel } from './model-dir.ts';
+import type { MemberServing } from './serving/member-serving.ts';
+
+export class ContextLengthError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ContextLengthError';
+  }
+}
+
+export class OnnxEngine implements Engine {
+  private population: Population | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly shape: DecoderShape;
+  private readonly eosIds: Set<number>;
+  private readonly padId: number;
+  /** The vocabulary's token texts, built on the first constrained row. */
+  private tokenTexts: Array<string | null> | null = null;
+  /** Compiled constraints by automaton, so their per-state masks survive across requests. */
+  private readonly constraints = new WeakMap<object, TokenConstraint>();
+  readonly contextLength: number;
+
+  constructor(
+    readonly mode: PerturbationMode,
+    private readonly model: LoadedModel,
+    /** θ as segments over the model's tensors (the strategy re-points their views during a switch). */
+    private readonly segmentList: ParameterSegment[],
+    private readonly serving: MemberServing,
+    private readonly options: EngineOptions,
+    hasPositionIds: boolean,
+  ) {
+    const c = model.config;
+    this.shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, hasPositionIds };
+    const eos = model.tokenizer.eosToken === undefined ? undefined : model.tokenizer.tokenId(model.tokenizer.eosToken);
+    this.eosIds = new Set([...eosTokenIds(c), ...(eos === undefined ? [] : [eos])]);
+    this.padId = c.pad_token_id ?? [...this.eosIds][0] ?? 0;
+    this.contextLength = c.max_position_embeddings;
+  }
+
+  /** The model's tokenizer (chat template, encode/decode). */
+  get tokenizer() {
+    return this.model.tokenizer;
+  }
+
+  setPopulation(p: Population | null): void {
+    this.population = p;
+    this.serving.setPopulation(p);
+  }
+
+  segments(): ParameterSegment[] {
+    return this.segmentList;
+  }
+
+  withRestoredWeights<T>(fn: (segments: ParameterSegment[]) => T | Promise<T>): Promise<T> {
+    return this.exclusive(async () => fn(this.segmentList));
+  }
+
+  countTokens(messages: ChatMessage[]): number {
+    return this.model.tokenizer.encodeChat(messages).length;
+  }
+
+  /** Run `task` after everything queued before it: generation, updates and refreshes never overlap. */
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async generate(rows: GenerateRow[]): Promise<GenerateResult[]> {
+    const prepared = rows.map((r) => this.prepare(r));
+    const members = rows.map((r) => this.resolveMember(r.member));
+    return this.exclusive(async () => {
+      const out = new Array<GenerateResult>(rows.length);
+      await this.serving.generate(members, this.population, (session, indices, feeds) => this.decode(session, indices, prepared, out, feeds));
+      return out;
+    });
+  }
+
+  commitUpdate(): Promise<void> {
+    return this.exclusive(() => this.serving.refresh());
+  }
+
+  applyUpdate(u: EngineUpdate): Promise<void> {
+    return this.exclusive(() => this.serving.applyUpdate(u));
+  }
+
+  close(): Promise<void> {
+    return this.exclusive(() => this.serving.close());
+  }
+
+  private resolveMember(sel: MemberSelector): Member | null {
+    if (sel.kind === 'base') return null;
+    const p = this.population;
+    if (!p || p.iteration !== sel.iteration) throw new Error(`member-${sel.iteration}-${sel.index} is not in the current population${p ? ` (iteration ${p.iteration})` : ''}`);
+    const m = p.members.find((x) => x.index === sel.index);
+    if (!m) throw new Error(`member-${sel.iteration}-${sel.index} is not in the current population of ${p.members.length}`);
+    return m;
+  }
+
+  private prepare(row: GenerateRow): PreparedRow {
+    let ids = row.promptIds ?? (row.messages ? this.model.tokenizer.encodeChat(row.messages) : undefined);
+    if (!ids || ids.length === 0) throw new Error('a generate row needs non-empty messages or promptIds');
+    const V = this.shape.vocabSize;
+    const bad = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= V);
+    if (bad !== undefined) throw new Error(`prompt token id ${bad} is outside the vocabulary (0..${V - 1})`);
+    const budget = this.contextLength - row.maxNewTokens;
+    if (ids.length > budget) {
+      if (this.options.contextPolicy !== 'truncate-left' || budget < 1) {
+        throw new ContextLengthError(`prompt of ${ids.length} tokens + max ${row.maxNewTokens} new tokens exceeds the context length ${this.contextLength}`);
+      }
+      ids = ids.slice(ids.length - budget);
+    }
+    let allowed: Uint8Array | undefined;
+    if (row.allowedTokenIds) {
+      allowed = new Uint8Array(V);
+      for (const id of row.allowedTokenIds) {
+        if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`allowed token id ${id} is outside the vocabulary (0..${V - 1})`);
+        allowed[id] = 1;
+      }
+      for (const id of this.eosIds) allowed[id] = 1;
+    }
+    const constraint = row.constraint ? this.tokenConstraint(row.constraint) : undefined;
+    return { promptIds: ids, sampling: row.sampling, maxNewTokens: row.maxNewTokens, stop: row.stop, allowed, constraint, ignoreEos: row.ignoreEos, signal: row.signal, onText: row.onText };
+  }
+
+  private tokenConstraint(c: ActionConstraint): TokenConstraint {
+    const dfa = compileConstraint(c);
+    let compiled = this.constraints.get(dfa);
+    if (!compiled) {
+      this.tokenTexts ??= vocabularyTexts(this.model.tokenizer, this.shape.vocabSize);
+      compiled = new TokenConstraint(dfa, this.tokenTexts, this.eosIds);
+      this.constraints.set(dfa, compiled);
+    }
+    return compiled;
+  }
+
+  /** Decodes rows `indices` of `rows` on `session` in batches of maxBatch, writing their results into `out`. */
+  private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
+    const max = this.options.maxBatch ?? 32;
+    for (let i = 0; i < indices.length; i += max) {
+      const chunk = indices.slice(i, i + max);
+      const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds: feeds(chunk) };
+      const results = await decodeBatch(ctx, chunk.map((k) => rows[k]));
+      chunk.forEach((k, j) => (out[k] = results[j]));
+    }
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Full mode with θ fed as graph inputs: one session whose weights are inputs, so perturbing θ in place is
+ * all a member switch takes and the process holds θ once (training memory = inference memory).
+ */
+import * as ort from 'onnxruntime-node';
+import { applyDenseUpdate } from '../../../shared/es.ts';
+import type { Member } from '../../../shared/schemas/index.ts';
+import type { EngineUpdate, Population } from '../../engine.ts';
+import { forEachMember, type FullModeTheta } from './full-mode-switch.ts';
+import type { DecodeRows, MemberServing } from './member-serving.ts';
+
+export class FullInputsServing implements MemberServing {
+  constructor(
+    private readonly theta: FullModeTheta,
+    private readonly session: ort.InferenceSession,
+  ) {}
+
+  generate(members: ReadonlyArray<Member | null>, p: Population | null, decode: DecodeRows): Promise<void> {
+    return forEachMember(this.theta, members, p, async (rows) => {
+      // θ's views change with every switch, so the feeds that wrap them are made after it
+      const feeds = Object.fromEntries(this.theta.model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
+      await decode(this.session, rows, () => feeds);
+    });
+  }
+
+  setPopulation(): void {}
+
+  /** The session reads θ from the live arrays on every run: nothing to rebuild. */
+  async refresh(): Promise<void> {}
+
+  async applyUpdate(u: EngineUpdate): Promise<void> {
+    applyDenseUpdate(this.theta.segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+  }
+
+  async close(): Promise<void> {
+    await this.theta.switcher.close();
+    await this.session.release();
+  }
+}

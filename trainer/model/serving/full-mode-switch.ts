@@ -1,0 +1,75 @@
+/**
+ * Full mode's walk over the members of one engine call, shared by both full-mode strategies: rows are
+ * grouped by member, θ itself first, then members by noise index with + before −, so antithetic twins run
+ * back to back and θ goes from one to the other in one pass over ε; θ is exactly restored at the end,
+ * also when a visit throws.
+ */
+import type { ParameterSegment } from '../../../shared/es.ts';
+import type { Member } from '../../../shared/schemas/index.ts';
+import type { Population } from '../../engine.ts';
+import type { Perturbation } from '../../perturbation/exact-perturbation.ts';
+import type { PerturbationPool } from '../../perturbation/perturbation-pool.ts';
+import type { LoadedModel } from '../model-dir.ts';
+
+/** θ as full mode holds it: the model's tensors, their segments, and the pool that perturbs them. */
+export interface FullModeTheta {
+  model: LoadedModel;
+  segments: ParameterSegment[];
+  switcher: PerturbationPool;
+}
+
+/** Points the model's tensors, and its graph's initializer bytes (what encoding the graph reads), at `views`. */
+export function pointWeightsAt(model: LoadedModel, views: readonly Float32Array[]): void {
+  const byName = new Map(model.graph.graph.initializer.map((t) => [t.name, t]));
+  model.weights.forEach((w, i) => {
+    const data = views[i];
+    if (w.data === data) return;
+    w.data = data;
+    const init = byName.get(w.name);
+    if (init) init.rawData = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  });
+}
+
+/**
+ * After the switcher lent θ's tensors to its threads, the segments are new views onto the same memory and
+ * the old ones are detached: point the model's tensors and initializer bytes at the new views.
+ */
+function relink(t: FullModeTheta): void {
+  if (t.segments.every((s, i) => t.model.weights[i].data === s.data)) return; // one thread: nothing was lent
+  pointWeightsAt(t.model, t.segments.map((s) => s.data));
+}
+
+/** Calls `visit` once per member group with θ perturbed to that member (`perturbed` false: θ itself). */
+export async function forEachMember(
+  t: FullModeTheta,
+  members: ReadonlyArray<Member | null>,
+  p: Population | null,
+  visit: (rows: number[], perturbed: boolean) => Promise<void>,
+): Promise<void> {
+  const groups = new Map<number, number[]>(); // member index (−1 = base) → row indices, in arrival order
+  members.forEach((m, i) => groups.set(m ? m.index : -1, [...(groups.get(m ? m.index : -1) ?? []), i]));
+  const order = [...groups.values()].map((rows) => ({ rows, member: members[rows[0]] }));
+  order.sort((a, b) => (a.member?.noiseIndex ?? -1) - (b.member?.noiseIndex ?? -1) || (b.member?.sign ?? 0) - (a.member?.sign ?? 0));
+  let current: Perturbation | null = null;
+  try {
+    for (const { rows, member } of order) {
+      if (!member) {
+        if (current) await t.switcher.restore(t.segments, current);
+        current = null;
+      } else {
+        const c = member.sign * p!.sigma;
+        if (current && current.key.member === member.noiseIndex) current = await t.switcher.switchTo(t.segments, current, c);
+        else {
+          if (current) await t.switcher.restore(t.segments, current);
+          current = null; // θ is restored: a throw in perturb must not restore it twice
+          current = await t.switcher.perturb(t.segments, { runSeed: p!.runSeed, iteration: p!.iteration, member: member.noiseIndex }, c);
+        }
+      }
+      relink(t);
+      await visit(rows, current !== null);
+    }
+  } finally {
+    if (current) await t.switcher.restore(t.segments, current);
+    relink(t);
+  }
+}

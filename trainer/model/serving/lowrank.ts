@@ -1,0 +1,59 @@
+/**
+ * Low-rank members (EGGROLL): W stays an initializer and each row's member arrives as factor inputs, so
+ * one forward pass serves rows of many members. An update is folded into W and the session rebuilt.
+ */
+import type * as ort from 'onnxruntime-node';
+import { accumulateLowRank } from '../../../shared/lowrank.ts';
+import type { Member } from '../../../shared/schemas/index.ts';
+import type { EngineUpdate, Population } from '../../engine.ts';
+import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../../perturbation/lowrank-factors.ts';
+import type { LowRankGroup, LowRankTarget } from '../../perturbation/lowrank-graph.ts';
+import type { LoadedModel } from '../model-dir.ts';
+import type { DecodeRows, MemberServing } from './member-serving.ts';
+
+export class LowRankServing implements MemberServing {
+  private population: Population | null = null;
+  private factorCache: FactorCache | null = null;
+
+  constructor(
+    private readonly model: LoadedModel,
+    private session: ort.InferenceSession,
+    private readonly targets: LowRankTarget[],
+    private readonly groups: LowRankGroup[],
+    /** A session for the rewritten graph as W is now. */
+    private readonly newSession: () => Promise<ort.InferenceSession>,
+  ) {}
+
+  async generate(members: ReadonlyArray<Member | null>, _p: Population | null, decode: DecodeRows): Promise<void> {
+    await decode(this.session, members.map((_, i) => i), (chunk) =>
+      this.factorCache ? this.factorCache.feeds(chunk.map((k) => members[k])) : zeroFactorFeeds(this.targets, this.groups, chunk.length),
+    );
+  }
+
+  setPopulation(p: Population | null): void {
+    this.population = p;
+    this.factorCache = p ? new FactorCache(this.targets, this.groups, p) : null;
+  }
+
+  /** The old session goes first (nothing runs meanwhile), so a refresh never holds two copies of W. */
+  async refresh(): Promise<void> {
+    await this.session.release();
+    this.session = await this.newSession();
+  }
+
+  async applyUpdate(u: EngineUpdate): Promise<void> {
+    const offsets = lowRankOffsets(this.targets, u.rank);
+    this.targets.forEach((t, j) => {
+      const W = this.model.weights[t.weight].data;
+      if (u.decay) for (let i = 0; i < W.length; i++) W[i] *= 1 - u.decay;
+      accumulateLowRank(W, t.m, t.n, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));
+    });
+    this.factorCache = null;
+    await this.refresh();
+    if (this.population) this.setPopulation(this.population);
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * onnxruntime sessions for an engine's graphs. A graph whose initializers reach INLINE_SESSION_LIMIT bytes
+ * goes to onnxruntime as files in a scratch directory (model.onnx + external data), because protobuf caps
+ * one message at 2 GiB; below it the graph is encoded in memory.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import type { EngineOptions } from '../engine.ts';
+import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts';
+import { encodeModel, type ModelProto } from '../onnx/proto.ts';
+
+/** Initializer bytes from which a session's graph goes through files: half protobuf's cap, so no graph near it is encoded whole (docs/BENCHMARKS.md). */
+export const INLINE_SESSION_LIMIT = 2 ** 30;
+
+export type SessionSettings = Pick<EngineOptions, 'executionProvider' | 'threads'>;
+
+/** onnxruntime's options for every session of an engine. */
+export function sessionOptionsFor(options: SessionSettings): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: [options.executionProvider ?? 'cpu'],
+    graphOptimizationLevel: 'all',
+    ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+  };
+}
+
+/**
+ * An onnxruntime session for `model`. Past `inlineLimit` bytes of initializers the graph is written to a
+ * scratch directory under ESOPT_SESSION_DIR (default the system's temporary directory; it needs room for θ
+ * once), which is removed once onnxruntime has read it.
+ */
+export async function createSession(model: ModelProto, options: SessionSettings, what: string, inlineLimit = INLINE_SESSION_LIMIT): Promise<ort.InferenceSession> {
+  const provider = options.executionProvider ?? 'cpu';
+  const sessionOptions = sessionOptionsFor(options);
+  const create = async (start: () => Promise<ort.InferenceSession>) => {
+    try {
+      return await start();
+    } catch (err) {
+      throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
+    }
+  };
+  const initializerBytes = model.graph.initializer.reduce((a, t) => a + (t.rawData?.length ?? 0), 0);
+  if (initializerBytes < inlineLimit) return create(() => ort.InferenceSession.create(encodeModel(model), sessionOptions));
+  const scratchError = (err: unknown) => new Error(`${what}: could not write the session's graph to a scratch directory (ESOPT_SESSION_DIR): ${(err as Error).message}`);
+  let dir: string;
+  try {
+    dir = mkdtempSync(join(process.env.ESOPT_SESSION_DIR || tmpdir(), 'esopt-session-'));
+  } catch (err) {
+    throw scratchError(err);
+  }
+  try {
+    try {
+      writeOnnxWithExternalData(dir, model);
+    } catch (err) {
+      throw scratchError(err);
+    }
+    return await create(() => ort.InferenceSession.create(join(dir, MODEL_FILE), sessionOptions));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
