@@ -68,6 +68,8 @@ export default $config({
 
     const token = new sst.Secret('TrainerToken');
     const bucket = new sst.aws.Bucket('Runs');
+    /** Object ARNs in the runs bucket, one per key pattern. */
+    const objects = (...patterns: string[]) => patterns.map((p) => $interpolate`${bucket.arn}/${p}`);
 
     // The trainer box. Its token is read from SSM at boot, so it never sits in the user data.
     const tokenParameter = new aws.ssm.Parameter('TrainerTokenParameter', {
@@ -201,8 +203,22 @@ systemctl enable --now esopt-trainer-box
       url: true,
       // Validating a run config loads its environment's definition, so the same native module as Episode.
       nodejs: { install: ['isolated-vm'] },
-      link: [bucket],
+      // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
       environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value },
+      permissions: [
+        // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
+        // GET; queue entries and idempotency records for the HEAD of a create-only write.
+        { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*') },
+        // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, the queue entry for the
+        // trainer box, and the Idempotency-Key records.
+        {
+          actions: ['s3:PutObject'],
+          resources: objects('runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'),
+        },
+        // An idempotency claim whose request failed is released.
+        { actions: ['s3:DeleteObject'], resources: objects('idempotency/*') },
+        { actions: ['s3:ListBucket'], resources: [bucket.arn] },
+      ],
     });
 
     return {

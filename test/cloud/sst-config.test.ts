@@ -1,112 +1,21 @@
 /**
- * sst.config.ts evaluated offline: `sst install` needs the network, so the SST and Pulumi globals are
- * replaced by recorders ($config, $app, $interpolate, $jsonStringify, sst.*, aws.*) and the test asserts
- * the topology the file declares: resources, links, environment variables, permissions, user data.
- * Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
+ * sst.config.ts evaluated offline (helpers/sst-stack.ts: the SST and Pulumi globals replaced by
+ * recorders); the test asserts the topology the file declares: resources, links, environment variables,
+ * permissions, user data. Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
  */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
-interface Recorded {
-  type: string;
-  name: string;
-  args: Record<string, unknown>;
-  self: Record<string, unknown>;
-}
-
-let recorded: Recorded[] = [];
-
-class Placeholder {
-  constructor(readonly ref: string) {}
-  toString() {
-    return `\${${this.ref}}`;
-  }
-  apply(f: (v: string) => unknown) {
-    return f(this.toString());
-  }
-}
-
-function resource(type: string, outputs: string[]) {
-  return class {
-    [key: string]: unknown;
-    constructor(name: string, args: Record<string, unknown> = {}) {
-      for (const o of outputs) this[o] = new Placeholder(`${type}.${name}.${o}`);
-      recorded.push({ type, name, args, self: this });
-    }
-  };
-}
-
-const render = (v: unknown): string => (v instanceof Placeholder ? v.toString() : typeof v === 'string' ? v : JSON.stringify(v));
-
-Object.assign(globalThis, {
-  $config: <T>(config: T) => config,
-  $app: { name: 'esopt', stage: 'test' },
-  $interpolate: (strings: TemplateStringsArray, ...values: unknown[]) => strings.reduce((out, s, i) => out + s + (i < values.length ? render(values[i]) : ''), ''),
-  $jsonStringify: (value: unknown) => JSON.stringify(value, (_k, v) => (v instanceof Placeholder ? v.toString() : v)),
-  sst: {
-    Secret: resource('sst.Secret', ['value', 'name']),
-    aws: { Bucket: resource('sst.aws.Bucket', ['name', 'arn']), Function: resource('sst.aws.Function', ['name', 'arn', 'url']) },
-  },
-  aws: {
-    ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
-    iam: {
-      Role: resource('aws.iam.Role', ['id', 'name', 'arn']),
-      RolePolicy: resource('aws.iam.RolePolicy', []),
-      InstanceProfile: resource('aws.iam.InstanceProfile', ['name']),
-    },
-    ec2: {
-      SecurityGroup: resource('aws.ec2.SecurityGroup', ['id']),
-      Instance: resource('aws.ec2.Instance', ['id', 'publicIp']),
-      Eip: resource('aws.ec2.Eip', ['id', 'publicIp', 'allocationId']),
-      EipAssociation: resource('aws.ec2.EipAssociation', []),
-      getAmiOutput: (args: unknown) => ({ id: new Placeholder(`ami(${JSON.stringify(args)})`) }),
-    },
-  },
-});
-
-type StackConfig = { app(input?: { stage?: string }): Record<string, unknown>; run(): Promise<Record<string, unknown>> };
-let config: StackConfig;
-const savedEnv = { ...process.env };
-
-beforeAll(async () => {
-  config = (await import('../../sst.config.ts')).default as unknown as StackConfig;
-});
-afterEach(() => {
-  for (const k of Object.keys(process.env)) if (k.startsWith('ESOPT_')) delete process.env[k];
-  Object.assign(process.env, savedEnv);
-});
-
-/** The deploying machine's Node: the config requires the functions' major (22), whatever runs these tests. */
-async function onNode<T>(version: string, work: () => Promise<T>): Promise<T> {
-  const real = Object.getOwnPropertyDescriptor(process, 'versions')!;
-  Object.defineProperty(process, 'versions', { ...real, value: { ...process.versions, node: version } });
-  try {
-    return await work();
-  } finally {
-    Object.defineProperty(process, 'versions', real);
-  }
-}
-
-async function evaluate(env: Record<string, string> = {}, node = '22.21.1') {
-  recorded = [];
-  Object.assign(process.env, env);
-  const outputs = await onNode(node, () => config.run());
-  const one = (type: string, name: string) => {
-    const r = recorded.find((x) => x.type === type && x.name === name);
-    if (!r) throw new Error(`no ${type} ${name}; recorded: ${recorded.map((x) => `${x.type} ${x.name}`).join(', ')}`);
-    return r;
-  };
-  return { outputs, one };
-}
+import { evaluate, recordedNames, render, stackApp } from './helpers/sst-stack.ts';
 
 type Permission = { actions: string[]; resources: string[] };
 
 describe('sst.config.ts', () => {
   it('declares the stack: secret, bucket, Episode and Api functions, the GPU trainer with its role and security group', async () => {
-    await evaluate();
-    expect(recorded.map((r) => `${r.type} ${r.name}`).sort()).toEqual([
+    const { recorded } = await evaluate();
+    expect(recordedNames(recorded)).toEqual([
       'aws.ec2.Eip TrainerAddress',
       'aws.ec2.EipAssociation TrainerAddressAssociation',
       'aws.ec2.Instance Trainer',
@@ -121,8 +30,8 @@ describe('sst.config.ts', () => {
       'sst.aws.Function Api',
       'sst.aws.Function Episode',
     ]);
-    expect(config.app({ stage: 'production' })).toMatchObject({ name: 'esopt', home: 'aws', removal: 'retain' });
-    expect(config.app({ stage: 'dev' })).toMatchObject({ removal: 'remove' });
+    expect(await stackApp({ stage: 'production' })).toMatchObject({ name: 'esopt', home: 'aws', removal: 'retain' });
+    expect(await stackApp({ stage: 'dev' })).toMatchObject({ removal: 'remove' });
   });
 
   it('gives the Episode function memory, timeout, reserved concurrency and exactly the environment its handler reads', async () => {
@@ -175,13 +84,13 @@ describe('sst.config.ts', () => {
     expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`]);
   });
 
-  it('serves the Api function through a function URL, linked to the bucket', async () => {
+  it('serves the Api function through a function URL, with its own permissions rather than a bucket link (least-privilege.test.ts lists them)', async () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
     expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { install: ['isolated-vm'] } });
     expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TOKEN']);
     expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
-    expect(api.args.link).toEqual([one('sst.aws.Bucket', 'Runs').self]);
+    expect(api.args.link).toBeUndefined();
     expect(outputs.apiUrl).toBe(api.self.url);
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
   });

@@ -1,0 +1,128 @@
+/**
+ * Least privilege, from sst.config.ts evaluated offline: every role's statements listed in full, and the
+ * Api function's shown to be enough by running the API app over a store that enforces them (each get,
+ * put, list and delete checked against the statements the way S3 checks a request; a create-only put
+ * also needs GetObject, for its HEAD).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore, PutOptions } from '../../shared/ports/object-store.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { tinyRunConfig } from '../api/helpers.ts';
+import { evaluate, render } from './helpers/sst-stack.ts';
+
+interface Statement {
+  actions: string[];
+  resources: string[];
+}
+
+const BUCKET = '${sst.aws.Bucket.Runs.arn}';
+
+async function roles(): Promise<Record<string, Statement[]>> {
+  const { one } = await evaluate();
+  const fn = (name: string) => {
+    const args = one('sst.aws.Function', name).args as { permissions?: { actions: string[]; resources: unknown[] }[]; link?: unknown[] };
+    expect(args.link ?? [], `${name} is linked to nothing (a link grants s3:*)`).toEqual([]);
+    return (args.permissions ?? []).map((p) => ({ actions: p.actions, resources: p.resources.map(render) }));
+  };
+  const policy = (name: string) =>
+    (JSON.parse(one('aws.iam.RolePolicy', name).args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] }).Statement.map((s) => ({ actions: s.Action, resources: s.Resource }));
+  return { Episode: fn('Episode'), Api: fn('Api'), TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy')] };
+}
+
+/** Whether the statements allow `action` on `resource` (IAM's `*` matches any characters, `/` included). */
+function allows(statements: Statement[], action: string, resource: string): boolean {
+  const matches = (pattern: string) => new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^]*')}$`).test(resource);
+  return statements.some((s) => s.actions.includes(action) && s.resources.some(matches));
+}
+
+/** An ObjectStore that answers AccessDenied for what the statements do not allow, and notes it. */
+class EnforcingStore implements ObjectStore {
+  readonly denied: string[] = [];
+  constructor(
+    private readonly inner: ObjectStore,
+    private readonly statements: Statement[],
+  ) {}
+  private check(action: string, resource: string) {
+    if (allows(this.statements, action, resource)) return;
+    this.denied.push(`${action} ${resource}`);
+    throw new Error(`AccessDenied: ${action} on ${resource}`);
+  }
+  async get(key: string) {
+    this.check('s3:GetObject', `${BUCKET}/${key}`);
+    return this.inner.get(key);
+  }
+  async put(key: string, body: Uint8Array | string, options?: PutOptions) {
+    if (options?.ifAbsent) this.check('s3:GetObject', `${BUCKET}/${key}`);
+    this.check('s3:PutObject', `${BUCKET}/${key}`);
+    return this.inner.put(key, body, options);
+  }
+  async list(prefix: string) {
+    this.check('s3:ListBucket', BUCKET);
+    return this.inner.list(prefix);
+  }
+  async delete(key: string) {
+    this.check('s3:DeleteObject', `${BUCKET}/${key}`);
+    return this.inner.delete(key);
+  }
+}
+
+describe('least privilege', () => {
+  it("lists every role's statements: no wildcard action, the functions' by key prefix", async () => {
+    const all = await roles();
+    expect(all).toEqual({
+      Episode: [
+        { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/rewards/*`] },
+        { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/transcripts/*`] },
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/manifest.json`] },
+        { actions: ['s3:ListBucket'], resources: [BUCKET] },
+      ],
+      Api: [
+        { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`) },
+        {
+          actions: ['s3:PutObject'],
+          resources: ['runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`),
+        },
+        { actions: ['s3:DeleteObject'], resources: [`${BUCKET}/idempotency/*`] },
+        { actions: ['s3:ListBucket'], resources: [BUCKET] },
+      ],
+      TrainerRole: [
+        { actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], resources: [`${BUCKET}/*`] },
+        { actions: ['s3:ListBucket'], resources: [BUCKET] },
+        { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
+        { actions: ['lambda:InvokeFunction'], resources: ['${sst.aws.Function.Episode.arn}'] },
+      ],
+    });
+    for (const [role, statements] of Object.entries(all)) {
+      for (const s of statements) for (const a of s.actions) expect(a, role).not.toMatch(/\*/);
+    }
+  });
+
+  it('the Api app does everything it serves within its statements, and no more is allowed', async () => {
+    const store = new EnforcingStore(new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-'))), (await roles()).Api);
+    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123' }, store, (await import('pino')).pino({ level: 'silent' }));
+    const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const res = await app.request(path, { method, headers: { authorization: 'Bearer least-privilege-token-0123', 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json().catch(() => null)) as any };
+    };
+    const run = await call('POST', '/runs', tinyRunConfig({ name: 'iam' }), { 'idempotency-key': 'iam-1' });
+    expect(run.status).toBe(201);
+    expect((await call('POST', '/runs', tinyRunConfig({ name: 'iam' }), { 'idempotency-key': 'iam-1' })).body.id).toBe(run.body.id);
+    for (const path of ['/runs', `/runs/${run.body.id}`, `/runs/${run.body.id}/metrics`, `/runs/${run.body.id}/checkpoints`]) expect((await call('GET', path)).status, path).toBe(200);
+    expect((await call('POST', `/runs/${run.body.id}/stop`)).status).toBe(202);
+    const evaluation = await call('POST', '/evaluations', { model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x' }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 });
+    expect(evaluation.status).toBe(202);
+    expect((await call('GET', '/evaluations')).status).toBe(200);
+    expect((await call('GET', `/evaluations/${evaluation.body.id}`)).status).toBe(200);
+    expect(store.denied).toEqual([]);
+    // What the trainer box and the Episode function write is out of the Api's reach.
+    for (const key of [keys.manifest(run.body.id, 0), keys.reward(run.body.id, 0, 0, 't'), keys.checkpointWeights(run.body.id, 0), keys.workClaim('run', run.body.id), keys.evaluationPlan(evaluation.body.id)]) {
+      await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
+    }
+    await expect(store.delete(keys.config(run.body.id))).rejects.toThrow(/AccessDenied: s3:DeleteObject/);
+  });
+});
