@@ -35,12 +35,13 @@ export default $config({
       ESOPT_TRAINER_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
       ESOPT_INFERENCE_PORT: z.coerce.number().int().min(1024).max(65535).default(8080),
       /**
-       * Who may reach the inference port. Lambda outside a VPC has no fixed addresses, so the default is
-       * everyone, behind the bearer token; set your own CIDRs (comma-separated) or "" to close it.
+       * Who may reach the inference port (TLS, the certificate pinned by the Episode function, behind the
+       * bearer token). Closed by default: Lambda outside a VPC has no fixed addresses, so opening it to
+       * the functions means opening it wider (e.g. 0.0.0.0/0), a choice the operator makes by setting it.
        */
       ESOPT_INFERENCE_CIDRS: z
         .string()
-        .default('0.0.0.0/0')
+        .default('')
         .transform((s) => s.split(',').map((c) => c.trim()).filter(Boolean))
         .pipe(z.array(z.cidrv4())),
       /** Where the trainer box gets esopt from: a git URL and ref (it runs `npm ci` there). */
@@ -109,7 +110,8 @@ export default $config({
     });
     // A fixed address, known before the box exists: the Episode function is told it, and the box is told the function.
     const address = new aws.ec2.Eip('TrainerAddress', { domain: 'vpc', tags: { Name: `esopt-${$app.stage}-trainer` } });
-    const trainerUrl = $interpolate`http://${address.publicIp}:${port}/v1`;
+    // HTTPS: the box makes its certificate at start and publishes it in the bucket; the Episode function pins it.
+    const trainerUrl = $interpolate`https://${address.publicIp}:${port}/v1`;
 
     // The Episode function: writes its rewards, reads manifests, and nothing else (no bucket link: a
     // link would grant s3:* on the whole bucket).
@@ -135,6 +137,8 @@ export default $config({
         // The transcripts of base-weights episodes, written create-only (hence the Get) next to their rewards.
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/transcripts/*`] },
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/manifest.json`] },
+        // The trainer's certificate, which it pins on every call to the box (only the box's role may write it).
+        { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/trainer/certificate.json`] },
         // Key names only: without it S3 answers 403 instead of 404 for a record that does not exist yet.
         { actions: ['s3:ListBucket'], resources: [bucket.arn] },
       ],

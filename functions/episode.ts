@@ -19,6 +19,7 @@ import { keys } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
+import type { TrainerCertificate } from '../shared/schemas/trainer-certificate.ts';
 import { DEFAULT_AWS_REGION } from '../shared/aws-region.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import type { EnvironmentDefinition } from '../environments/environment.ts';
@@ -27,6 +28,7 @@ import { loadEnvironment, parseWith } from '../environments/index.ts';
 import { HttpPolicy } from '../environments/policies/http-client.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
+import { storeCertificateSource, type TrainerCertificateSource } from './trainer-certificate.ts';
 
 /**
  * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
@@ -49,6 +51,11 @@ export interface EpisodeHandlerOptions {
    * naming some other endpoint cannot make the function hand the secret to it.
    */
   tokenOrigins?: string[];
+  /**
+   * The trainer's certificate, pinned on every call to its origin (which must then be https): read once per
+   * invocation. Without it the trainer is called like any endpoint.
+   */
+  trainerCertificate?: TrainerCertificateSource;
   /** Memory of the worker for the cost estimate; 0 for local workers. */
   memoryMb: number;
   /** Whether each invocation pays Lambda's request price (false for the local pool). */
@@ -66,7 +73,7 @@ function describeZodError(error: z.ZodError): string {
     .join('; ');
 }
 
-async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number): Promise<Policy> {
+async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number, certificate: () => Promise<TrainerCertificate>): Promise<Policy> {
   const scripted = SCRIPTED.exec(request.policy.baseUrl);
   if (scripted) {
     const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
@@ -86,7 +93,10 @@ async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinit
     token = options.env[request.policy.tokenEnv];
     if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
   }
+  const trainer = options.trainerCertificate;
+  const pinned = trainer && new URL(request.policy.baseUrl).origin === trainer.origin ? await certificate() : undefined;
   return new HttpPolicy({
+    ...(pinned ? { pinnedCertificate: { certificate: pinned.certificate, sha256: pinned.sha256 } } : {}),
     baseUrl: request.policy.baseUrl,
     fallbackUrls,
     model: request.policy.model,
@@ -136,7 +146,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
   }
 
-  async function one(request: EpisodeRequest, batchSize: number): Promise<EpisodeOutcome> {
+  async function one(request: EpisodeRequest, batchSize: number, certificate: () => Promise<TrainerCertificate>): Promise<EpisodeOutcome> {
     const key = keys.reward(request.run, request.iteration, request.member, request.task.id);
     const base = { key, written: false, duplicate: false, closed: false, reward: null, error: null };
     if ((await store.get(key)) !== null) {
@@ -148,7 +158,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     let result: EpisodeResult;
     try {
       const definition = await loadEnvironment(request.environment.name);
-      const policy = await policyFor(request, definition, options, deadline);
+      const policy = await policyFor(request, definition, options, deadline, certificate);
       result = await runEpisode({
         definition,
         task: request.task.value,
@@ -202,7 +212,10 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
     const { requests } = parsed;
     // Episodes of one invocation run side by side: each mostly waits on inference.
-    const outcomes = await Promise.all(requests.map((r) => one(r, requests.length)));
+    // The trainer's certificate: read once per invocation, by the first episode that calls the trainer.
+    let read: Promise<TrainerCertificate> | undefined;
+    const certificate = () => (read ??= options.trainerCertificate!.read());
+    const outcomes = await Promise.all(requests.map((r) => one(r, requests.length, certificate)));
     return { ok: true, outcomes };
   };
 }
@@ -239,10 +252,13 @@ let lambdaHandler: ((event: unknown) => Promise<EpisodeResponse>) | undefined;
 export async function handler(event: unknown): Promise<EpisodeResponse> {
   if (!lambdaHandler) {
     const env = EpisodeFunctionEnv.parse(process.env);
+    const store = openStore(storeSpecFromEnv(env));
     lambdaHandler = createEpisodeHandler({
-      store: openStore(storeSpecFromEnv(env)),
+      store,
       env: process.env,
       tokenOrigins: env.ESOPT_TRAINER_URL ? [new URL(env.ESOPT_TRAINER_URL).origin] : undefined,
+      // An https trainer is pinned to the certificate the box published in the bucket.
+      trainerCertificate: env.ESOPT_TRAINER_URL?.startsWith('https:') ? storeCertificateSource(store, env.ESOPT_TRAINER_URL) : undefined,
       memoryMb: env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
       billedPerInvocation: true,
       prices: env.ESOPT_COST_PRICES ? CostPrices.parse(JSON.parse(env.ESOPT_COST_PRICES)) : undefined,

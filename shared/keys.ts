@@ -16,6 +16,7 @@
  *   idempotency/{sha256}.json                               ← a POST's stored response, by Idempotency-Key
  *   queue/{run|evaluation}/{id}.json                        ← work the API leaves for the trainer box
  *   claims/{run|evaluation}/{id}.json                       ← the box that took it (create-only: one per work item)
+ *   trainer/certificate.json                                ← the box's TLS certificate, which the Episode function pins
  */
 import { Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
 
@@ -71,6 +72,7 @@ export const keys = {
   workQueue: () => 'queue/',
   queuedWork: (kind: WorkKind, work: string) => `${keys.workQueue()}${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   workClaim: (kind: WorkKind, work: string) => `claims/${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
+  trainerCertificate: () => 'trainer/certificate.json',
   idempotency: (hash: string) => {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
     return `idempotency/${hash}.json`;

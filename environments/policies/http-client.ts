@@ -12,6 +12,7 @@ import type { ActionConstraint, ChatMessage, Policy, PolicyContext, PolicyReply,
 import type { GenerationOptions, PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../random.ts';
 import { IterationClosedError, PolicyHttpError } from './http-errors.ts';
+import { PinMismatchError, pinnedFetch } from './pinned-fetch.ts';
 
 export const HttpPolicyOptions = z.object({
   /** Up to the API version, e.g. http://127.0.0.1:8080/v1 (the OpenAI SDK's convention). */
@@ -38,6 +39,8 @@ export const HttpPolicyOptions = z.object({
   guidedDecoding: z.boolean().default(false),
   /** Base URLs of servers with the same weights, tried in turn after `baseUrl` fails (network error or 5xx). */
   fallbackUrls: z.array(z.url()).max(16).default([]),
+  /** Talk only to servers presenting exactly this certificate (pinned-fetch.ts); every URL must be https. */
+  pinnedCertificate: z.object({ certificate: z.string().min(1), sha256: z.string().min(1) }).optional(),
 });
 export type HttpPolicyOptions = z.input<typeof HttpPolicyOptions>;
 
@@ -116,10 +119,15 @@ export class HttpPolicy implements Policy {
   private readonly options: z.infer<typeof HttpPolicyOptions>;
   private readonly urls: string[];
   private current = 0;
+  private readonly fetch: typeof fetch;
 
   constructor(options: HttpPolicyOptions) {
     this.options = HttpPolicyOptions.parse(options);
     this.urls = [this.options.baseUrl, ...this.options.fallbackUrls].map((u) => `${u.replace(/\/+$/, '')}/chat/completions`);
+    const pin = this.options.pinnedCertificate;
+    const plain = this.urls.find((u) => !u.startsWith('https:'));
+    if (pin && plain) throw new Error(`a pinned certificate needs an https baseUrl, not ${plain.replace(/\/chat\/completions$/, '')}`);
+    this.fetch = pin ? pinnedFetch(pin) : fetch;
   }
 
   /** The server this episode talks to now. */
@@ -211,15 +219,16 @@ export class HttpPolicy implements Policy {
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     let response: Response;
     try {
-      response = await fetch(this.url, {
+      response = await this.fetch(this.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
         body,
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
     } catch (err) {
-      // The caller's abort is final; a timeout or a refused connection is worth another try.
+      // The caller's abort is final, and so is a server that is not the pinned one; a timeout or a refused connection is worth another try.
       if (signal?.aborted) throw signal.reason;
+      if ((err as Error).cause instanceof PinMismatchError) throw new PolicyHttpError(`${this.url}: ${((err as Error).cause as Error).message}`, null, attempts);
       const why = timeout.aborted ? `timed out after ${this.options.timeoutMs} ms` : `network error: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`;
       throw new Retryable(why, null, null);
     }

@@ -4,6 +4,7 @@
  * `esopt bench fanout` drive through the S3 and Lambda adapters, exactly as they would drive AWS.
  */
 import { createEpisodeHandler, type EpisodeLog } from '../episode.ts';
+import { storeCertificateSource } from '../trainer-certificate.ts';
 import { S3ObjectStore, type S3StoreConfig } from '../../shared/store/s3.ts';
 import type { CostPricesInput } from '../../shared/cost.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from './invoke-endpoint.ts';
@@ -41,9 +42,14 @@ export interface EpisodeEndpointOptions {
 export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: EpisodeEndpointOptions = {}): Promise<{ store: S3ObjectStore; invoke: InvokeEndpoint; tally: HandlerTally }> {
   // Many episodes write at once: enough sockets that writes do not queue inside the SDK.
   const store = new S3ObjectStore({ ...storeConfig, maxSockets: 512 });
+  const env = options.env ?? process.env;
+  const trainerUrl = env.ESOPT_TRAINER_URL;
   const handle = createEpisodeHandler({
     store,
-    env: options.env ?? process.env,
+    env,
+    // As on Lambda (episode.ts `handler`): the token only to the trainer, whose https certificate is pinned.
+    tokenOrigins: trainerUrl ? [new URL(trainerUrl).origin] : undefined,
+    trainerCertificate: trainerUrl?.startsWith('https:') ? storeCertificateSource(store, trainerUrl) : undefined,
     memoryMb: options.memoryMb ?? 1024,
     billedPerInvocation: true,
     prices: options.prices,

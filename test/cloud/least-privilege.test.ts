@@ -79,6 +79,7 @@ describe('least privilege', () => {
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/rewards/*`] },
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/transcripts/*`] },
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/manifest.json`] },
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/trainer/certificate.json`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
       ],
       Api: [
@@ -100,6 +101,9 @@ describe('least privilege', () => {
     for (const [role, statements] of Object.entries(all)) {
       for (const s of statements) for (const a of s.actions) expect(a, role).not.toMatch(/\*/);
     }
+    // The certificate the Episode function pins can be written by the trainer box's role alone.
+    const certificate = `${BUCKET}/${keys.trainerCertificate()}`;
+    expect(Object.keys(all).filter((role) => allows(all[role], 's3:PutObject', certificate))).toEqual(['TrainerRole']);
   });
 
   it('the Api app does everything it serves within its statements, and no more is allowed', async () => {

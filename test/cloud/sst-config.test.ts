@@ -48,10 +48,11 @@ describe('sst.config.ts', () => {
     expect(env.ESOPT_BUCKET).toBe(bucket.name);
     expect(env.ESOPT_TRAINER_TOKEN).toBe(token.value);
     // The box's fixed address, which is attached to the instance.
-    expect(env.ESOPT_TRAINER_URL).toBe(`http://${render(address.publicIp)}:8080/v1`);
+    // over HTTPS: the Episode function pins the certificate the box publishes (trainer-link.test.ts).
+    expect(env.ESOPT_TRAINER_URL).toBe(`https://${render(address.publicIp)}:8080/v1`);
     expect(one('aws.ec2.EipAssociation', 'TrainerAddressAssociation').args).toEqual({ instanceId: one('aws.ec2.Instance', 'Trainer').self.id, allocationId: address.allocationId });
     // The handler accepts this environment (placeholders standing in for the deploy-time strings).
-    const asDeployed = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, k === 'ESOPT_TRAINER_URL' ? 'http://203.0.113.7:8080/v1' : render(v)]));
+    const asDeployed = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, k === 'ESOPT_TRAINER_URL' ? 'https://203.0.113.7:8080/v1' : render(v)]));
     expect(EpisodeFunctionEnv.safeParse(asDeployed).success).toBe(true);
     // And the handler file exists with that export.
     expect(typeof (await import('../../functions/episode.ts')).handler).toBe('function');
@@ -81,7 +82,7 @@ describe('sst.config.ts', () => {
       expect(writableBy(other), other).toBe(false);
     }
     const readable = permissions.filter((p) => p.actions.includes('s3:GetObject')).flatMap((p) => p.resources);
-    expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`]);
+    expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`, `${arn}/${keys.trainerCertificate()}`]);
   });
 
   it('serves the Api function through a function URL, with its own permissions rather than a bucket link (least-privilege.test.ts lists them)', async () => {
@@ -148,12 +149,18 @@ describe('sst.config.ts', () => {
     expect(one('sst.aws.Function', 'Episode').args.runtime).toBe('nodejs22.x');
   });
 
-  it('opens the inference port only as configured', async () => {
+  it('opens the inference port only as configured: closed by default, the link TLS with the certificate published where only the box writes', async () => {
     const ingress = async (env: Record<string, string>) => {
       const { one } = await evaluate(env);
       return one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').args.ingress;
     };
-    expect(await ingress({})).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'] }]);
+    expect(await ingress({})).toEqual([]);
+    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '0.0.0.0/0' })).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'] }]);
+    // The box serves TLS because its public URL is https (trainer-box's rule), and the Episode function pins what it publishes.
+    const { one } = await evaluate();
+    const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
+    expect(url).toMatch(/^https:/);
+    expect(one('aws.ec2.Instance', 'Trainer').args.userData).toContain(`--public-url ${url} `);
     expect(await ingress({ ESOPT_INFERENCE_CIDRS: '10.0.0.0/16, 192.0.2.0/24', ESOPT_INFERENCE_PORT: '8443' })).toEqual([
       { protocol: 'tcp', fromPort: 8443, toPort: 8443, cidrBlocks: ['10.0.0.0/16', '192.0.2.0/24'] },
     ]);

@@ -47,7 +47,8 @@ let cloudEnv: Record<string, string>;
 
 beforeAll(async () => {
   port = await freePort();
-  publicUrl = `http://127.0.0.1:${port}`;
+  // https as the stack's trainerUrl is: the command serves TLS and publishes the certificate the handler pins.
+  publicUrl = `https://127.0.0.1:${port}`;
   // The Episode function's environment as the stack sets it: the trainer's URL and the token.
   cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `${publicUrl}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
   cloudEnv = {

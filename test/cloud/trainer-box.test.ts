@@ -4,7 +4,8 @@
  * (BucketPoller) — every part talking through the real AWS SDK clients. POST /runs and POST
  * /evaluations only queue work in the bucket; the poller claims it, trains / evaluates the tiny model
  * with the episodes played by the Episode handler against the box's inference server, and the API
- * then shows what landed in the bucket: metrics, a clean stop, episode transcripts.
+ * then shows what landed in the bucket: metrics, a clean stop, episode transcripts. The box serves over
+ * TLS as deployed: its certificate published in the bucket, pinned by the Episode handler.
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -17,6 +18,8 @@ import { keys } from '../../shared/keys.ts';
 import { EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
 import { BucketPoller } from '../../trainer/api/bucket-requests.ts';
+import { createTlsIdentity, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
+import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 
@@ -28,6 +31,7 @@ let target: CloudTarget;
 let api: ReturnType<typeof serve>;
 let apiUrl: string;
 let port: number;
+let identity: TlsIdentity;
 const pollers: BucketPoller[] = [];
 const savedEnv = { ...process.env };
 /** s3rver's fixed development key pair, through the SDK's default credential chain, as the box would get its role's. */
@@ -37,7 +41,8 @@ function poller(o: { port?: number; pollMs?: number } = {}): BucketPoller {
   const p = o.port ?? port;
   const box = new BucketPoller({
     cloud: target,
-    publicUrl: `http://127.0.0.1:${p}/v1`,
+    publicUrl: `https://127.0.0.1:${p}/v1`,
+    tls: identity,
     host: '127.0.0.1',
     port: p,
     token: BOX_TOKEN,
@@ -67,8 +72,9 @@ const decode = (body: Uint8Array | null) => (body === null ? null : JSON.parse(n
 beforeAll(async () => {
   Object.assign(process.env, CREDENTIALS);
   port = await freePort();
-  // The Episode function's environment as the stack sets it: the box's URL and the token.
-  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN } });
+  identity = await createTlsIdentity(['127.0.0.1']);
+  // The Episode function's environment as the stack sets it: the box's https URL (its certificate pinned) and the token.
+  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `https://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN } });
   target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN }, cloud.store, pino({ level: 'silent' }));
   api = await new Promise((resolve) => {
@@ -101,6 +107,8 @@ describe('runs through the cloud API and the trainer box', () => {
 
     const ran = await poller().pollOnce();
     expect(ran).toEqual([{ kind: 'run', id: run }]);
+    // The box published the certificate the Episode handler pinned for every call to it.
+    expect(TrainerCertificate.parse(decode(await cloud.store.get(keys.trainerCertificate())))).toMatchObject({ certificate: identity.cert, sha256: identity.sha256 });
 
     const shown = await detail(run);
     expect(shown).toMatchObject({ state: 'finished', completedIterations: 2, iterations: 2, current: null, stopRequested: false });
@@ -202,7 +210,7 @@ describe('evaluations through the cloud API and the trainer box', () => {
 });
 
 describe('esopt trainer-box', () => {
-  it('--once claims and runs what is queued, then exits; a missing token is a usage error', async () => {
+  it('--once claims and runs what is queued over TLS with a certificate of its own, then exits; a missing token is a usage error', async () => {
     const id = (await call('POST', '/runs', tinyRunConfig({ name: 'cli', iterations: 1, evalInterval: 1 }))).body.id as string;
     const env = {
       ...CREDENTIALS,
@@ -212,7 +220,7 @@ describe('esopt trainer-box', () => {
       AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
       AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
     };
-    const box = (extra: Record<string, string>) => esopt(['trainer-box', '--once', '--json', '--public-url', `http://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port)], { ...env, ...extra });
+    const box = (extra: Record<string, string>) => esopt(['trainer-box', '--once', '--json', '--public-url', `https://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port)], { ...env, ...extra });
     const missing = await box({});
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/ESOPT_TOKEN is not set/);
@@ -223,5 +231,9 @@ describe('esopt trainer-box', () => {
     expect(exit.code, exit.stderr).toBe(0);
     expect(JSON.parse(exit.stdout.trim().split('\n').at(-1) as string)).toEqual({ ran: [{ kind: 'run', id }] });
     expect(await detail(id)).toMatchObject({ state: 'finished', completedIterations: 1 });
+    // The command made its own certificate, published it, and the Episode handler pinned it: every episode counted.
+    const published = TrainerCertificate.parse(decode(await cloud.store.get(keys.trainerCertificate())));
+    expect(published.sha256).not.toBe(identity.sha256);
+    expect(MetricsRow.parse(decode(await cloud.store.get(keys.metricsRow(id, 0))))).toMatchObject({ expected: 2, counted: 2, failed: 0 });
   }, 120_000);
 });

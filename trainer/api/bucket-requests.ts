@@ -28,6 +28,7 @@ import { EvaluationStatus, QueuedWork, WorkClaim, type WorkKind } from '../../sh
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/api-app/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/api-app/store-json.ts';
 import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
+import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
 import { LocalModelHost } from './local-model-host.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
 
@@ -57,6 +58,11 @@ export interface BucketPollerOptions {
   log?: Logger;
   /** onnxruntime's execution provider for every engine the box starts (default cpu). */
   executionProvider?: 'cpu' | 'cuda';
+  /**
+   * Serve inference over HTTPS with this identity; `start()` / `pollOnce()` first publish its certificate
+   * in the bucket, where the Episode function reads the pin. Required when publicUrl is https.
+   */
+  tls?: TlsIdentity;
 }
 
 export interface RanWork {
@@ -78,7 +84,8 @@ export class BucketPoller {
   constructor(private readonly o: BucketPollerOptions) {
     this.store = openCloudStore(o.cloud);
     this.log = o.log ?? pino({ name: 'esopt-trainer-box' });
-    const server = { host: o.host, port: o.port };
+    if (o.publicUrl.startsWith('https:') !== Boolean(o.tls)) throw new Error(`the public URL ${o.publicUrl} and the server must agree: https with a TLS identity, http without`);
+    const server = { host: o.host, port: o.port, tls: o.tls };
     this.runs = new LocalRunLauncher({
       store: this.store,
       log: this.log,
@@ -94,7 +101,7 @@ export class BucketPoller {
       prices: CostPrices.parse(o.prices ?? {}),
       log: this.log,
       modelHost: new LocalModelHost(this.store, {
-        serving: { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV },
+        serving: { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV, tls: o.tls },
         executionProvider: o.executionProvider,
       }),
       // The Episode function has its own environment: nothing can be handed to it per evaluation.
@@ -110,6 +117,7 @@ export class BucketPoller {
    * box claimed and handled (a run stopped before it started, or already over, is handled by marking it).
    */
   async pollOnce(): Promise<RanWork[]> {
+    await this.publishCertificate();
     const listed = (await this.store.list(keys.workQueue())).flatMap((key) => {
       const work = parseQueuedWorkKey(key);
       return work ? [{ key, ...work }] : [];
@@ -139,6 +147,20 @@ export class BucketPoller {
       }
     }
     return ran;
+  }
+
+  private published: Promise<unknown> | undefined;
+  /** Once per box start: the certificate the Episode function pins, before any work can need it. */
+  private publishCertificate(): Promise<unknown> {
+    if (!this.o.tls) return Promise.resolve();
+    this.published ??= publishCertificate(this.store, this.o.tls).then(
+      (c) => this.log.info({ sha256: c.sha256 }, 'TLS certificate published'),
+      (err: unknown) => {
+        this.published = undefined;
+        throw err;
+      },
+    );
+    return this.published;
   }
 
   /** Polls until close(). */

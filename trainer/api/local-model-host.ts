@@ -11,6 +11,7 @@ import { loadLatestCheckpoint } from '../loop/checkpoints.ts';
 import { readRunConfig } from '../loop/training.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { startInferenceServer } from '../server/server.ts';
+import type { TlsIdentity } from '../server/tls-identity.ts';
 
 /** Serve where remote workers reach the server: they hold `token` in their variable `tokenEnv`. */
 export interface PublicServing {
@@ -20,6 +21,8 @@ export interface PublicServing {
   publicUrl: string;
   token: string;
   tokenEnv: string;
+  /** Serve over HTTPS with this identity (the trainer box's, whose certificate the workers pin). */
+  tls?: TlsIdentity;
 }
 
 export interface LocalModelHostOptions {
@@ -58,7 +61,7 @@ export class LocalModelHost implements ModelHost {
       }
       const pub = this.options.serving;
       const token = pub?.token ?? randomBytes(24).toString('hex');
-      const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left', ...(pub ? { host: pub.host, port: pub.port } : {}) });
+      const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left', ...(pub ? { host: pub.host, port: pub.port, tls: pub.tls } : {}) });
       return {
         baseUrl: pub ? `${pub.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1` : `${server.url}/v1`,
         model: 'base',

@@ -17,6 +17,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
 import { localRunTarget, runEmbedded } from '../loop/embedded-run.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
+import type { TlsIdentity } from '../server/tls-identity.ts';
 import { readRunConfig } from '../loop/training.ts';
 
 export class StopRequested extends Error {
@@ -34,7 +35,7 @@ interface LauncherOptionsCommon {
   /** The inference server's bearer token; default a fresh one per run (nothing but this run's local workers need it). */
   token?: string;
   /** Where the inference server listens; remote workers need a reachable address. */
-  server?: { host?: string; port?: number };
+  server?: { host?: string; port?: number; tls?: TlsIdentity };
   executionProvider?: 'cpu' | 'cuda';
 }
 

@@ -15,6 +15,7 @@ import { LocalFanout } from '../fanout/local.ts';
 import { createEngine } from '../model/create-engine.ts';
 import type { Engine } from '../engine.ts';
 import { startInferenceServer, type RunningServer } from '../server/server.ts';
+import type { TlsIdentity } from '../server/tls-identity.ts';
 import { renderCurveSvg } from './curve-svg.ts';
 import type { FaultHook } from './fault-points.ts';
 import type { TrainingProgress } from './progress.ts';
@@ -30,7 +31,8 @@ interface RunOptionsCommon {
   /** Bearer token for the server; local workers get it through ESOPT_TOKEN. */
   token?: string;
   /** Where the inference server listens (default 127.0.0.1 on a free port); remote workers need a reachable address. */
-  server?: { host?: string; port?: number };
+  /** Where the inference server listens; `tls`: over HTTPS with that identity (the trainer box's). */
+  server?: { host?: string; port?: number; tls?: TlsIdentity };
   faults?: FaultHook;
   pollMs?: number;
   executionProvider?: 'cpu' | 'cuda';
@@ -75,7 +77,7 @@ export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 't
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
   const engine = await createEngine({ model: config.model, mode: config.mode, fullModeWeights: config.fullModeWeights, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   try {
-    const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port });
+    const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
     return {
       engine,
       server,

@@ -4,6 +4,7 @@ import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { cloudRunTarget, cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
 import { localRunTarget, runEmbedded } from '../../loop/embedded-run.ts';
 import { stopAtFromEnv } from '../../loop/fault-points.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
@@ -107,13 +108,18 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
   if (replicaCount > 1 && config.policy !== 'model') throw new UsageError(`--replicas: replicas serve the model's members; this run's policy is ${config.policy}`);
   // Embedded: the other replicas are processes here on loopback; --cloud: the stack's replica boxes (esopt replica --cloud).
   const local = replicaCount > 1 && !p.values.cloud ? spawnLocalReplicas({ count: replicaCount - 1, run, storeRoot: choice.where }) : null;
+  // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box: a certificate made now and
+  // published in the bucket, which the Episode function pins.
+  const publicUrl = p.values.cloud ? String(p.values['public-url']) : '';
+  const tls = publicUrl.startsWith('https:') ? await createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
+  if (tls) await publishCertificate(choice.store, tls);
   let report;
   try {
     ({ report } = await runEmbedded({
       config,
       run,
       target: choice.open(config),
-      server: { host, port },
+      server: { host, port, tls },
       progress: p.json ? silentProgress : progressBar(config.iterations),
       token,
       faults: stopAtFromEnv(process.env.ESOPT_STOP_AT),

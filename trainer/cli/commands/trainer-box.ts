@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { BucketPoller } from '../../api/bucket-requests.ts';
+import { createTlsIdentity } from '../../server/tls-identity.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command, CommandIo } from '../command.ts';
 import { UsageError } from '../usage-error.ts';
@@ -11,7 +12,7 @@ const PublicUrl = z.url({ protocol: /^https?$/ });
 /**
  * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
  * evaluations the Api function queued, claims each once and runs it here (trainer/api/bucket-requests.ts),
- * serving inference on --host/--port where the Episode function reaches it at --public-url.
+ * serving inference on --host/--port where the Episode function reaches it at --public-url (https: TLS, pinned).
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {
   const p = parseFlags(argv, {
@@ -36,8 +37,11 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  // An https public URL means TLS: a key and certificate made now (never stored), the certificate
+  // published in the bucket for the Episode function to pin.
+  const tls = publicUrl.startsWith('https:') ? await createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
   // Logs go to stderr: stdout is the command's answer (--json).
-  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, executionProvider, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
+  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, executionProvider, tls, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
   if (p.values.once) {
     try {
       const ran = await poller.pollOnce();
@@ -63,6 +67,7 @@ export const command: Command = {
   usage:
     'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +
-    '  --once: claim and run what is queued now, then exit',
+    '  --once: claim and run what is queued now, then exit\n' +
+    '  an https --public-url serves TLS with a certificate made at start and published in the bucket (trainer/certificate.json), which the Episode function pins',
   run,
 };
