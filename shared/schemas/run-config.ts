@@ -20,16 +20,27 @@ export type ModelSpec = z.infer<typeof ModelSpec>;
 export const Shaping = z.enum(['zscore', 'centered-rank', 'none']);
 export type Shaping = z.infer<typeof Shaping>;
 
+/**
+ * Every member plays each of the iteration's `tasks.trainPerIteration` tasks, its rewards averaged before
+ * shaping: that count is the episodes per member, so `es.episodesPerMember` is refused. Its old default
+ * (1), which the stored configs of earlier runs carry, still parses and is dropped, so they resume.
+ */
+const RemovedEpisodesPerMember = z
+  .literal(1, { error: 'es.episodesPerMember was removed: every member plays each of the iteration\'s tasks, so set tasks.trainPerIteration to the episodes per member' })
+  .optional();
+
 /** Hyper-parameters of the ES update itself: everything `shared/es.ts` needs, nothing more. */
-export const EsOptions = z.object({
-  population: z.number().int().min(2).max(100_000),
-  sigma: z.number().positive().finite(),
-  alpha: z.number().positive().finite(),
-  antithetic: z.boolean().default(true),
-  shaping: Shaping.default('zscore'),
-  weightDecay: z.number().min(0).finite().default(0),
-  episodesPerMember: z.number().int().min(1).max(1000).default(1),
-});
+export const EsOptions = z
+  .object({
+    population: z.number().int().min(2).max(100_000),
+    sigma: z.number().positive().finite(),
+    alpha: z.number().positive().finite(),
+    antithetic: z.boolean().default(true),
+    shaping: Shaping.default('zscore'),
+    weightDecay: z.number().min(0).finite().default(0),
+    episodesPerMember: RemovedEpisodesPerMember,
+  })
+  .transform(({ episodesPerMember: _, ...es }) => es);
 export type EsOptions = z.infer<typeof EsOptions>;
 
 export const GenerationOptions = z.object({

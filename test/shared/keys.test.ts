@@ -68,6 +68,16 @@ describe('schemas', () => {
     expect(RunConfig.safeParse({ ...cfg, bogus: 1 }).success).toBe(false);
   });
 
+  it('refuse es.episodesPerMember, naming tasks.trainPerIteration; its old default 1 parses and is dropped', () => {
+    const input = { environment: { name: 'sudoku' }, model: { preset: 'tiny' }, iterations: 2, es: { population: 4, sigma: 0.01, alpha: 0.001 } } as const;
+    const r = RunConfig.safeParse({ ...input, es: { ...input.es, episodesPerMember: 2 } });
+    expect(r.error?.issues[0].path).toEqual(['es', 'episodesPerMember']);
+    expect(r.error?.issues[0].message).toMatch(/removed.*tasks\.trainPerIteration/);
+    const stored = RunConfig.parse({ ...input, es: { ...input.es, episodesPerMember: 1 } });
+    expect(stored).toEqual(RunConfig.parse(input));
+    expect('episodesPerMember' in stored.es).toBe(false);
+  });
+
   it('export as JSON Schema', () => {
     const all = jsonSchemas();
     expect(Object.keys(all)).toEqual(expect.arrayContaining(['RunConfig', 'IterationManifest', 'EpisodeRequest', 'RewardRecord']));
