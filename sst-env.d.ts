@@ -26,6 +26,13 @@ declare global {
   function $config<T extends { app(input?: { stage?: string }): object; run(): Promise<object | void> }>(config: T): T;
   function $interpolate(strings: TemplateStringsArray, ...values: unknown[]): SstOutput<string>;
   function $jsonStringify(value: unknown): SstOutput<string>;
+  namespace $util {
+    namespace asset {
+      class FileAsset {
+        constructor(path: string);
+      }
+    }
+  }
 
   namespace sst {
     class Secret {
@@ -66,6 +73,12 @@ declare global {
   }
 
   namespace aws {
+    namespace s3 {
+      class BucketObjectv2 {
+        constructor(name: string, args: SstArgs);
+        readonly key: SstOutput<string>;
+      }
+    }
     namespace ssm {
       class Parameter {
         constructor(name: string, args: SstArgs);

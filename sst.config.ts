@@ -44,14 +44,15 @@ export default $config({
         .default('')
         .transform((s) => s.split(',').map((c) => c.trim()).filter(Boolean))
         .pipe(z.array(z.cidrv4())),
-      /** Where the trainer box gets esopt from: a git URL and ref (it runs `npm ci` there). */
-      ESOPT_SOURCE_GIT: z.url().default('https://github.com/esopt/esopt.git'),
-      ESOPT_SOURCE_REF: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('main'),
       ESOPT_EPISODE_MEMORY_MB: z.coerce.number().int().min(128).max(10240).default(1024),
       ESOPT_EPISODE_TIMEOUT_S: z.coerce.number().int().min(10).max(900).default(900),
       /** Reserved concurrency: the most episodes in flight, and a cap on what a runaway fan-out can spend. */
       ESOPT_EPISODE_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
     });
+    // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
+    for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
+      if (process.env[gone] !== undefined) throw new Error(`invalid deploy settings: ${gone} is no longer read: the trainer box installs the artifact this deploy uploads (the working tree it runs from), checked by its SHA-256`);
+    }
     const parsed = DeployConfig.safeParse(process.env);
     if (!parsed.success) throw new Error(`invalid deploy settings:\n${z.prettifyError(parsed.error)}`);
     // Lambda deprecated nodejs20.x on 2026-04-30 and has refused to create functions on it since 2026-08-31
@@ -144,11 +145,23 @@ export default $config({
       ],
     });
 
+    // What the box runs is what this deploy uploads: the tree being deployed as a tarball named and checked
+    // by its SHA-256 (scripts/box-artifact.ts); its dependencies are the lock file's, integrity-checked by npm ci.
+    const { buildBoxArtifact } = await import('./scripts/box-artifact.ts');
+    const artifact = buildBoxArtifact(process.cwd());
+    const artifactObject = new aws.s3.BucketObjectv2('TrainerArtifact', {
+      bucket: bucket.name,
+      key: artifact.key,
+      source: new $util.asset.FileAsset(artifact.path),
+      contentType: 'application/gzip',
+    });
     const userData = $interpolate`#!/bin/bash
 set -euo pipefail
 curl -fsSL https://deb.nodesource.com/setup_22.x | bash -
-apt-get install -y nodejs git awscli
-git clone --depth 1 --branch ${cfg.ESOPT_SOURCE_REF} ${cfg.ESOPT_SOURCE_GIT} /opt/esopt
+apt-get install -y nodejs awscli
+aws s3 cp --region ${cfg.ESOPT_AWS_REGION} s3://${bucket.name}/${artifactObject.key} /tmp/esopt.tgz
+echo "${artifact.sha256}  /tmp/esopt.tgz" | sha256sum --check --strict -
+mkdir -p /opt/esopt && tar -xzf /tmp/esopt.tgz -C /opt/esopt --no-same-owner
 cd /opt/esopt && npm ci --omit=dev
 ${cfg.ESOPT_TRAINER_PROVIDER === 'cuda' ? 'ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n' : ''}TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
 install -m 600 /dev/null /etc/esopt.env
@@ -180,7 +193,7 @@ systemctl enable --now esopt-trainer-box
       ami: ami.id,
       iamInstanceProfile: trainerProfile.name,
       vpcSecurityGroupIds: [trainerSecurityGroup.id],
-      // Boot downloads Node and esopt before the fixed address is attached.
+      // Boot downloads Node and esopt's dependencies before the fixed address is attached.
       associatePublicIpAddress: true,
       rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
       metadataOptions: { httpTokens: 'required' },
@@ -231,6 +244,7 @@ systemctl enable --now esopt-trainer-box
       apiUrl: api.url,
       trainerUrl,
       trainerInstance: trainer.id,
+      artifactSha256: artifact.sha256,
     };
   },
 });

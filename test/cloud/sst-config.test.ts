@@ -3,6 +3,11 @@
  * recorders); the test asserts the topology the file declares: resources, links, environment variables,
  * permissions, user data. Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
  */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
@@ -24,6 +29,7 @@ describe('sst.config.ts', () => {
       'aws.iam.Role TrainerRole',
       'aws.iam.RolePolicy TrainerInvokePolicy',
       'aws.iam.RolePolicy TrainerPolicy',
+      'aws.s3.BucketObjectv2 TrainerArtifact',
       'aws.ssm.Parameter TrainerTokenParameter',
       'sst.Secret TrainerToken',
       'sst.aws.Bucket Runs',
@@ -106,6 +112,7 @@ describe('sst.config.ts', () => {
     expect(userData).toMatch(/^#!\/bin\/bash/);
     expect(userData).toContain('https://deb.nodesource.com/setup_22.x');
     expect(userData).toContain('npm ci');
+    expect(userData).not.toMatch(/git clone|github\.com/);
     // The poller, serving inference on the open port at the address the Episode function is told.
     const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
     expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cpu\n`);
@@ -140,6 +147,44 @@ describe('sst.config.ts', () => {
     expect(gpuUserData).toContain('npm ci --omit=dev\nONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n');
     expect(gpuUserData).toMatch(/trainer-box .* --provider cuda\n/);
     await expect(evaluate({ ESOPT_TRAINER_PROVIDER: 'tpu' })).rejects.toThrow(/ESOPT_TRAINER_PROVIDER/);
+  });
+
+  it('uploads the deployed tree as a content-addressed artifact, and the box installs exactly that, checked by its hash', async () => {
+    const { one, outputs } = await evaluate();
+    const object = one('aws.s3.BucketObjectv2', 'TrainerArtifact');
+    const path = (object.args.source as { path: string }).path;
+    const sha256 = createHash('sha256').update(readFileSync(path)).digest('hex');
+    expect(outputs.artifactSha256).toBe(sha256);
+    expect(object.args).toMatchObject({ bucket: one('sst.aws.Bucket', 'Runs').self.name, key: `artifacts/esopt-${sha256}.tgz` });
+    const userData = one('aws.ec2.Instance', 'Trainer').args.userData as string;
+    // Downloaded through the object (so after its upload), checked, unpacked, then the lock file's dependencies.
+    const steps = userData.split('\n');
+    const at = (re: RegExp) => steps.findIndex((l) => re.test(l));
+    expect(steps[at(/^aws s3 cp /)]).toBe(`aws s3 cp --region us-east-1 s3://${render(one('sst.aws.Bucket', 'Runs').self.name)}/${render(object.self.key)} /tmp/esopt.tgz`);
+    const check = steps[at(/sha256sum/)];
+    expect(check).toBe(`echo "${sha256}  /tmp/esopt.tgz" | sha256sum --check --strict -`);
+    expect(at(/^aws s3 cp /)).toBeLessThan(at(/sha256sum/));
+    expect(at(/sha256sum/)).toBeLessThan(at(/^mkdir -p \/opt\/esopt && tar -xzf \/tmp\/esopt\.tgz/));
+    expect(at(/^mkdir -p \/opt\/esopt/)).toBeLessThan(at(/npm ci --omit=dev/));
+    // The box's check, run here: it passes for the uploaded bytes and stops the boot (set -e) for any other.
+    const box = mkdtempSync(join(tmpdir(), 'esopt-box-'));
+    const run = (script: string) => spawnSync('bash', ['-euo', 'pipefail', '-c', script.replaceAll('/tmp/esopt.tgz', join(box, 'esopt.tgz')).replaceAll('/opt/esopt', join(box, 'opt'))], { encoding: 'utf8' });
+    copyFileSync(path, join(box, 'esopt.tgz'));
+    expect(run(check).status).toBe(0);
+    expect(run(steps[at(/^mkdir -p \/opt\/esopt/)]).status).toBe(0);
+    // What it unpacks is this tree: the lock file npm ci installs from, the CLI the unit starts; no node_modules, no .git.
+    for (const f of ['package.json', 'package-lock.json', 'trainer/cli/bin.js', 'sst.config.ts']) expect(readFileSync(join(box, 'opt', f), 'utf8'), f).toBe(readFileSync(f, 'utf8'));
+    expect(existsSync(join(box, 'opt', 'node_modules'))).toBe(false);
+    expect(existsSync(join(box, 'opt', '.git'))).toBe(false);
+    const tampered = readFileSync(path);
+    tampered[tampered.length - 20] ^= 1;
+    writeFileSync(join(box, 'esopt.tgz'), tampered);
+    expect(run(check).status).not.toBe(0);
+    // The same tree, the same artifact.
+    const { outputs: again } = await evaluate();
+    expect(again.artifactSha256).toBe(sha256);
+    // The old source settings are refused by name rather than ignored.
+    await expect(evaluate({ ESOPT_SOURCE_GIT: 'https://example.com/fork.git' })).rejects.toThrow(/invalid deploy settings: ESOPT_SOURCE_GIT is no longer read/);
   });
 
   it('deploys only from Node 22, the functions\' runtime (isolated-vm is installed for the deploying Node)', async () => {

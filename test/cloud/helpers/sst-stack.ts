@@ -39,12 +39,14 @@ Object.assign(globalThis, {
   $config: <T>(config: T) => config,
   $app: { name: 'esopt', stage: 'test' },
   $interpolate: (strings: TemplateStringsArray, ...values: unknown[]) => strings.reduce((out, s, i) => out + s + (i < values.length ? render(values[i]) : ''), ''),
+  $util: { asset: { FileAsset: class { constructor(readonly path: string) {} } } },
   $jsonStringify: (value: unknown) => JSON.stringify(value, (_k, v) => (v instanceof Placeholder ? v.toString() : v)),
   sst: {
     Secret: resource('sst.Secret', ['value', 'name']),
     aws: { Bucket: resource('sst.aws.Bucket', ['name', 'arn']), Function: resource('sst.aws.Function', ['name', 'arn', 'url']) },
   },
   aws: {
+    s3: { BucketObjectv2: resource('aws.s3.BucketObjectv2', ['key', 'id']) },
     ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
     iam: {
       Role: resource('aws.iam.Role', ['id', 'name', 'arn']),
