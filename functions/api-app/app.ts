@@ -4,11 +4,11 @@
  * shared/schemas/api.ts validate the bodies, type the handlers and make the OpenAPI document.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { swaggerUI } from '@hono/swagger-ui';
 import { HTTPException } from 'hono/http-exception';
 import type { ApiDeps } from './deps.ts';
 import { bearerAuth } from './auth.ts';
 import { DASHBOARD_PATHS, registerDashboard } from './dashboard-routes.ts';
+import { DOCS_PATHS, registerDocs } from './docs-routes.ts';
 import { ApiProblem, fail, invalid, issuesOf } from './errors.ts';
 import { registerEvaluationRoutes } from './evaluations-routes.ts';
 import { idempotency } from './idempotency.ts';
@@ -17,7 +17,7 @@ import { registerRunRoutes } from './runs-routes.ts';
 
 export type { ApiDeps } from './deps.ts';
 
-const PUBLIC = new Set(['/healthz', '/openapi.json', '/docs', ...DASHBOARD_PATHS]);
+const PUBLIC = new Set(['/healthz', '/openapi.json', ...DOCS_PATHS, ...DASHBOARD_PATHS]);
 
 export function createApiApp(deps: ApiDeps): OpenAPIHono {
   const app = new OpenAPIHono({
@@ -38,7 +38,7 @@ export function createApiApp(deps: ApiDeps): OpenAPIHono {
     openapi: '3.1.0',
     info: { title: 'esopt API', version: '0.1.0', description: 'Training runs, pay-per-episode evaluations and the dashboard. See docs/API.md.' },
   });
-  app.get('/docs', swaggerUI({ url: '/openapi.json' }));
+  registerDocs(app);
   registerDashboard(app);
 
   app.notFound((c) => fail(c, 404, 'not_found', `no route ${c.req.method} ${c.req.path}`));

@@ -60,11 +60,24 @@ describe('the OpenAPI document and docs', () => {
     expect(ev.properties.model.oneOf ?? ev.properties.model.anyOf).toHaveLength(3);
   });
 
-  it('serves the interactive docs page pointing at the document', async () => {
+  it('serves the interactive docs page pointing at the document, every asset from this server (works offline)', async () => {
     const docs = await api.call('GET', '/docs', { token: null });
     expect(docs.headers.get('content-type')).toContain('text/html');
-    expect(docs.body).toContain('/openapi.json');
+    expect(docs.body).toContain("url: '/openapi.json'");
     expect(docs.body).toContain('SwaggerUIBundle');
+    // No external host anywhere on the page (a CDN link, the online validator): only this server's paths.
+    expect(docs.body).not.toMatch(/https?:\/\/|\/\/[a-z0-9.-]+\.[a-z]{2,}/i);
+    expect(docs.body).toContain('validatorUrl: null');
+    const refs = [...(docs.body as string).matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(refs.sort()).toEqual(['/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui.css']);
+    for (const ref of refs) {
+      const asset = await api.call('GET', ref, { token: null });
+      expect(asset.status, ref).toBe(200);
+      expect(asset.headers.get('content-type'), ref).toMatch(ref.endsWith('.js') ? /javascript/ : /css/);
+      expect(String(asset.body).length, ref).toBeGreaterThan(10_000);
+    }
+    expect(String((await api.call('GET', '/docs/assets/swagger-ui-bundle.js', { token: null })).body)).toContain('SwaggerUIBundle');
+    expect((await api.call('GET', '/docs/assets/other.js', { token: null })).status).toBe(401);
   });
 
   it('answers unknown routes with the JSON error body', async () => {
