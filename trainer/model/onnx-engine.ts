@@ -1,9 +1,20 @@
 /**
- * The Engine on onnxruntime-node: one LoadedModel holds θ, and a member-serving strategy (serving/)
- * decides how members are served from it. The engine itself prepares rows (chat template, context policy,
- * allowed tokens, constraints), resolves members against the live population, runs every call one at a
- * time, and decodes batches. Layers, each importing only those after it:
- *   model/create-engine → model/onnx-engine → model/serving → perturbation, generation → model/onnx, shared.
+ * OnnxEngine, the Engine on onnxruntime-node: one LoadedModel holds θ, and a member-serving strategy
+ * (serving/) decides how members are served from it. The engine itself prepares rows (chat template,
+ * context policy, allowed tokens, constraints), resolves members against the live population, runs every
+ * call one at a time, and decodes batches.
+ *
+ * The model runtime's layers, each importing only from those below it (docs/MODEL.md's file table;
+ * test/architecture.test.ts fails on a circle between files or between trainer/'s folders):
+ *   model/create-engine.ts            the factory: picks a strategy, rewrites the graph, makes sessions
+ *   model/onnx-engine.ts              this class
+ *   model/serving/                    one member-serving strategy a file
+ *   model/sessions.ts, ort-format.ts  onnxruntime sessions
+ *   model/ (the rest)                 the model: export directories, built decoders, tokenizers, θ's tensors
+ *   perturbation/, generation/        θ's perturbations and graph rewrites; decoding and sampling
+ *   onnx/                             ONNX protobuf, graph builder, external data
+ *   engine.ts                         the Engine interface and its types
+ *   shared/                           noise, ES maths, schemas, ports
  */
 import type * as ort from 'onnxruntime-node';
 import type { ParameterSegment } from '../../shared/es.ts';
