@@ -6,12 +6,10 @@
  * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
  * goes through exactly the same wiring.
  */
-import { join } from 'node:path';
 import { keys } from '../../shared/keys.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
-import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { LocalFanout } from '../fanout/local.ts';
+import { localRunTarget } from '../fanout/local-target.ts';
 import { createEngine } from '../model/create-engine.ts';
 import type { Engine } from '../engine.ts';
 import { startInferenceServer, type RunningServer } from '../server/server.ts';
@@ -52,18 +50,6 @@ export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; target
 export interface EmbeddedRunResult {
   report: TrainingReport;
   result: TrainingResult;
-}
-
-/** The embedded default: a filesystem store under `storeRoot` and the local worker pool opening the same directory. */
-export function localRunTarget(storeRoot: string, o: { workers: number; token?: string }): RunTarget {
-  const fanout = new LocalFanout({ workers: o.workers, store: { kind: 'fs', root: storeRoot }, env: o.token ? { ESOPT_TOKEN: o.token } : {} });
-  return {
-    store: new FsObjectStore(storeRoot),
-    fanout,
-    locate: (key) => join(storeRoot, key),
-    warm: () => fanout.warm(),
-    close: () => fanout.close(),
-  };
 }
 
 export interface ServedModel {

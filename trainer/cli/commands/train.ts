@@ -1,14 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
-import { FsObjectStore } from '../../../shared/store/fs.ts';
-import { cloudRunTarget, cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
-import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
-import { localRunTarget, runEmbedded } from '../../loop/embedded-run.ts';
+import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { runEmbedded } from '../../loop/embedded-run.ts';
 import { stopAtFromEnv } from '../../loop/fault-points.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
-import type { RunTarget } from '../../fanout/run-target.ts';
+import { cloudWiring, embeddedWiring, type RunWiring } from '../../wirings.ts';
 import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command, CommandIo } from '../command.ts';
@@ -36,26 +33,15 @@ function defaultRunId(config: RunConfig): string {
 const Port = z.coerce.number().int().min(0).max(65_535);
 const PublicUrl = z.url({ protocol: /^https?$/ });
 
-/** Where the run goes, before its config is known (a resume reads the config from the target's store). */
-interface TargetChoice {
-  store: ObjectStore;
-  where: string;
-  open(config: RunConfig): RunTarget;
-  /** Release it when the run never starts. */
-  abandon(): Promise<void>;
-}
-
 /**
  * The embedded default over --store, or with --cloud the deployed stack the environment names
  * (cloud-target.ts), whose Episode function reaches the inference server at --public-url with the bearer
  * token ESOPT_TOKEN. Every missing piece is a UsageError naming the flag or variable.
  */
-function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefined): TargetChoice {
+function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefined): RunWiring {
   if (!p.values.cloud) {
     if (p.values['public-url'] !== undefined) throw new UsageError('--public-url is for --cloud runs (local workers reach the server on loopback)');
-    const storeRoot = p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1));
-    // The local pool's size is the run's config: it opens once the config is known.
-    return { store: new FsObjectStore(storeRoot), where: storeRoot, open: (config) => localRunTarget(storeRoot, { workers: config.workers, token }), abandon: async () => {} };
+    return embeddedWiring(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)), token);
   }
   if (p.values.store !== undefined) throw new UsageError('--store is for embedded runs; a --cloud run keeps its records in ESOPT_BUCKET');
   const publicUrl = flag(p.values, 'public-url', PublicUrl);
@@ -66,8 +52,7 @@ function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefine
   } catch (err) {
     throw new UsageError(`--cloud: ${(err as Error).message}`);
   }
-  const target = cloudRunTarget(cloud, publicUrl);
-  return { store: target.store, where: `s3://${cloud.bucket}`, open: () => target, abandon: () => target.close() };
+  return cloudWiring(cloud, publicUrl);
 }
 
 /** Shared by `train` and `start`: run (or resume) one training run and print where its results are. */
@@ -108,17 +93,17 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
   if (replicaCount > 1 && config.policy !== 'model') throw new UsageError(`--replicas: replicas serve the model's members; this run's policy is ${config.policy}`);
   // Embedded: the other replicas are processes here on loopback; --cloud: the stack's replica boxes (esopt replica --cloud).
   const local = replicaCount > 1 && !p.values.cloud ? spawnLocalReplicas({ count: replicaCount - 1, run, storeRoot: choice.where }) : null;
-  // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box: a certificate made now and
-  // published in the bucket, which the Episode function pins.
-  const publicUrl = p.values.cloud ? String(p.values['public-url']) : '';
-  const tls = publicUrl.startsWith('https:') ? await createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
-  if (tls) await publishCertificate(choice.store, tls);
   let report;
   try {
+    // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box (wirings.ts).
+    const { target, tls } = await choice.open(config).catch(async (err: unknown) => {
+      await choice.abandon();
+      throw err;
+    });
     ({ report } = await runEmbedded({
       config,
       run,
-      target: choice.open(config),
+      target,
       server: { host, port, tls },
       progress: p.json ? silentProgress : progressBar(config.iterations),
       token,

@@ -1,8 +1,7 @@
 import { pino } from 'pino';
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
-import { BucketPoller } from '../../api/bucket-requests.ts';
-import { createTlsIdentity } from '../../server/tls-identity.ts';
+import { boxWiring } from '../../wirings.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command, CommandIo } from '../command.ts';
 import { UsageError } from '../usage-error.ts';
@@ -37,11 +36,9 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  // An https public URL means TLS: a key and certificate made now (never stored), the certificate
-  // published in the bucket for the Episode function to pin.
-  const tls = publicUrl.startsWith('https:') ? await createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
-  // Logs go to stderr: stdout is the command's answer (--json).
-  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, executionProvider, tls, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
+  // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
+  // (wirings.ts). Logs go to stderr: stdout is the command's answer (--json).
+  const poller = await boxWiring({ cloud, publicUrl, host, port, token, pollMs, executionProvider, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
   if (p.values.once) {
     try {
       const ran = await poller.pollOnce();
