@@ -1,7 +1,7 @@
 /**
  * A decoding row's text, followed token by token for what reads it mid-row (stop strings, streaming)
  * without decoding the whole completion again at every step: that made such rows O(n²) in the
- * completion's length (187 ms of decoding for one 2,048-token row with the byte tokenizer).
+ * completion's length (docs/BENCHMARKS.md).
  *
  * The prefix-offset scheme of Hugging Face's text-generation-inference and vLLM: each step decodes only a
  * window that starts one emitted piece back (`prefixOffset`). Tokenizers whose decoders look at

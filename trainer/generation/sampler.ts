@@ -85,7 +85,7 @@ export function sampleToken(logits: Float32Array, options: SamplingOptions, step
  * The allowed token ids as a binary heap ordered by (logit descending, id ascending), the order a full
  * sort would give (ties and the nucleus cut stay deterministic). Built in O(V); each `next()` is O(log V),
  * so a draw ranks only the candidates it reaches: the top k, the nucleus, or the few before the uniform
- * lands (sorting a 152 k vocabulary took ≈ 60–70 ms a draw).
+ * lands, where sorting a large vocabulary at every draw was the sampler's main cost (docs/BENCHMARKS.md).
  */
 class RankedCandidates {
   private readonly heap: Int32Array;

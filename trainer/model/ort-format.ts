@@ -4,7 +4,7 @@
  * A session made from ORT-format bytes with `session.use_ort_model_bytes_directly` and
  * `session.use_ort_model_bytes_for_initializers` reads its initializers from those bytes in place, so the
  * bytes can *be* θ: perturbing θ edits the model, and a member's session is made from them with nothing to
- * encode (28–38 ms for `small`, against 450–630 ms to encode the graph and create a session from it). Its
+ * encode, which is most of what a session from the graph costs (docs/BENCHMARKS.md). Its
  * MatMul weights are prepacked at creation, so it decodes at initializer speed; its other initializers
  * (norms, the embedding) are read from the bytes at every run, so a session may only run while θ is what
  * it was made from — the engine releases a member's session before restoring θ, releases the base session
