@@ -5,7 +5,7 @@
  * call one at a time, and decodes batches.
  *
  * The model runtime's layers, each importing only from those below it (docs/MODEL.md's file table;
- * test/architecture.test.ts fails on a circle between files or between trainer/'s folders):
+ * test/architecture.test.ts holds the order):
  *   model/create-engine.ts            the factory: picks a strategy, rewrites the graph, makes sessions
  *   model/onnx-engine.ts              this class
  *   model/serving/                    one member-serving strategy a file
