@@ -21,9 +21,30 @@ describe('esopt dev cloud', () => {
     expect(report.faults.deliveries).toBe(24 + report.faults.duplicate_deliveries);
   });
 
+  it('--env web: one ES iteration of web episodes in the Lambda Chromium, the model reached over the pinned TLS link', async () => {
+    const { out, io } = capture();
+    const saved = process.env.ESOPT_CHROMIUM;
+    delete process.env.ESOPT_CHROMIUM;
+    try {
+      const code = await main(['dev', 'cloud', '--env', 'web', '--population', '2', '--tasks', '1', '--seed', '3', '--json'], io);
+      const report = JSON.parse(out.join(''));
+      expect(code).toBe(0);
+      // Two members on one task, and the evaluations of θ_0 and θ_1 (one task each): every record written, none failed.
+      expect(report).toMatchObject({ env: 'web', episodes: 4, records: 4, failed: 0, chromium: 'lambda', update: { counted: 2 } });
+      expect(report.link.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/v1$/);
+      expect(report.completion_tokens).toBeGreaterThan(0);
+      expect(report.invoke_calls).toBeGreaterThanOrEqual(3);
+    } finally {
+      if (saved === undefined) delete process.env.ESOPT_CHROMIUM;
+      else process.env.ESOPT_CHROMIUM = saved;
+    }
+  }, 120_000);
+
   it('rejects a bad flag with exit code 2, naming it', async () => {
     const { err, io } = capture();
     expect(await main(['dev', 'cloud', '--episodes', '0'], io)).toBe(2);
     expect(err.join('')).toMatch(/--episodes/);
+    expect(await main(['dev', 'cloud', '--env', 'mars'], io)).toBe(2);
+    expect(err.join('')).toMatch(/--env/);
   });
 });

@@ -28,7 +28,6 @@ interface RunOptionsCommon {
   progress: TrainingProgress;
   /** Bearer token for the server; local workers get it through ESOPT_TOKEN. */
   token?: string;
-  /** Where the inference server listens (default 127.0.0.1 on a free port); remote workers need a reachable address. */
   /** Where the inference server listens; `tls`: over HTTPS with that identity (the trainer box's). */
   server?: { host?: string; port?: number; tls?: TlsIdentity };
   faults?: FaultHook;

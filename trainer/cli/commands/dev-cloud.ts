@@ -3,6 +3,7 @@
  * the Lambda adapter (Event invokes) → the dev invoke endpoint → the Episode handler → the S3 adapter
  * → s3rver → the reward collector. With --faults the endpoint throttles, fails, dawdles and delivers
  * twice, and `counted` must still be the number of distinct (member, task) pairs that succeeded.
+ * `--env web` runs a real ES iteration of web episodes instead (dev-cloud-web.ts).
  */
 import { z } from 'zod';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
@@ -13,6 +14,7 @@ import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { flag, parseFlags } from '../args.ts';
 import type { Command } from '../command.ts';
+import { devCloudWeb } from './dev-cloud-web.ts';
 
 const FAULTS: InvokeFaultsInput = {
   throttleRate: 0.2,
@@ -25,7 +27,9 @@ const TASKS_PER_MEMBER = 4;
 export const command: Command = {
   name: 'dev cloud',
   summary: 'one iteration through s3rver + the local Lambda endpoint, via the S3 and Lambda adapters',
-  usage: 'esopt dev cloud [--episodes N] [--faults] [--seed S] [--policy oracle|random|URL] [--per-invocation K] [--json]',
+  usage:
+    'esopt dev cloud [--episodes N] [--faults] [--seed S] [--policy oracle|random|URL] [--per-invocation K] [--json]\n' +
+    'esopt dev cloud --env web [--population N] [--tasks N] [--seed S] [--json]: one ES iteration of web episodes, a tiny model served over TLS (pinned), the Lambda Chromium',
   async run(argv, io) {
     const p = parseFlags(argv, {
       episodes: { type: 'string', default: '16' },
@@ -33,7 +37,11 @@ export const command: Command = {
       seed: { type: 'string', default: '1' },
       policy: { type: 'string', default: 'oracle' },
       'per-invocation': { type: 'string', default: '1' },
+      env: { type: 'string', default: 'sudoku' },
+      population: { type: 'string', default: '2' },
+      tasks: { type: 'string', default: '2' },
     });
+    const env = flag(p.values, 'env', z.enum(['sudoku', 'web']));
     const episodes = flag(p.values, 'episodes', z.coerce.number().int().min(1).max(10_000));
     const seed = flag(p.values, 'seed', z.coerce.number().int().min(0).max(0xffffffff));
     const policy = flag(p.values, 'policy', z.union([z.enum(['oracle', 'random']), z.url()]));
@@ -41,6 +49,20 @@ export const command: Command = {
     const log = (m: string) => {
       if (!p.json) io.stderr(m);
     };
+    if (env === 'web') {
+      const population = flag(p.values, 'population', z.coerce.number().int().min(2).max(64));
+      const tasks = flag(p.values, 'tasks', z.coerce.number().int().min(1).max(24));
+      const report = await devCloudWeb({ seed, population, tasks, log });
+      io.stdout(
+        p.json
+          ? JSON.stringify(report)
+          : [
+              `web episodes ${report.episodes} (${report.task_types.join(', ')})  failed ${report.failed}  mean reward ${report.mean_reward ?? 'n/a'}`,
+              `update counted ${report.update.counted}; θ ${report.update.theta_before.slice(0, 12)} → ${report.update.theta_after.slice(0, 12)}; trainer link ${report.link.url} pinned to ${report.link.sha256.slice(0, 23)}…`,
+            ].join('\n'),
+      );
+      return report.failed === 0 && report.episodes > 0 ? 0 : 1;
+    }
 
     const cloud = await startLocalCloud({ faults: p.values.faults ? { ...FAULTS, seed } : { seed } });
     const fanout = new LambdaFanout({
