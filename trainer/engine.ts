@@ -4,7 +4,8 @@
  * in-process Policy adapter all code against this interface; trainer/model/create-engine.ts builds one.
  */
 import type { Coefficient, ParameterSegment } from '../shared/es.ts';
-import type { ActionConstraint, ChatMessage } from '../shared/ports/policy.ts';
+import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/policy.ts';
+import type { ToolFormat } from './model/tool-format.ts';
 import type { FullModeWeights, Member, ModelSpec } from '../shared/schemas/index.ts';
 
 /** Which weights a row runs on: θ itself, or member `index` of the population of `iteration`. */
@@ -28,6 +29,8 @@ export interface SamplingOptions {
 export interface GenerateRow {
   /** Chat messages (rendered with the model's chat template and generation prompt) or raw prompt ids. */
   messages?: ChatMessage[];
+  /** Tools rendered with `messages` through the chat template (trainer/model/chat-tools.ts). */
+  tools?: ToolSpec[];
   promptIds?: number[];
   member: MemberSelector;
   sampling: SamplingOptions;
@@ -112,7 +115,9 @@ export interface Engine {
    * Σ coef_j·A_j B_jᵀ/√r into each perturbed matrix (shared accumulateLowRank) with the population's rank.
    */
   applyUpdate(update: EngineUpdate): Promise<void>;
-  countTokens(messages: ChatMessage[]): number;
+  countTokens(messages: ChatMessage[], tools?: ToolSpec[]): number;
+  /** How the model writes tool calls, read off its chat template (trainer/model/tool-format.ts). */
+  readonly toolFormat: ToolFormat;
   close(): Promise<void>;
 }
 

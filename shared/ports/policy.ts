@@ -5,9 +5,15 @@
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant turn that called tools (the chat API's `tool_calls`). */
+  toolCalls?: ToolCall[];
+  /** A `tool` turn: the id of the call it answers. */
+  toolCallId?: string;
 }
 
 export interface ToolCall {
+  /** The chat API's `call_…` id, when the call came from (or goes to) one. */
+  id?: string;
   name: string;
   arguments: unknown;
 }

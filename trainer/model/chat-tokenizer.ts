@@ -1,16 +1,22 @@
 /**
  * A model's tokenizer and chat template: tokenizer.json through @huggingface/tokenizers, the template from
- * tokenizer_config.json through @huggingface/jinja. Same code for built and downloaded models.
+ * tokenizer_config.json through @huggingface/jinja. Same code for built and downloaded models. Tools and
+ * tool turns are rendered through the template (chat-tools.ts) in the family's tool format (tool-format.ts).
  */
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
-import type { ChatMessage } from '../../shared/ports/policy.ts';
+import type { ChatMessage, ToolSpec } from '../../shared/ports/policy.ts';
+import { templateInputs } from './chat-tools.ts';
+import { detectToolFormat, templateRendersTools, type ToolFormat } from './tool-format.ts';
 
 function tokenString(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
   if (v && typeof v === 'object' && 'content' in v && typeof (v as { content: unknown }).content === 'string') return (v as { content: string }).content;
   return undefined;
 }
+
+/** The template refused the conversation (raise_exception, e.g. Gemma's user/assistant alternation): the client's input. */
+export class ChatTemplateError extends Error {}
 
 export class ChatTokenizer {
   private readonly tokenizer: Tokenizer;
@@ -19,6 +25,10 @@ export class ChatTokenizer {
   readonly eosToken: string | undefined;
   /** Ids of the special tokens, which `decode` leaves out of completions. */
   readonly specialIds: ReadonlySet<number>;
+  /** How this model writes tool calls. */
+  readonly toolFormat: ToolFormat;
+  /** Whether the template renders tools itself (else chat-tools.ts writes them into the messages). */
+  private readonly nativeTools: boolean;
 
   constructor(tokenizerJson: Record<string, unknown>, tokenizerConfig: Record<string, unknown>, file = 'tokenizer.json') {
     try {
@@ -33,6 +43,8 @@ export class ChatTokenizer {
     } catch (err) {
       throw new Error(`tokenizer_config.json: chat_template does not parse (${(err as Error).message})`);
     }
+    this.toolFormat = detectToolFormat(template ?? null);
+    this.nativeTools = templateRendersTools(template ?? null);
     this.bosToken = tokenString(tokenizerConfig.bos_token);
     this.eosToken = tokenString(tokenizerConfig.eos_token);
     this.specialIds = new Set(
@@ -54,12 +66,17 @@ export class ChatTokenizer {
   }
 
   /** The prompt text for a chat, ending with the assistant's generation prompt. */
-  renderChat(messages: ChatMessage[]): string {
+  renderChat(messages: ChatMessage[], tools?: ToolSpec[]): string {
     if (!this.template) throw new Error('tokenizer_config.json has no chat_template: send prompt ids, not messages');
-    return this.template.render({ messages, add_generation_prompt: true, bos_token: this.bosToken ?? '', eos_token: this.eosToken ?? '' });
+    const inputs = templateInputs(this.toolFormat, this.nativeTools, messages, tools);
+    try {
+      return this.template.render({ ...inputs, add_generation_prompt: true, bos_token: this.bosToken ?? '', eos_token: this.eosToken ?? '' });
+    } catch (err) {
+      throw new ChatTemplateError(`the chat template cannot render these messages: ${(err as Error).message}`);
+    }
   }
 
-  encodeChat(messages: ChatMessage[]): number[] {
-    return this.encode(this.renderChat(messages));
+  encodeChat(messages: ChatMessage[], tools?: ToolSpec[]): number[] {
+    return this.encode(this.renderChat(messages, tools));
   }
 }

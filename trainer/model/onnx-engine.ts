@@ -18,7 +18,7 @@
  */
 import type * as ort from 'onnxruntime-node';
 import type { ParameterSegment } from '../../shared/es.ts';
-import type { ActionConstraint, ChatMessage } from '../../shared/ports/policy.ts';
+import type { ActionConstraint, ChatMessage, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Member } from '../../shared/schemas/index.ts';
 import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, MemberSelector, PerturbationMode, Population } from '../engine.ts';
 import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
@@ -82,8 +82,12 @@ export class OnnxEngine implements Engine {
     return this.exclusive(async () => fn(this.segmentList));
   }
 
-  countTokens(messages: ChatMessage[]): number {
-    return this.model.tokenizer.encodeChat(messages).length;
+  countTokens(messages: ChatMessage[], tools?: ToolSpec[]): number {
+    return this.model.tokenizer.encodeChat(messages, tools).length;
+  }
+
+  get toolFormat() {
+    return this.model.tokenizer.toolFormat;
   }
 
   /** Run `task` after everything queued before it: generation, updates and refreshes never overlap. */
@@ -125,7 +129,7 @@ export class OnnxEngine implements Engine {
   }
 
   private prepare(row: GenerateRow): PreparedRow {
-    let ids = row.promptIds ?? (row.messages ? this.model.tokenizer.encodeChat(row.messages) : undefined);
+    let ids = row.promptIds ?? (row.messages ? this.model.tokenizer.encodeChat(row.messages, row.tools) : undefined);
     if (!ids || ids.length === 0) throw new Error('a generate row needs non-empty messages or promptIds');
     const V = this.shape.vocabSize;
     const bad = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= V);

@@ -7,14 +7,18 @@ import { bearerToken, tokenMatches } from '../../shared/bearer-token.ts';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
-import type { ActionConstraint, ChatMessage } from '../../shared/ports/policy.ts';
+import type { ActionConstraint } from '../../shared/ports/policy.ts';
 import type { GenerateResult, GenerateRow } from '../engine.ts';
 import { compileConstraint, ConstraintError } from '../generation/regex-automaton.ts';
 import { QueueFullError, RequestAbortedError, StaleMemberError } from './batcher.ts';
 import { BASE_MODEL, memberModelName, resolveModel } from './model-name.ts';
+import { ChatTemplateError } from '../model/chat-tokenizer.ts';
+import type { ToolFormat } from '../model/tool-format.ts';
 import { ChatCompletionRequest, type ChatCompletion, type ChatCompletionChunk, type ErrorBody } from './openai-schema.ts';
 import type { InferenceService } from './service.ts';
 import { TextFeed } from './text-feed.ts';
+import { planTools, readToolCalls, toChatMessages, type ToolReply } from './tool-calls.ts';
+import { ToolCallHold } from './tool-stream.ts';
 
 export interface AppOptions {
   /** When set, every route but /healthz needs `Authorization: Bearer <token>`. */
@@ -37,10 +41,6 @@ function errorBody(message: string, type: string, code: string | null = null, pa
 
 function zodPaths(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`).join('; ');
-}
-
-function toChatMessages(req: ChatCompletionRequest): ChatMessage[] {
-  return req.messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: m.content ?? '' }));
 }
 
 export function createInferenceApp(service: InferenceService, options: AppOptions): Hono {
@@ -101,7 +101,14 @@ export function createInferenceApp(service: InferenceService, options: AppOption
     }
 
     const messages = toChatMessages(req);
-    const promptTokens = engine.countTokens(messages);
+    const tools = planTools(req, engine.toolFormat);
+    let promptTokens: number;
+    try {
+      promptTokens = engine.countTokens(messages, tools.tools);
+    } catch (err) {
+      if (!(err instanceof ChatTemplateError)) throw err;
+      return fail(400, errorBody(err.message, 'invalid_request_error', 'invalid_messages', 'messages'));
+    }
     // Truncating engines keep the newest tokens, so only the completion budget has to fit.
     const room = options.contextPolicy === 'truncate-left' ? engine.contextLength - 1 : engine.contextLength - promptTokens;
     const asked = req.max_completion_tokens ?? req.max_tokens ?? null;
@@ -112,14 +119,14 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       );
     }
     const constraint: ActionConstraint | undefined =
-      req.guided_regex != null ? { regex: req.guided_regex } : req.guided_choice != null ? { choice: req.guided_choice } : undefined;
+      tools.constraint ?? (req.guided_regex != null ? { regex: req.guided_regex } : req.guided_choice != null ? { choice: req.guided_choice } : undefined);
     if (constraint) {
       // Compiled here, not in the batch: a pattern that does not compile fails its own request only.
       try {
         compileConstraint(constraint);
       } catch (err) {
         if (!(err instanceof ConstraintError)) throw err;
-        const param = 'regex' in constraint ? 'guided_regex' : 'guided_choice';
+        const param = tools.constraint ? 'tool_choice' : 'regex' in constraint ? 'guided_regex' : 'guided_choice';
         return fail(400, errorBody(`${param}: ${err.message}`, 'invalid_request_error', 'invalid_constraint', param));
       }
     }
@@ -130,6 +137,7 @@ export function createInferenceApp(service: InferenceService, options: AppOption
     const feed = req.stream ? new TextFeed() : null;
     const row: GenerateRow = {
       messages,
+      ...(tools.tools ? { tools: tools.tools } : {}),
       member: resolved.selector,
       sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, seed: req.seed ?? (Math.random() * 0x100000000) >>> 0 },
       maxNewTokens: asked ?? Math.min(options.defaultMaxTokens, room),
@@ -163,7 +171,10 @@ export function createInferenceApp(service: InferenceService, options: AppOption
     const created = Math.floor(Date.now() / 1000);
     const includeUsage = req.stream_options?.include_usage === true;
     const stream = (text: TextFeed): Response =>
-      streamCompletion(c, { id, created, model: req.model, fingerprint, includeUsage, feed: text, generation, timeout, timeoutMs: options.requestTimeoutMs, streamClosed, record });
+      streamCompletion(c, {
+        id, created, model: req.model, fingerprint, includeUsage, feed: text, generation, timeout, timeoutMs: options.requestTimeoutMs, streamClosed, record,
+        toolFormat: tools.parse ? engine.toolFormat : null,
+      });
     if (feed) {
       const settled = generation.then(
         () => undefined,
@@ -184,13 +195,17 @@ export function createInferenceApp(service: InferenceService, options: AppOption
     }
     if (result.finishReason === 'abort') return abortResponse();
     if (feed) return stream(feed);
+    const calls = tools.parse ? readToolCalls(engine.toolFormat, result.text) : null;
+    const message: ChatCompletion['choices'][number]['message'] = calls
+      ? { role: 'assistant', content: calls.content, refusal: null, tool_calls: calls.toolCalls }
+      : { role: 'assistant', content: result.text, refusal: null };
     const body: ChatCompletion = {
       id,
       object: 'chat.completion',
       created,
       model: req.model,
       system_fingerprint: fingerprint,
-      choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, logprobs: null, finish_reason: result.finishReason }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: calls ? 'tool_calls' : result.finishReason }],
       usage: usageOf(result),
     };
     return finish(c.json(body));
@@ -224,6 +239,8 @@ interface StreamParts {
   streamClosed: AbortController;
   /** Counts the request in the metrics once the stream has ended. */
   record: (status: number) => void;
+  /** Set when the completion is read for tool calls in this format. */
+  toolFormat: ToolFormat | null;
 }
 
 /**
@@ -236,7 +253,8 @@ interface StreamParts {
 function streamCompletion(c: Context, p: StreamParts): Response {
   const base = { id: p.id, object: 'chat.completion.chunk' as const, created: p.created, model: p.model, system_fingerprint: p.fingerprint };
   const withUsage = p.includeUsage ? { usage: null } : {};
-  const choice = (delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: 'stop' | 'length' | null): ChatCompletionChunk => ({
+  type Delta = ChatCompletionChunk['choices'][number]['delta'];
+  const choice = (delta: Delta, finishReason: ChatCompletionChunk['choices'][number]['finish_reason']): ChatCompletionChunk => ({
     ...base,
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
     ...withUsage,
@@ -245,9 +263,11 @@ function streamCompletion(c: Context, p: StreamParts): Response {
     stream.onAbort(() => p.streamClosed.abort(new Error('client closed the stream')));
     const send = (data: unknown): Promise<void> => stream.writeSSE({ data: typeof data === 'string' ? data : JSON.stringify(data) });
     await send(choice({ role: 'assistant', content: '' }, null));
+    const hold = p.toolFormat ? new ToolCallHold(p.toolFormat) : null;
     for await (const delta of p.feed) {
       if (stream.aborted) break;
-      await send(choice({ content: delta }, null));
+      const content = hold ? hold.push(delta) : delta;
+      if (content !== '') await send(choice({ content }, null));
     }
     const result = await p.generation.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
     if (stream.aborted) return p.record(499);
@@ -256,7 +276,17 @@ function streamCompletion(c: Context, p: StreamParts): Response {
       await send(body);
       return p.record(status);
     }
-    await send(choice({}, result.finishReason));
+    const calls: ToolReply | null = hold && p.toolFormat ? readToolCalls(p.toolFormat, result.text) : null;
+    if (calls) {
+      // Words after the calls (rare) are content too; what came before them has been sent already.
+      const after = hold!.held.replace(/<tool_call>[\s\S]*?(?:<\/tool_call>|$)/g, '').trim();
+      if (p.toolFormat === 'hermes' && after !== '') await send(choice({ content: after }, null));
+      for (const [index, call] of calls.toolCalls.entries()) {
+        await send(choice({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, null));
+        await send(choice({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] }, null));
+      }
+    } else if (hold && hold.held !== '') await send(choice({ content: hold.held }, null));
+    await send(choice({}, calls ? 'tool_calls' : result.finishReason));
     if (p.includeUsage) await send({ ...base, choices: [], usage: usageOf(result) } satisfies ChatCompletionChunk);
     await send('[DONE]');
     p.record(200);

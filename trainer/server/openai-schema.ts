@@ -11,10 +11,36 @@ const Content = z.union([
   z.array(z.object({ type: z.literal('text'), text: z.string() })).transform((parts) => parts.map((p) => p.text).join('')),
 ]);
 
-export const ChatMessageIn = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
-  content: Content.nullable().default(''),
+/** An assistant's earlier call, as the client sends it back: arguments are a JSON text. */
+export const ToolCallIn = z.object({
+  id: z.string().min(1).max(200),
+  type: z.literal('function').default('function'),
+  function: z.object({ name: z.string().min(1).max(64), arguments: z.string().max(100_000).default('{}') }),
 });
+
+export const ChatMessageIn = z
+  .object({
+    role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
+    content: Content.nullable().default(''),
+    tool_calls: z.array(ToolCallIn).min(1).max(64).nullable().optional(),
+    tool_call_id: z.string().min(1).max(200).optional(),
+  })
+  .refine((m) => m.tool_calls == null || m.role === 'assistant', { message: 'only assistant messages carry tool_calls', path: ['tool_calls'] })
+  .refine((m) => m.role !== 'tool' || m.tool_call_id !== undefined, { message: 'a tool message needs the tool_call_id it answers', path: ['tool_call_id'] });
+
+/** A function the model may call: OpenAI's `{type: "function", function: {name, description, parameters}}`. */
+export const ToolIn = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a function name is 1–64 letters, digits, _ or -'),
+    description: z.string().max(10_000).default(''),
+    parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
+    strict: z.boolean().nullable().optional(),
+  }),
+});
+
+export const ToolChoice = z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) })]);
+export type ToolChoice = z.infer<typeof ToolChoice>;
 
 export const ChatCompletionRequest = z.looseObject({
   model: z.string().min(1).max(200),
@@ -34,8 +60,42 @@ export const ChatCompletionRequest = z.looseObject({
   guided_regex: z.string().min(1).max(4000).nullable().optional(),
   /** vLLM's guided decoding: the completion must be exactly one of these. */
   guided_choice: z.array(z.string().min(1).max(1000)).min(1).max(1000).nullable().optional(),
-}).refine((r) => r.guided_regex == null || r.guided_choice == null, { message: 'give guided_regex or guided_choice, not both', path: ['guided_choice'] });
+  /** Rendered through the model's chat template; its calls come back as `message.tool_calls`. */
+  tools: z.array(ToolIn).min(1).max(128).nullable().optional(),
+  /** `auto` (default with tools), `none`, `required` or a named function; the last two force a call by guided decoding. */
+  tool_choice: ToolChoice.nullable().optional(),
+  /** Accepted; a forced call is one call, an unforced reply may hold several. */
+  parallel_tool_calls: z.boolean().nullable().optional(),
+})
+  .refine((r) => r.guided_regex == null || r.guided_choice == null, { message: 'give guided_regex or guided_choice, not both', path: ['guided_choice'] })
+  .refine((r) => !forcesCall(r.tool_choice) || (r.tools?.length ?? 0) > 0, { message: 'tool_choice that forces a call needs tools', path: ['tool_choice'] })
+  .refine((r) => { const c = r.tool_choice; return typeof c !== 'object' || c === null || (r.tools ?? []).some((t) => t.function.name === c.function.name); }, {
+    message: 'tool_choice names a function that is not in tools',
+    path: ['tool_choice', 'function', 'name'],
+  })
+  .refine((r) => !forcesCall(r.tool_choice) || (r.guided_regex == null && r.guided_choice == null), { message: 'a forced tool call is guided decoding already: drop guided_regex / guided_choice', path: ['tool_choice'] });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
+
+/** `required` and a named function force a call; `auto`, `none` and no choice do not. */
+export function forcesCall(choice: ToolChoice | null | undefined): boolean {
+  return choice === 'required' || (typeof choice === 'object' && choice !== null);
+}
+
+export const ToolCallOut = z.strictObject({
+  id: z.string().startsWith('call_'),
+  type: z.literal('function'),
+  function: z.strictObject({ name: z.string(), arguments: z.string() }),
+});
+
+/** A piece of a streamed call: the first for a call has id, type and name; arguments may come in parts. */
+export const ToolCallDelta = z.strictObject({
+  index: z.number().int().min(0),
+  id: z.string().startsWith('call_').optional(),
+  type: z.literal('function').optional(),
+  function: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() }),
+});
+
+const FinishReason = z.enum(['stop', 'length', 'tool_calls']);
 
 /** What the server answers with; declared as schemas so the tests check the wire format field by field. */
 export const Usage = z.object({
@@ -53,9 +113,9 @@ export const ChatCompletion = z.strictObject({
   choices: z.array(
     z.strictObject({
       index: z.number().int(),
-      message: z.strictObject({ role: z.literal('assistant'), content: z.string(), refusal: z.null() }),
+      message: z.strictObject({ role: z.literal('assistant'), content: z.string().nullable(), refusal: z.null(), tool_calls: z.array(ToolCallOut).min(1).optional() }),
       logprobs: z.null(),
-      finish_reason: z.enum(['stop', 'length']),
+      finish_reason: FinishReason,
     }),
   ),
   usage: Usage,
@@ -71,9 +131,9 @@ export const ChatCompletionChunk = z.strictObject({
   choices: z.array(
     z.strictObject({
       index: z.number().int(),
-      delta: z.strictObject({ role: z.literal('assistant').optional(), content: z.string().optional() }),
+      delta: z.strictObject({ role: z.literal('assistant').optional(), content: z.string().optional(), tool_calls: z.array(ToolCallDelta).optional() }),
       logprobs: z.null(),
-      finish_reason: z.enum(['stop', 'length']).nullable(),
+      finish_reason: FinishReason.nullable(),
     }),
   ),
   usage: Usage.nullable().optional(),
