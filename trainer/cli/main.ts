@@ -1,7 +1,7 @@
 import { text } from 'node:stream/consumers';
-import type { CommandIo } from './command.ts';
+import type { CommandIo } from '../command/command.ts';
 import { registry } from './registry.ts';
-import { UsageError } from './usage-error.ts';
+import { UsageError } from '../command/usage-error.ts';
 
 const defaultIo: CommandIo = {
   stdout: (t) => process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
@@ -39,7 +39,7 @@ export async function main(argv: string[], io: CommandIo = defaultIo): Promise<n
   const rest = argv.slice(entry.name.split(' ').length);
   try {
     if (rest.includes('--help') || rest.includes('-h')) {
-      io.stdout(`${command.usage}\n\n${command.summary}`);
+      io.stdout(`${command.usage}\n\n${entry.summary}`);
       return 0;
     }
     return await command.run(rest, io);

@@ -1,17 +1,13 @@
-import type { Command } from './command.ts';
+import { benchmarks } from '../bench/index.ts';
+import type { CommandEntry } from '../command/command.ts';
 
 /**
  * Every command, loaded lazily so `esopt --help` does not pay for onnxruntime or Chromium.
  * Add a line here for a new command; its module lives in ./commands/. The order is the order of `--help`:
- * running things first, then the API clients, the inspection tools and the benchmarks.
+ * running things first, then the API clients, the inspection tools and the benchmarks (their own list).
  */
-export interface Entry {
-  name: string;
-  summary: string;
-  load: () => Promise<Command>;
-}
 
-export const registry: Entry[] = [
+export const registry: CommandEntry[] = [
   { name: 'start', summary: 'the demo: train configs/demo.json end to end (npm start)', load: async () => (await import('./commands/start.ts')).command },
   { name: 'train', summary: 'run ES training end to end, here or against the deployed stack with --cloud (or --resume a run)', load: async () => (await import('./commands/train.ts')).command },
   { name: 'replica', summary: 'follow a run as a trainer replica: hold θ, serve the members routed here, apply each logged update', load: async () => (await import('./commands/replica.ts')).command },
@@ -31,13 +27,6 @@ export const registry: Entry[] = [
   { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
   { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
-  { name: 'bench all', summary: 'run every bench command (through its module, --json) and gather the results', load: async () => (await import('./commands/bench-all.ts')).command },
-  { name: 'bench noise', summary: 'benchmark regenerate-and-apply noise vs numpy and a plain add', load: async () => (await import('./commands/bench-noise.ts')).command },
-  { name: 'bench lowrank', summary: 'low-rank mode tokens/s with B members in one batch ÷ unperturbed tokens/s', load: async () => (await import('./commands/bench-lowrank.ts')).command },
-  { name: 'bench full', summary: 'full mode: member switch cost, restore drift, θ-as-inputs ÷ initializers tokens/s', load: async () => (await import('./commands/bench-full.ts')).command },
-  { name: 'bench memory', summary: 'peak RSS of training ÷ peak RSS of generating only (child processes)', load: async () => (await import('./commands/bench-memory.ts')).command },
-  { name: 'bench server', summary: 'tokens/s through the HTTP server (32 concurrent chats) ÷ offline batched generation', load: async () => (await import('./commands/bench-server.ts')).command },
-  { name: 'bench update', summary: "share of an iteration's wall time outside episodes (small model, G = 32)", load: async () => (await import('./commands/bench-update.ts')).command },
-  { name: 'bench replicas', summary: 'episodes/s with 2 trainer replicas ÷ with 1 at the same episode load, each replica pinned to a core', load: async () => (await import('./commands/bench-replicas.ts')).command },
-  { name: 'bench fanout', summary: 'benchmark local-pool scaling and the trainer overhead of a Lambda iteration', load: async () => (await import('./commands/bench-fanout.ts')).command },
+  { name: 'bench all', summary: 'run every benchmark (each through its own module, with --json) and gather the results', load: async () => (await import('../bench/all-command.ts')).command },
+  ...benchmarks,
 ];

@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { startLocalApi } from '../../api/local-api.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { DEFAULT_API } from '../api-client.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 export const command: Command = {
   name: 'api',
-  summary: 'serve the HTTP API and dashboard over the local store (runs train here, evaluations on the local pool)',
   usage: 'esopt api [--port P] [--host 127.0.0.1] [--store DIR] [--workers N] [--json]   (token: ESOPT_TOKEN)',
   async run(argv, io) {
     const p = parseFlags(argv, { port: { type: 'string', default: new URL(DEFAULT_API).port }, host: { type: 'string', default: '127.0.0.1' }, store: { type: 'string', default: '.esopt/store' }, workers: { type: 'string', default: '4' } });

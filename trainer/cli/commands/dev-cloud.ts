@@ -12,8 +12,8 @@ import { loadEnvironment } from '../../../environments/index.ts';
 import { RewardCollector } from '../../loop/reward-collector.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { devCloudWeb } from './dev-cloud-web.ts';
 
 const FAULTS: InvokeFaultsInput = {
@@ -26,7 +26,6 @@ const TASKS_PER_MEMBER = 4;
 
 export const command: Command = {
   name: 'dev cloud',
-  summary: 'one iteration through s3rver + the local Lambda endpoint, via the S3 and Lambda adapters',
   usage:
     'esopt dev cloud [--episodes N] [--faults] [--seed S] [--policy oracle|random|URL] [--per-invocation K] [--json]\n' +
     'esopt dev cloud --env web [--population N] [--tasks N] [--seed S] [--json]: one ES iteration of web episodes, a tiny model served over TLS (pinned), the Lambda Chromium',

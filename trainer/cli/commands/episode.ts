@@ -3,10 +3,10 @@ import { runEpisode, type EpisodeResult } from '../../../environments/episode-ru
 import { loadEnvironment, parseWith } from '../../../environments/index.ts';
 import { makePolicy, parsePolicySpec } from '../../../environments/policies/spec.ts';
 import { Seed } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { jsonFlag } from '../json-flag.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { jsonFlag } from '../../command/json-flag.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 function render(result: EpisodeResult): string {
   const lines: string[] = [];
@@ -21,7 +21,6 @@ function render(result: EpisodeResult): string {
 
 export const command: Command = {
   name: 'episode',
-  summary: 'play one episode of an environment with a scripted or HTTP policy',
   usage:
     'esopt episode --env <name> --task <json|@file> --policy <oracle|random|replay:FILE|http:URL> [--seed S] [--options <json|@file>] ' +
     '[--model M] [--token-env VAR] [--max-tokens N] [--temperature T] [--timeout-ms MS] [--json]',

@@ -3,9 +3,9 @@ import { ask, tell, applyDenseUpdate } from '../../../shared/es.ts';
 import { noise } from '../../../shared/noise.ts';
 import { Iteration, Seed } from '../../../shared/schemas/index.ts';
 import { formatIssues } from '../../../shared/validation.ts';
-import { parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { UsageError } from '../usage-error.ts';
+import { parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 /** The stdin of `esopt es step`: θ, the ES settings and one reward per member (G = rewards.length). */
 export const EsStepInput = z
@@ -23,7 +23,6 @@ export const EsStepInput = z
 
 export const command: Command = {
   name: 'es step',
-  summary: 'one ES update from JSON on stdin, printing θ′, every member\'s ε and the normalised rewards',
   usage: 'echo \'{"theta":[…],"sigma":0.1,"alpha":0.01,"runSeed":1,"iteration":0,"rewards":[…],"antithetic":true,"rankShaping":false}\' | esopt es step [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {});

@@ -1,6 +1,6 @@
 import { EvaluationView } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -21,7 +21,6 @@ export function renderEvaluation(v: EvaluationView): string {
 
 export const command: Command = {
   name: 'evals show',
-  summary: 'an evaluation: summary with the 95% interval and cost, and every episode',
   usage: 'esopt evals show <id> [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, apiFlags, true);

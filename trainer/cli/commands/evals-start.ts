@@ -2,16 +2,15 @@ import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { Created, EvaluationRequest, EvaluationView } from '../../../shared/schemas/index.ts';
 import { formatIssues } from '../../../shared/validation.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
-import { jsonFlag } from '../json-flag.ts';
-import { UsageError } from '../usage-error.ts';
+import { jsonFlag } from '../../command/json-flag.ts';
+import { UsageError } from '../../command/usage-error.ts';
 import { renderEvaluation } from './evals-show.ts';
 
 export const command: Command = {
   name: 'evals start',
-  summary: 'start a pay-per-episode evaluation (optionally --wait for its summary)',
   usage: 'esopt evals start --request <json|@file> [--api-key-env VAR] [--wait] [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { ...apiFlags, request: { type: 'string' }, 'api-key-env': { type: 'string' }, wait: { type: 'boolean' } });

@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { noise } from '../../../shared/noise.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 
 const uint = z.coerce.number().int().min(0).max(0xffffffff);
 
 export const command: Command = {
   name: 'noise',
-  summary: "print values of a member's seeded Gaussian noise ε",
   usage: 'esopt noise --run-seed S --iteration K --member I --count N [--offset O] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { PretrainConfig, pretrain, savePretrained, type PretrainStep } from '../../pretrain/pretrain.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 function readPretrainConfig(path: string): PretrainConfig {
   let json: unknown;
@@ -20,7 +20,6 @@ function readPretrainConfig(path: string): PretrainConfig {
 
 export const command: Command = {
   name: 'pretrain',
-  summary: "pretrain a built model by imitating an environment's oracle; writes an export directory",
   usage: 'esopt pretrain --config configs/pretrain-<name>.json --out DIR [--snapshot-every N] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { config: { type: 'string' }, out: { type: 'string' }, 'snapshot-every': { type: 'string', default: '0' } });

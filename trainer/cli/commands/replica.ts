@@ -4,9 +4,9 @@ import { FsObjectStore } from '../../../shared/store/fs.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { startReplica } from '../../replicas/replica.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 const Port = z.coerce.number().int().min(0).max(65_535);
 
@@ -22,7 +22,6 @@ function storeOf(p: ReturnType<typeof parseFlags>): ObjectStore {
 
 export const command: Command = {
   name: 'replica',
-  summary: "follow a run as a trainer replica: hold θ, serve the members routed here, apply each logged update",
   usage:
     'esopt replica --run RUN [--id ID] [--store DIR | --cloud] [--host H] [--port P] [--public-url URL] [--json]\n' +
     '  exits once the run\'s last update is applied; --public-url is the address workers reach this replica at (default its loopback URL)',

@@ -1,6 +1,6 @@
 import { RunList, type RunSummary } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
 
 function line(r: RunSummary): string {
@@ -10,7 +10,6 @@ function line(r: RunSummary): string {
 
 export const command: Command = {
   name: 'runs list',
-  summary: 'list the runs in the API’s store',
   usage: 'esopt runs list [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, apiFlags);

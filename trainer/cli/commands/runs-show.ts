@@ -1,11 +1,10 @@
 import { RunDetail } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 export const command: Command = {
   name: 'runs show',
-  summary: 'a run: state, iteration, latest metrics, config',
   usage: 'esopt runs show <id> [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, apiFlags, true);

@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { Created } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
 import { readConfigFile } from './train.ts';
 
 export const command: Command = {
   name: 'runs start',
-  summary: 'start a training run on the API from a run config file',
   usage: 'esopt runs start --config FILE [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { ...apiFlags, config: { type: 'string' } });

@@ -1,12 +1,11 @@
 import cliProgress from 'cli-progress';
 import { RunDetail } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 export const command: Command = {
   name: 'runs watch',
-  summary: 'follow a run live (progress bar; --json: one event per line) until it ends',
   usage: 'esopt runs watch <id> [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, apiFlags, true);

@@ -1,18 +1,13 @@
 import { z } from 'zod';
-import { FullModeWeights, ModelSpec } from '../../../shared/schemas/index.ts';
+import { FullModeWeights } from '../../../shared/schemas/index.ts';
 import { createEngine } from '../../model/create-engine.ts';
 import { startInferenceServer } from '../../server/server.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-
-/** `tiny` / `small` are presets, anything else an export directory. */
-export function modelSpecFlag(value: string, seed: number): ModelSpec {
-  return value === 'tiny' || value === 'small' ? { preset: value, seed } : { dir: value };
-}
+import { flag, parseFlags } from '../../command/args.ts';
+import { modelSpecFlag } from '../../command/model-flags.ts';
+import type { Command } from '../../command/command.ts';
 
 export const command: Command = {
   name: 'serve',
-  summary: 'serve the OpenAI-compatible inference API (base model only) until interrupted',
   usage: 'esopt serve [--model tiny|small|DIR] [--seed S] [--host 127.0.0.1] [--port P] [--mode full|lowrank] [--full-weights inputs|rebuild-session] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

@@ -4,15 +4,14 @@ import { Id } from '../../../shared/schemas/index.ts';
 import { demoSummary } from '../../demo/demo-summary.ts';
 import { runDemo } from '../../demo/demo.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
 import { readConfigFile } from './train.ts';
 
 const DEMO = fileURLToPath(new URL('../../../configs/demo.json', import.meta.url));
 
 export const command: Command = {
   name: 'start',
-  summary: 'the demo: ES on configs/demo.json vs a same-budget random search, judged on held-out tasks (what `npm start` runs)',
   usage: 'esopt start [--config FILE] [--run ID] [--store DIR] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { config: { type: 'string', default: DEMO }, run: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });

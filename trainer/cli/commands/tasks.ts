@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import { loadEnvironment, parseWith } from '../../../environments/index.ts';
 import { Seed } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { jsonFlag } from '../json-flag.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { jsonFlag } from '../../command/json-flag.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 export const command: Command = {
   name: 'tasks',
-  summary: "sample an environment's tasks from its train or eval split",
   usage: 'esopt tasks --env <name> --split <train|eval> --n N [--seed S] [--options <json|@file>] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

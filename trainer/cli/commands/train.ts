@@ -7,9 +7,9 @@ import { stopAtFromEnv } from '../../loop/fault-points.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
 import { cloudWiring, embeddedWiring, type RunWiring } from '../../wirings.ts';
 import { readRunConfig } from '../../loop/training.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command, CommandIo } from '../command.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command, CommandIo } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
 import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
 
 /** A run config from a JSON file; a bad one is a UsageError listing every failing field path. */
@@ -134,7 +134,6 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
 
 export const command: Command = {
   name: 'train',
-  summary: 'run ES training end to end on this machine, or against the deployed stack with --cloud (or resume a run)',
   usage:
     'esopt train (--config configs/<name>.json [--run ID] | --resume RUN) [--store DIR | --cloud --public-url URL] [--host H] [--port P] [--replicas N] [--json]\n' +
     '  --replicas N: the members\' inference over N trainer replicas (N−1 `esopt replica` processes here; with --cloud, the stack\'s replica boxes)\n' +

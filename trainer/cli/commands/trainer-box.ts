@@ -2,9 +2,9 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { boxWiring } from '../../wirings.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command, CommandIo } from '../command.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command, CommandIo } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 const PublicUrl = z.url({ protocol: /^https?$/ });
 
@@ -60,7 +60,6 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
 
 export const command: Command = {
   name: 'trainer-box',
-  summary: "run the runs and evaluations queued in the deployed stack's bucket (the GPU box's service)",
   usage:
     'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +

@@ -2,8 +2,8 @@
  * Decode throughput for the benchmark commands: rows with fixed-length prompts that always generate
  * exactly `newTokens` (no end-of-sequence), through the same decode loop the engine serves with.
  */
-import type { DecodeContext, PreparedRow } from './decode-loop.ts';
-import { decodeBatch } from './decode-loop.ts';
+import type { DecodeContext, PreparedRow } from '../generation/decode-loop.ts';
+import { decodeBatch } from '../generation/decode-loop.ts';
 
 export function benchRows(batch: number, promptTokens: number, newTokens: number, vocab: number): PreparedRow[] {
   return Array.from({ length: batch }, (_, b) => ({

@@ -1,25 +1,25 @@
 import { z } from 'zod';
-import { ask } from '../../../shared/es.ts';
-import { machineInfo, median } from '../../bench/measure.ts';
-import { headDim, kvHeads } from '../../model/config.ts';
-import { createSession } from '../../model/sessions.ts';
-import { buildPreset } from '../../model/open-model.ts';
-import { parameterCount } from '../../model/weights.ts';
-import { benchRows, tokensPerSecond } from '../../generation/throughput.ts';
-import { FactorCache } from '../../perturbation/lowrank-factors.ts';
-import { lowRankRewrite } from '../../perturbation/lowrank-graph.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { ask } from '../../shared/es.ts';
+import { machineInfo, median } from './measure.ts';
+import { headDim, kvHeads } from '../model/config.ts';
+import { createSession } from '../model/sessions.ts';
+import { openModel } from '../model/open-model.ts';
+import { modelSpecFlag } from '../command/model-flags.ts';
+import { parameterCount } from '../model/weights.ts';
+import { benchRows, tokensPerSecond } from './throughput.ts';
+import { FactorCache } from '../perturbation/lowrank-factors.ts';
+import { lowRankRewrite } from '../perturbation/lowrank-graph.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 export const command: Command = {
   name: 'bench lowrank',
-  summary: 'low-rank mode: tokens/s of B rows from B different members ÷ tokens/s of the unperturbed model (same batch)',
-  usage: 'esopt bench lowrank [--preset small] [--batches 8,32] [--rank 1] [--prompt-tokens 16] [--new-tokens 48] [--repeats 9] [--threads N] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench lowrank [--model small|NAME|DIR] [--batches 8,32] [--rank 1] [--prompt-tokens 16] [--new-tokens 48] [--repeats 9] [--threads N] [--provider cpu|cuda] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
-      preset: { type: 'string', default: 'small' },
+      model: { type: 'string', default: 'small' },
       batches: { type: 'string', default: '8,32' },
       rank: { type: 'string', default: '1' },
       'prompt-tokens': { type: 'string', default: '16' },
@@ -30,7 +30,7 @@ export const command: Command = {
       threads: { type: 'string' },
       provider: { type: 'string', default: 'cpu' },
     });
-    const preset = flag(p.values, 'preset', z.enum(['tiny', 'small']));
+    const modelName = flag(p.values, 'model', z.string().min(1));
     const batches = flag(p.values, 'batches', z.string().regex(/^\d+(,\d+)*$/, 'comma-separated batch sizes')).split(',').map(Number);
     const rank = flag(p.values, 'rank', int(1, 64));
     const promptTokens = flag(p.values, 'prompt-tokens', int(1, 1024));
@@ -40,13 +40,13 @@ export const command: Command = {
     const provider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']));
     const log = (m: string) => { if (!p.json) io.stderr(m); };
 
-    const model = buildPreset(preset, 0);
+    const model = openModel(modelSpecFlag(modelName, 0));
     const c = model.config;
-    const shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, hasPositionIds: true };
+    const shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, hasPositionIds: model.graph.graph.input.some((i) => i.name === 'position_ids') };
     const sessionOptions = { executionProvider: provider, threads };
-    const base = await createSession(model.graph, sessionOptions, `preset ${preset}`);
+    const base = await createSession(model.graph, sessionOptions, model.dir);
     const rewritten = lowRankRewrite(model.graph, model.weights);
-    const lowrank = await createSession(rewritten.model, sessionOptions, `preset ${preset} (low-rank)`);
+    const lowrank = await createSession(rewritten.model, sessionOptions, `${model.dir} (low-rank)`);
     const ctx = { shape, tokenizer: model.tokenizer, eosIds: new Set<number>(), padId: c.pad_token_id ?? 0 };
 
     const results = [];
@@ -77,7 +77,7 @@ export const command: Command = {
     }
     await Promise.all([base.release(), lowrank.release()]);
     const out = {
-      preset,
+      model: modelName,
       parameters: parameterCount(model.weights),
       perturbed_matrices: rewritten.targets.length,
       factor_groups: rewritten.groups.length,

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import type { ChatMessage } from '../../../shared/ports/policy.ts';
-import { machineInfo, median } from '../../bench/measure.ts';
-import type { Engine, GenerateRow } from '../../engine.ts';
-import { createEngine } from '../../model/create-engine.ts';
-import { ChatCompletion } from '../../server/openai-schema.ts';
-import { startInferenceServer } from '../../server/server.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { modelSpecFlag } from './serve.ts';
+import type { ChatMessage } from '../../shared/ports/policy.ts';
+import { machineInfo, median } from './measure.ts';
+import type { Engine, GenerateRow } from '../engine.ts';
+import { createEngine } from '../model/create-engine.ts';
+import { ChatCompletion } from '../server/openai-schema.ts';
+import { startInferenceServer } from '../server/server.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
+import { modelSpecFlag } from '../command/model-flags.ts';
 
 const messages: ChatMessage[] = [
   { role: 'system', content: 'You play sudoku. Answer with one move: place <row> <col> <digit>.' },
@@ -47,7 +47,6 @@ async function throughServer(url: string, n: number, maxTokens: number): Promise
 
 export const command: Command = {
   name: 'bench server',
-  summary: 'tokens/s through the HTTP server with N concurrent chats ÷ offline batched generation at batch N',
   usage: 'esopt bench server [--model tiny|small|DIR] [--concurrency 32] [--max-tokens 32] [--repeats 3] [--window-ms 20] [--max-wait-ms 200] [--provider cpu|cuda] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

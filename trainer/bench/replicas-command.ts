@@ -1,14 +1,13 @@
 import { z } from 'zod';
-import { RunConfig } from '../../../shared/schemas/index.ts';
-import { machineInfo } from '../../bench/measure.ts';
-import { benchReplicas } from '../../bench/replicas.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { modelSpecFlag } from './serve.ts';
+import { RunConfig } from '../../shared/schemas/index.ts';
+import { machineInfo } from './measure.ts';
+import { benchReplicas } from './replicas.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
+import { modelSpecFlag } from '../command/model-flags.ts';
 
 export const command: Command = {
   name: 'bench replicas',
-  summary: 'episodes/s with 2 trainer replicas ÷ with 1 at the same episode load, each replica pinned to a core',
   usage: 'esopt bench replicas [--model DIR|small|tiny] [--mode full|lowrank] [--episodes 48] [--concurrency 8] [--rounds 3] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

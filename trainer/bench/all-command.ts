@@ -1,9 +1,9 @@
 import { cpus, loadavg, totalmem } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { flag, parseFlags } from '../args.ts';
-import type { Command, CommandIo } from '../command.ts';
-import { registry } from '../registry.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command, CommandIo } from '../command/command.ts';
+import { benchmarks } from './index.ts';
 
 /** One benchmark's outcome: its own --json output, parsed, or why it failed. */
 interface BenchOutcome {
@@ -29,17 +29,16 @@ function parseJsonOutput(text: string): unknown {
 
 export const command: Command = {
   name: 'bench all',
-  summary: 'run every `esopt bench …` command (each through its own module, with --json) and gather the results',
   usage: 'esopt bench all [--only noise,full,...] [--scaling] [--demo-report FILE] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { only: { type: 'string' }, scaling: { type: 'boolean' }, 'demo-report': { type: 'string' } });
     const only = flag(p.values, 'only', z.string().regex(/^[a-z-]+(,[a-z-]+)*$/, 'comma-separated benchmark names').optional())?.split(',');
     const demoReport = flag(p.values, 'demo-report', z.string().min(1).optional());
-    const benches = registry.filter((e) => e.name.startsWith('bench ') && e.name !== 'bench all' && (!only || only.includes(e.name.slice('bench '.length))));
+    const benches = benchmarks.filter((e) => !only || only.includes(e.name.slice('bench '.length)));
     // How cost scales: the same two benchmarks again with one knob turned (G, model size, episode length).
     const runs: Array<{ entry: (typeof benches)[number]; args: string[]; label: string }> = benches.map((entry) => ({ entry, args: [], label: entry.name }));
     if (p.values.scaling === true) {
-      const byName = (n: string) => registry.find((e) => e.name === n);
+      const byName = (n: string) => benchmarks.find((e) => e.name === n);
       const update = byName('bench update');
       const memory = byName('bench memory');
       const variants: Array<[typeof update, string[]]> = [
@@ -47,9 +46,9 @@ export const command: Command = {
         [update, ['--model', 'tiny', '--population', '32', '--iterations', '1']],
         [update, ['--model', 'tiny', '--population', '8', '--iterations', '1', '--max-tokens', '32']],
         [update, ['--model', 'small', '--population', '8', '--iterations', '1']],
-        [memory, ['--preset', 'tiny', '--population', '8', '--iterations', '1']],
-        [memory, ['--preset', 'tiny', '--population', '32', '--iterations', '1']],
-        [memory, ['--preset', 'small', '--population', '8', '--iterations', '1']],
+        [memory, ['--model', 'tiny', '--population', '8', '--iterations', '1']],
+        [memory, ['--model', 'tiny', '--population', '32', '--iterations', '1']],
+        [memory, ['--model', 'small', '--population', '8', '--iterations', '1']],
       ];
       for (const [entry, args] of variants) if (entry) runs.push({ entry, args, label: `${entry.name} ${args.join(' ')}` });
     }

@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { FullModeWeights } from '../../../shared/schemas/index.ts';
-import { machineInfo } from '../../bench/measure.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { FullModeWeights } from '../../shared/schemas/index.ts';
+import { machineInfo } from './measure.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const probe = fileURLToPath(new URL('../../model/memory-probe.ts', import.meta.url));
+const probe = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
 
 function runChild(options: Record<string, unknown>): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -28,12 +28,11 @@ function runChild(options: Record<string, unknown>): Promise<number> {
 
 export const command: Command = {
   name: 'bench memory',
-  summary: 'peak RSS of a child that trains (perturb, generate, restore, update) ÷ one that only generates',
-  usage: 'esopt bench memory [--mode full|lowrank] [--preset small] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--switch-threads N] [--full-weights inputs|rebuild-session] [--json]',
+  usage: 'esopt bench memory [--mode full|lowrank] [--model small|NAME|DIR] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--switch-threads N] [--full-weights inputs|rebuild-session] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       mode: { type: 'string', default: 'full' },
-      preset: { type: 'string', default: 'small' },
+      model: { type: 'string', default: 'small' },
       population: { type: 'string', default: '8' },
       batch: { type: 'string', default: '4' },
       'prompt-tokens': { type: 'string', default: '32' },
@@ -44,7 +43,7 @@ export const command: Command = {
     });
     const options = {
       mode: flag(p.values, 'mode', z.enum(['full', 'lowrank'])),
-      preset: flag(p.values, 'preset', z.enum(['tiny', 'small'])),
+      model: flag(p.values, 'model', z.string().min(1)),
       population: flag(p.values, 'population', int(2, 1024).refine((n) => n % 2 === 0, 'must be even (antithetic pairs)')),
       batch: flag(p.values, 'batch', int(1, 256)),
       promptTokens: flag(p.values, 'prompt-tokens', int(1, 1024)),

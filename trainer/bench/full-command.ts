@@ -1,20 +1,21 @@
 import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { z } from 'zod';
-import { layoutSegments, perturbDense } from '../../../shared/es.ts';
-import type { ParameterSegment } from '../../../shared/es.ts';
-import { machineInfo, median, timeMs } from '../../bench/measure.ts';
-import { headDim, kvHeads } from '../../model/config.ts';
-import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../../model/sessions.ts';
-import { createOrtFormatSession, ortFormatModel } from '../../model/ort-format.ts';
-import { buildPreset } from '../../model/open-model.ts';
-import { parameterCount } from '../../model/weights.ts';
-import { benchRows, tokensPerSecond } from '../../generation/throughput.ts';
-import { perturb, restore, switchPerturbation } from '../../perturbation/exact-perturbation.ts';
-import { PerturbationPool } from '../../perturbation/perturbation-pool.ts';
-import { weightsAsInputs } from '../../perturbation/weights-as-inputs.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { layoutSegments, perturbDense } from '../../shared/es.ts';
+import type { ParameterSegment } from '../../shared/es.ts';
+import { machineInfo, median, timeMs } from './measure.ts';
+import { headDim, kvHeads } from '../model/config.ts';
+import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../model/sessions.ts';
+import { createOrtFormatSession, ortFormatModel } from '../model/ort-format.ts';
+import { openModel } from '../model/open-model.ts';
+import { modelSpecFlag } from '../command/model-flags.ts';
+import { parameterCount } from '../model/weights.ts';
+import { benchRows, tokensPerSecond } from './throughput.ts';
+import { perturb, restore, switchPerturbation } from '../perturbation/exact-perturbation.ts';
+import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
+import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -35,44 +36,43 @@ function maxDrift(segments: readonly ParameterSegment[], original: readonly Floa
 
 export const command: Command = {
   name: 'bench full',
-  summary: 'full mode: member switch cost ÷ one episode of generation, restore drift, and θ-as-inputs ÷ θ-as-initializers tokens/s',
-  usage: 'esopt bench full [--preset small] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-preset tiny] [--repeats 3] [--threads N] [--switch-threads N] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench full [--model small|NAME|DIR] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-model tiny|NAME|DIR] [--repeats 3] [--threads N] [--switch-threads N] [--provider cpu|cuda] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
-      preset: { type: 'string', default: 'small' },
+      model: { type: 'string', default: 'small' },
       batches: { type: 'string', default: '1,8' },
       'episode-tokens': { type: 'string', default: '256' },
       'prompt-tokens': { type: 'string', default: '64' },
       sigma: { type: 'string', default: '0.001' },
       cycles: { type: 'string', default: '1000' },
-      'drift-preset': { type: 'string', default: 'tiny' },
+      'drift-model': { type: 'string', default: 'tiny' },
       repeats: { type: 'string', default: '3' },
       threads: { type: 'string' },
       'switch-threads': { type: 'string', default: String(availableParallelism()) },
       provider: { type: 'string', default: 'cpu' },
     });
-    const preset = flag(p.values, 'preset', z.enum(['tiny', 'small']));
+    const modelName = flag(p.values, 'model', z.string().min(1));
     const batches = flag(p.values, 'batches', z.string().regex(/^\d+(,\d+)*$/, 'comma-separated batch sizes')).split(',').map(Number);
     const episodeTokens = flag(p.values, 'episode-tokens', int(1, 4096));
     const promptTokens = flag(p.values, 'prompt-tokens', int(1, 1024));
     const sigma = flag(p.values, 'sigma', z.coerce.number().positive().max(1));
     const cycles = flag(p.values, 'cycles', int(1, 100_000));
-    const driftPreset = flag(p.values, 'drift-preset', z.enum(['tiny', 'small']));
+    const driftName = flag(p.values, 'drift-model', z.string().min(1));
     const repeats = flag(p.values, 'repeats', int(1, 50));
     const threads = flag(p.values, 'threads', int(1, 256).optional());
     const switchThreads = flag(p.values, 'switch-threads', int(1, 256));
     const provider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']));
     const log = (m: string) => { if (!p.json) io.stderr(m); };
 
-    const model = buildPreset(preset, 0);
+    const model = openModel(modelSpecFlag(modelName, 0));
     const c = model.config;
     const shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, hasPositionIds: true };
     const opts = { executionProvider: provider, threads };
     const ctx = { shape, tokenizer: model.tokenizer, eosIds: new Set<number>(), padId: c.pad_token_id ?? 0 };
     const segments = layoutSegments(model.weights);
     const weightFeeds = Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
-    const withInitializers = await createSession(model.graph, opts, `preset ${preset}`);
-    const withInputs = await createSession(weightsAsInputs(model.graph, model.weights), opts, `preset ${preset} (θ as inputs)`);
+    const withInitializers = await createSession(model.graph, opts, model.dir);
+    const withInputs = await createSession(weightsAsInputs(model.graph, model.weights), opts, `${model.dir} (θ as inputs)`);
 
     // --- θ as graph inputs vs θ as initializers, same graph otherwise ---
     const inputVsInit = [];
@@ -148,9 +148,9 @@ export const command: Command = {
     // perturbed θ. Two ways, as the engine has them: θ inside an ORT-format model, a session made from its
     // bytes (ort-format.ts; one switch thread, θ under 2 GiB), and encoding the graph whose initializer
     // bytes are views onto θ (otherwise). The ORT-format model holds its own copy of θ here.
-    const ortModel = await ortFormatModel(model.graph, model.weights, sessionOptionsFor(opts), `preset ${preset}`, INLINE_SESSION_LIMIT);
+    const ortModel = await ortFormatModel(model.graph, model.weights, sessionOptionsFor(opts), model.dir, INLINE_SESSION_LIMIT);
     const ortSegments = layoutSegments(model.weights.map((w, i) => ({ name: w.name, data: ortModel.views[i] })));
-    const memberSessionFromBytes = () => createOrtFormatSession(ortModel, sessionOptionsFor(opts), `preset ${preset} (member session)`);
+    const memberSessionFromBytes = () => createOrtFormatSession(ortModel, sessionOptionsFor(opts), `${model.dir} (member session)`);
     const rebuildMs: number[] = [];
     for (let r = 0; r < repeats; r++) {
       rebuildMs.push(await timeMs(async () => {
@@ -164,7 +164,7 @@ export const command: Command = {
     for (let r = 0; r < Math.min(repeats, 2); r++) {
       rebuildEncodeMs.push(await timeMs(async () => {
         const pert = perturb(segments, key(r), sigma);
-        const s = await createSession(model.graph, opts, `preset ${preset} (member session)`);
+        const s = await createSession(model.graph, opts, `${model.dir} (member session)`);
         restore(segments, pert);
         await s.release();
       }));
@@ -178,8 +178,8 @@ export const command: Command = {
     await rebuiltSession.release();
 
     // --- drift after many cycles, exact scheme vs plain subtraction ---
-    log(`drift: ${cycles} perturb/restore cycles on the ${driftPreset} preset's θ, exact scheme and plain subtraction`);
-    const driftModel = buildPreset(driftPreset, 0);
+    log(`drift: ${cycles} perturb/restore cycles on ${driftName}'s θ, exact scheme and plain subtraction`);
+    const driftModel = openModel(modelSpecFlag(driftName, 0));
     const exactSegs = layoutSegments(driftModel.weights.map((w) => ({ name: w.name, data: w.data.slice() })));
     const plainSegs = layoutSegments(driftModel.weights.map((w) => ({ name: w.name, data: w.data.slice() })));
     const original = driftModel.weights.map((w) => w.data);
@@ -194,7 +194,7 @@ export const command: Command = {
     await Promise.all([withInitializers.release(), withInputs.release()]);
     const switchRatio = median(oneThreadMs) / median(episodeMs);
     const out = {
-      preset,
+      model: modelName,
       parameters: parameterCount(model.weights),
       provider,
       sigma,
@@ -226,7 +226,7 @@ export const command: Command = {
       drift_plain_subtraction: maxDrift(plainSegs, original),
       drift_bound: 1e-6 * thetaRms,
       drift_cycles: cycles,
-      drift_preset: driftPreset,
+      drift_model: driftName,
       input_vs_initializer: Math.min(...inputVsInit.map((r) => r.ratio)),
       input_vs_initializer_batches: inputVsInit,
       targets: { switch_ratio: 0.05, drift: '≤ 1e-6·RMS(θ)', input_vs_initializer: 0.95 },

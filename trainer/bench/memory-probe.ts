@@ -3,18 +3,20 @@
  *   train     per iteration: every member generates (perturb, run, restore / per-row factors), rewards are
  *             folded in with the shared ES core, and the update is applied to θ in place.
  *   generate  the same generate calls with the same shapes, all on the base model, no update.
- * Usage: node --import tsx trainer/model/memory-probe.ts '<json options>'
+ * Usage: node --import tsx trainer/bench/memory-probe.ts '<json options>'
  */
 import { z } from 'zod';
 import { ask, tell } from '../../shared/es.ts';
 import { FullModeWeights } from '../../shared/schemas/index.ts';
 import type { GenerateRow, MemberSelector } from '../engine.ts';
-import { createEngine } from './create-engine.ts';
+import { createEngine } from '../model/create-engine.ts';
+import { modelSpecFlag } from '../command/model-flags.ts';
 
 const Options = z.object({
   workload: z.enum(['train', 'generate']),
   mode: z.enum(['full', 'lowrank']),
-  preset: z.enum(['tiny', 'small']),
+  /** A preset's name or an export directory (model-flags.ts). */
+  model: z.string().min(1),
   population: z.number().int().min(2),
   batch: z.number().int().min(1),
   promptTokens: z.number().int().min(1),
@@ -25,7 +27,7 @@ const Options = z.object({
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
-const engine = await createEngine({ model: { preset: o.preset, seed: 0 }, mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights });
+const engine = await createEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights });
 const row = (member: MemberSelector, b: number): GenerateRow => ({
   promptIds: Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256),
   member,

@@ -18,22 +18,22 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
-import type { InvokeFaultsInput } from '../../../functions/dev/invoke-faults.ts';
-import { S3ObjectStore, S3StoreConfig } from '../../../shared/store/s3.ts';
-import { loadEnvironment } from '../../../environments/index.ts';
-import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
-import { RewardCollector } from '../../loop/reward-collector.ts';
-import { collectUntil } from '../../loop/collect.ts';
-import { machineInfo, median } from '../../bench/measure.ts';
-import { spinRate } from '../../bench/cpu-capacity.ts';
-import { iterationRequests, requestedPairs } from '../../fanout/iteration-requests.ts';
-import { LambdaFanout } from '../../fanout/lambda.ts';
-import { RecordAwaitingFanout } from '../../fanout/record-awaiting.ts';
-import { MAX_EPISODES_PER_INVOCATION } from '../../../functions/episode-event.ts';
-import { LocalFanout } from '../../fanout/local.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { EPISODE_FUNCTION } from '../../functions/dev/local-cloud.ts';
+import type { InvokeFaultsInput } from '../../functions/dev/invoke-faults.ts';
+import { S3ObjectStore, S3StoreConfig } from '../../shared/store/s3.ts';
+import { loadEnvironment } from '../../environments/index.ts';
+import type { EpisodeRequest } from '../../shared/schemas/index.ts';
+import { RewardCollector } from '../loop/reward-collector.ts';
+import { collectUntil } from '../loop/collect.ts';
+import { machineInfo, median } from './measure.ts';
+import { spinRate } from './cpu-capacity.ts';
+import { iterationRequests, requestedPairs } from '../fanout/iteration-requests.ts';
+import { LambdaFanout } from '../fanout/lambda.ts';
+import { RecordAwaitingFanout } from '../fanout/record-awaiting.ts';
+import { MAX_EPISODES_PER_INVOCATION } from '../../functions/episode-event.ts';
+import { LocalFanout } from '../fanout/local.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
 
 const SCALING_TARGET = 0.8;
 /** How long each round's pure-compute control spins (cpu-capacity.ts). */
@@ -105,7 +105,7 @@ async function measureScaling(maxWorkers: number, perWorker: number, repeats: nu
 
 /** One part of the local cloud in a child process (functions/dev/local-cloud-process.ts); resolves with its ready line. */
 async function startCloudPart(args: string[]): Promise<{ ready: unknown; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../../functions/dev/local-cloud-process.ts', import.meta.url)), ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../functions/dev/local-cloud-process.ts', import.meta.url)), ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -219,7 +219,6 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
 
 export const command: Command = {
   name: 'bench fanout',
-  summary: 'local pool scaling with N workers, and the trainer overhead of a 1,000-episode Lambda iteration',
   usage: 'esopt bench fanout [--max-workers N] [--per-worker E] [--repeats R] [--episodes 1000] [--median-ms 2000] [--concurrency 64] [--per-invocation 1] [--poll-ms 100] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

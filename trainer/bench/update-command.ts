@@ -2,17 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { RunConfig } from '../../../shared/schemas/index.ts';
-import { machineInfo } from '../../bench/measure.ts';
-import { runEmbedded } from '../../loop/embedded-run.ts';
-import { silentProgress } from '../../loop/progress.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { modelSpecFlag } from './serve.ts';
+import { RunConfig } from '../../shared/schemas/index.ts';
+import { machineInfo } from './measure.ts';
+import { runEmbedded } from '../loop/embedded-run.ts';
+import { silentProgress } from '../loop/progress.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
+import { modelSpecFlag } from '../command/model-flags.ts';
 
 export const command: Command = {
   name: 'bench update',
-  summary: "share of an iteration's wall time spent outside episodes (manifest, collection, update, checkpoint)",
   usage: 'esopt bench update [--model small|tiny|DIR] [--population 32] [--iterations 2] [--workers 8] [--max-tokens 8] [--provider cpu|cuda] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {

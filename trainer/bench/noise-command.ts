@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { activeNoiseKernel, applyNoise } from '../../../shared/noise.ts';
-import { NoisePool } from '../../../shared/noise-pool.ts';
-import { machineInfo, median, timeMs } from '../../bench/measure.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
+import { activeNoiseKernel, applyNoise } from '../../shared/noise.ts';
+import { NoisePool } from '../../shared/noise-pool.ts';
+import { machineInfo, median, timeMs } from './measure.ts';
+import { flag, parseFlags } from '../command/args.ts';
+import type { Command } from '../command/command.ts';
 
 // numpy's fastest comparable path: a fresh Generator's float32 ziggurat plus an in-place add.
 const NUMPY = `
@@ -35,7 +35,6 @@ function numpyTimes(n: number, repeats: number): number[] | null {
 
 export const command: Command = {
   name: 'bench noise',
-  summary: 'regenerate-and-apply θ += c·ε throughput vs numpy and vs a plain Float32Array add (side by side)',
   usage: 'esopt bench noise [--log2-size 24] [--repeats 5] [--threads N] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { 'log2-size': { type: 'string', default: '24' }, repeats: { type: 'string', default: '5' }, threads: { type: 'string' } });
