@@ -5,8 +5,13 @@
  */
 import type { Coefficient, ParameterSegment } from '../shared/es.ts';
 import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/policy.ts';
-import type { ToolFormat } from './model/tool-format.ts';
 import type { FullModeWeights, Member, ModelSpec } from '../shared/schemas/index.ts';
+
+/**
+ * How a model family writes tool calls, read off its chat template (trainer/model/tool-format.ts): Qwen /
+ * Hermes `<tool_call>…</tool_call>`, or Llama 3.x's one bare JSON object.
+ */
+export type ToolFormat = 'hermes' | 'llama3-json';
 
 /** Which weights a row runs on: θ itself, or member `index` of the population of `iteration`. */
 export type MemberSelector = { kind: 'base' } | { kind: 'member'; iteration: number; index: number };

@@ -4,7 +4,9 @@
  * `{"name": …, "parameters": …}` object. Templates that name neither (Gemma 3, ChatML, the built models)
  * get the Hermes format, which chat-tools.ts then writes into the prompt itself.
  */
-export type ToolFormat = 'hermes' | 'llama3-json';
+import type { ToolFormat } from '../engine.ts';
+
+export type { ToolFormat };
 
 export function detectToolFormat(template: string | null): ToolFormat {
   if (template?.includes('<tool_call>')) return 'hermes';
