@@ -5,18 +5,25 @@
  *
  * Defaults: AWS Lambda x86 on-demand in us-east-1 ($0.0000166667 per GB-second, $0.20 per million
  * requests) and a g5.xlarge on demand ($1.006 per hour). `gpuSecondsPerToken` is the trainer box's
- * batched decode time per generated token; 0.005 s (200 tokens/s across the batch) is a placeholder to
- * be replaced by the figure the trainer measures on its own hardware.
+ * batched decode time per generated token, 1 / the tokens per second the trainer measured
+ * (configs/decode-throughput.json, recorded by `esopt bench server --record`; decode-throughput.ts): by
+ * default the `local-cpu` entry, the only one measured so far (docs/CLOUD.md, "Cost per 1,000 episodes").
  */
 import { z } from 'zod';
+import measured from '../configs/decode-throughput.json' with { type: 'json' };
+import { gpuSecondsPerToken, ThroughputRecords } from './decode-throughput.ts';
 import type { Cost } from './schemas/index.ts';
+
+/** The measurement the default GPU share rests on: replace it with the box's own (instance type) once recorded. */
+export const DEFAULT_THROUGHPUT = { instanceType: 'local-cpu', model: 'tiny' } as const;
+const defaultGpuSecondsPerToken = gpuSecondsPerToken(ThroughputRecords.parse(measured), DEFAULT_THROUGHPUT.instanceType, DEFAULT_THROUGHPUT.model);
 
 export const CostPrices = z
   .object({
     lambdaUsdPerGbSecond: z.number().min(0).finite().default(0.0000166667),
     lambdaUsdPerRequest: z.number().min(0).finite().default(0.0000002),
     gpuUsdPerHour: z.number().min(0).finite().default(1.006),
-    gpuSecondsPerToken: z.number().min(0).finite().default(0.005),
+    gpuSecondsPerToken: z.number().min(0).finite().default(defaultGpuSecondsPerToken),
   })
   .strict();
 export type CostPrices = z.infer<typeof CostPrices>;

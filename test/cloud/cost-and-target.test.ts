@@ -1,6 +1,10 @@
 /** The cost model's arithmetic and prices, and reading a deployed stack's target from the environment. */
 import { describe, expect, it } from 'vitest';
-import { CostPrices, costOfEpisodes, DEFAULT_PRICES, episodeCost } from '../../shared/cost.ts';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CostPrices, costOfEpisodes, DEFAULT_PRICES, DEFAULT_THROUGHPUT, episodeCost } from '../../shared/cost.ts';
+import { gpuSecondsPerToken, readThroughput, recordThroughput, type ThroughputMeasurement } from '../../shared/decode-throughput.ts';
 import { cloudTargetFromEnv, openCloudTarget } from '../../trainer/fanout/cloud-target.ts';
 
 describe('cost model', () => {
@@ -18,6 +22,41 @@ describe('cost model', () => {
     expect(local.usd).toBeCloseTo((10 * DEFAULT_PRICES.gpuSecondsPerToken * DEFAULT_PRICES.gpuUsdPerHour) / 3600, 15);
     const usage = { durationMs: 3000, memoryMb: 1024, completionTokens: 200, episodesPerInvocation: 1 };
     expect(costOfEpisodes(1000, usage).usd).toBeCloseTo(1000 * episodeCost(usage).usd, 12);
+  });
+
+  it("takes the GPU share from the trainer's recorded decode rate, and docs/CLOUD.md's table is what the model computes", () => {
+    const recorded = readThroughput('configs/decode-throughput.json');
+    const entry = recorded.find((r) => r.instanceType === DEFAULT_THROUGHPUT.instanceType && r.model === DEFAULT_THROUGHPUT.model)!;
+    expect(entry.command).toMatch(/^esopt bench server .*--record/);
+    expect(DEFAULT_PRICES.gpuSecondsPerToken).toBe(1 / entry.tokensPerSecond);
+    // The table's rows, from the inputs the page lists.
+    const doc = readFileSync('docs/CLOUD.md', 'utf8');
+    const rows: [RegExp, Parameters<typeof costOfEpisodes>[1]][] = [
+      [/\| 9×9 sudoku, .*1 per invocation \| ([\d,]+) \| ([\d,]+) \| \*\*\$([\d.]+)\*\* \|/, { durationMs: 15_000, memoryMb: 1024, completionTokens: 204, episodesPerInvocation: 1 }],
+      [/\| the same, 8 episodes per invocation \| ([\d,]+) \| ([\d,]+) \| \*\*\$([\d.]+)\*\* \|/, { durationMs: 15_000, memoryMb: 1024, completionTokens: 204, episodesPerInvocation: 8 }],
+      [/\| web task, .* \| ([\d,]+) \| ([\d,]+) \| \*\*\$([\d.]+)\*\* \|/, { durationMs: 60_000, memoryMb: 2048, completionTokens: 800, episodesPerInvocation: 1 }],
+    ];
+    for (const [pattern, usage] of rows) {
+      const m = pattern.exec(doc);
+      expect(m, String(pattern)).not.toBeNull();
+      const cost = costOfEpisodes(1000, usage);
+      expect(Number(m![1].replaceAll(',', ''))).toBe(Math.round(cost.lambdaGbSeconds));
+      expect(Number(m![2].replaceAll(',', ''))).toBe(Math.round(cost.gpuSeconds));
+      expect(Number(m![3])).toBe(Math.round(cost.usd * 100) / 100);
+    }
+    expect(doc).toContain(`206.0 tokens/s`);
+    expect(entry.tokensPerSecond.toFixed(1)).toBe('206.0');
+  });
+
+  it('records a measurement per (instance type, provider, model), and names what is missing', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'esopt-tput-')), 'tput.json');
+    const m = (instanceType: string, tokensPerSecond: number): ThroughputMeasurement => ({ instanceType, provider: 'cuda', model: 'm', concurrency: 32, maxTokens: 32, tokensPerSecond, measuredAt: new Date().toISOString(), command: 'esopt bench server', machine: 'x' });
+    recordThroughput(file, m('g5.xlarge', 400));
+    recordThroughput(file, m('g6.xlarge', 500));
+    const records = recordThroughput(file, m('g5.xlarge', 800));
+    expect(records.map((r) => [r.instanceType, r.tokensPerSecond])).toEqual([['g6.xlarge', 500], ['g5.xlarge', 800]]);
+    expect(gpuSecondsPerToken(readThroughput(file), 'g5.xlarge')).toBe(1 / 800);
+    expect(() => gpuSecondsPerToken(records, 'p5.48xlarge')).toThrow(/no decode throughput recorded for p5\.48xlarge: run esopt bench server --record/);
   });
 
   it('rejects bad prices and usage with the field named', () => {

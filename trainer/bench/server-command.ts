@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { recordThroughput } from '../../shared/decode-throughput.ts';
 import type { ChatMessage } from '../../shared/ports/policy.ts';
 import { machineInfo, median } from './measure.ts';
 import type { Engine, GenerateRow } from '../engine.ts';
@@ -47,7 +48,7 @@ async function throughServer(url: string, n: number, maxTokens: number): Promise
 
 export const command: Command = {
   name: 'bench server',
-  usage: 'esopt bench server [--model tiny|small|DIR] [--concurrency 32] [--max-tokens 32] [--repeats 3] [--window-ms 20] [--max-wait-ms 200] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench server [--model tiny|small|DIR] [--concurrency 32] [--max-tokens 32] [--repeats 3] [--window-ms 20] [--max-wait-ms 200] [--provider cpu|cuda] [--record FILE --instance-type T] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       model: { type: 'string', default: 'small' },
@@ -57,7 +58,12 @@ export const command: Command = {
       provider: { type: 'string', default: 'cpu' },
       'window-ms': { type: 'string', default: '20' },
       'max-wait-ms': { type: 'string', default: '200' },
+      record: { type: 'string' },
+      'instance-type': { type: 'string' },
     });
+    // --record FILE: the server's rate goes into the cost model's measurements (shared/decode-throughput.ts).
+    const record = p.values.record === undefined ? undefined : flag(p.values, 'record', z.string().min(1));
+    const instanceType = record === undefined ? undefined : flag(p.values, 'instance-type', z.string().regex(/^([a-z0-9]+\.[a-z0-9]+|local-cpu)$/, 'an EC2 instance type such as g5.xlarge, or local-cpu'));
     const model = modelSpecFlag(flag(p.values, 'model', z.string().min(1)), 0);
     const n = flag(p.values, 'concurrency', z.coerce.number().int().min(1).max(1024));
     const maxTokens = flag(p.values, 'max-tokens', z.coerce.number().int().min(1).max(4096));
@@ -108,6 +114,20 @@ export const command: Command = {
         target: '>= 0.8',
         machine: machineInfo(),
       };
+      if (record !== undefined && instanceType !== undefined) {
+        recordThroughput(record, {
+          instanceType,
+          provider,
+          model: String(p.values.model),
+          concurrency: n,
+          maxTokens,
+          tokensPerSecond: serverTps,
+          measuredAt: new Date().toISOString(),
+          command: `esopt bench server ${argv.join(' ')}`,
+          machine: JSON.stringify(result.machine),
+        });
+        log(`recorded ${serverTps.toFixed(1)} tok/s for ${instanceType} in ${record}`);
+      }
       io.stdout(p.json ? JSON.stringify(result) : `server ${serverTps.toFixed(1)} tok/s ÷ offline ${offlineTps.toFixed(1)} tok/s = ratio ${result.ratio.toFixed(3)} (target ≥ 0.8; ${n} concurrent, ${maxTokens} tokens each)`);
       return 0;
     } finally {
