@@ -1,5 +1,5 @@
 /**
- * The Api function: the esopt HTTP API as the Api Lambda builds it (functions/api-app/cloud-app.ts:
+ * The Api function: the esopt HTTP API as the Api Lambda builds it (functions/http-api/cloud-app.ts:
  * the runs bucket, ESOPT_TOKEN, work queued in the bucket for the trainer box) behind
  * `hono/aws-lambda`, served through the function URL sst.config.ts gives it.
  *
@@ -9,7 +9,7 @@
  */
 import { handle, type LambdaEvent } from 'hono/aws-lambda';
 import type { Env, Hono, Schema } from 'hono';
-import { CloudApiEnv, createCloudApp } from './api-app/cloud-app.ts';
+import { CloudApiEnv, createCloudApp } from './http-api/cloud-app.ts';
 
 /** Wraps any hono app as a Lambda handler (function URL, API Gateway v1/v2 or ALB events). */
 export function lambdaHandlerFor<E extends Env, S extends Schema, B extends string>(app: Hono<E, S, B>) {

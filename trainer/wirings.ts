@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { RunConfig } from '../shared/schemas/index.ts';
 import { FsObjectStore } from '../shared/store/fs.ts';
-import { BucketPoller } from './api/bucket-requests.ts';
+import { BucketPoller } from './hosting/bucket-requests.ts';
 import { cloudRunTarget, type CloudTarget } from './fanout/cloud-target.ts';
 import { localRunTarget } from './fanout/local-target.ts';
 import type { RunTarget } from './fanout/run-target.ts';

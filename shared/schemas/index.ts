@@ -4,6 +4,6 @@ export * from './manifest.ts';
 export * from './episode.ts';
 export * from './checkpoint.ts';
 export * from './metrics.ts';
-export * from './api.ts';
+export * from './http-api.ts';
 export * from './work-queue.ts';
 export * from './replicas.ts';

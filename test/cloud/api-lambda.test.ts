@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler, lambdaHandlerFor } from '../../functions/api.ts';
-import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
 import { QueuedWork } from '../../shared/schemas/index.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 
 function functionUrlEvent(method: string, path: string, headers: Record<string, string> = {}, body?: string) {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from 'n
 import { dirname, join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { handler } from '../../functions/episode.ts';
 import type { ChromiumBackend } from '../../environments/web/chromium-backend.ts';
 import { chooseChromium, chromiumExecutable } from '../../environments/web/chromium-executable.ts';

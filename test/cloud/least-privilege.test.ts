@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createCloudApp } from '../../functions/api-app/cloud-app.ts';
+import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore, PutOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';

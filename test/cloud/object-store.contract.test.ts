@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { FsObjectStore, SYNC_IO_LIMIT } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/dev/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 
 const text = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
 

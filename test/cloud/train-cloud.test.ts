@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/dev/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
 import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-target.ts';

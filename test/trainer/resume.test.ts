@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EPISODE_FUNCTION, startLocalCloud, type LocalCloud } from '../../functions/dev/local-cloud.ts';
+import { EPISODE_FUNCTION, startLocalCloud, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { FAULT_POINTS } from '../../trainer/loop/fault-points.ts';
 

@@ -18,8 +18,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { EPISODE_FUNCTION } from '../../functions/dev/local-cloud.ts';
-import type { InvokeFaultsInput } from '../../functions/dev/invoke-faults.ts';
+import { EPISODE_FUNCTION } from '../../functions/local-cloud/local-cloud.ts';
+import type { InvokeFaultsInput } from '../../functions/local-cloud/invoke-faults.ts';
 import { S3ObjectStore, S3StoreConfig } from '../../shared/store/s3.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
@@ -103,9 +103,9 @@ async function measureScaling(maxWorkers: number, perWorker: number, repeats: nu
   return points.map((p) => ({ ...p, scaling: p.episodesPerS / (p.workers * one.episodesPerS), machineScaling: p.spinRate / (p.workers * one.spinRate) }));
 }
 
-/** One part of the local cloud in a child process (functions/dev/local-cloud-process.ts); resolves with its ready line. */
+/** One part of the local cloud in a child process (functions/local-cloud/local-cloud-process.ts); resolves with its ready line. */
 async function startCloudPart(args: string[]): Promise<{ ready: unknown; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../functions/dev/local-cloud-process.ts', import.meta.url)), ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../functions/local-cloud/local-cloud-process.ts', import.meta.url)), ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -20,7 +20,7 @@ export const CloudTarget = z
     episodesPerInvocation: z.number().int().min(1).max(64).default(1),
     /** An S3-compatible server instead of AWS S3 (s3rver on loopback in the tests). */
     s3Endpoint: z.url().optional(),
-    /** A Lambda-Invoke-compatible endpoint instead of AWS Lambda (functions/dev/invoke-endpoint.ts). */
+    /** A Lambda-Invoke-compatible endpoint instead of AWS Lambda (functions/local-cloud/invoke-endpoint.ts). */
     lambdaEndpoint: z.url().optional(),
     /** Default: path-style exactly when `s3Endpoint` is set, as S3-compatible servers need. */
     forcePathStyle: z.boolean().optional(),

@@ -12,8 +12,8 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import { pino } from 'pino';
 import { CostPrices } from '../../../shared/cost.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
-import { createApiApp } from '../../../functions/api-app/app.ts';
-import { storeQueueLaunchers } from '../../../functions/api-app/queued-launchers.ts';
+import { createApiApp } from '../../../functions/http-api/app.ts';
+import { storeQueueLaunchers } from '../../../functions/http-api/queued-launchers.ts';
 
 export interface FuzzedApi {
   app: OpenAPIHono;

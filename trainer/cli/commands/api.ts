@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { startLocalApi } from '../../api/local-api.ts';
+import { startLocalApi } from '../../hosting/local-api.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
 import { DEFAULT_API } from '../api-client.ts';

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';

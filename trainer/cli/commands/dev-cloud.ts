@@ -6,8 +6,8 @@
  * `--env web` runs a real ES iteration of web episodes instead (dev-cloud-web.ts).
  */
 import { z } from 'zod';
-import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/dev/local-cloud.ts';
-import type { InvokeFaultsInput } from '../../../functions/dev/invoke-faults.ts';
+import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
+import type { InvokeFaultsInput } from '../../../functions/local-cloud/invoke-faults.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { RewardCollector } from '../../loop/reward-collector.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';

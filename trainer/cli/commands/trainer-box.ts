@@ -10,7 +10,7 @@ const PublicUrl = z.url({ protocol: /^https?$/ });
 
 /**
  * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
- * evaluations the Api function queued, claims each once and runs it here (trainer/api/bucket-requests.ts),
+ * evaluations the Api function queued, claims each once and runs it here (trainer/hosting/bucket-requests.ts),
  * serving inference on --host/--port where the Episode function reaches it at --public-url (https: TLS, pinned).
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {

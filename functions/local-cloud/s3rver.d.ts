@@ -1,4 +1,4 @@
-// s3rver ships no types; this is the part of its API that functions/dev/s3-server.ts uses.
+// s3rver ships no types; this is the part of its API that functions/local-cloud/s3-server.ts uses.
 declare module 's3rver' {
   import type { ServerResponse } from 'node:http';
   import type { AddressInfo } from 'node:net';

@@ -6,7 +6,7 @@
  *   - a run with the in-process RunLauncher (LocalRunLauncher over the cloud run target), which writes
  *     the status, metrics and checkpoints where the API's readers look and honours the run's stop.json
  *     after the iteration in flight;
- *   - an evaluation with the same runner the local API uses (functions/api-app/evaluation-runner.ts),
+ *   - an evaluation with the same runner the local API uses (functions/http-api/evaluation-runner.ts),
  *     base models and checkpoints served on the box's public port with the stack's token.
  *
  * One job at a time, oldest first: the box has one GPU and one public inference port.
@@ -25,8 +25,8 @@ import { keys, parseQueuedWorkKey } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { S3ObjectStore } from '../../shared/store/s3.ts';
 import { EvaluationStatus, QueuedWork, WorkClaim, type WorkKind } from '../../shared/schemas/index.ts';
-import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/api-app/evaluation-runner.ts';
-import { readJson, writeJson } from '../../functions/api-app/store-json.ts';
+import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
+import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
 import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
 import { LocalModelHost } from './local-model-host.ts';

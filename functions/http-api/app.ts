@@ -1,7 +1,7 @@
 /**
  * The esopt HTTP API as one hono app over ports (ObjectStore, RunLauncher, EvaluationLauncher), so the
  * same app serves `esopt api` in-process and runs on Lambda (functions/api.ts). The zod schemas of
- * shared/schemas/api.ts validate the bodies, type the handlers and make the OpenAPI document.
+ * shared/schemas/http-api.ts validate the bodies, type the handlers and make the OpenAPI document.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { HTTPException } from 'hono/http-exception';
