@@ -1,5 +1,6 @@
 /**
- * The noise kernel as WebAssembly (SIMD128), emitted with ./wasm-assembler.ts at load time.
+ * The noise kernel as WebAssembly (SIMD128), emitted with ./wasm-assembler.ts at load time. One file past
+ * 300 lines because the emitted instruction sequence must be read in order against shared/noise.ts.
  *
  * Exactness is the design constraint: every value is produced by the same IEEE operations, in the same
  * order, as the JavaScript kernel in shared/noise.ts, so the two agree bit for bit.

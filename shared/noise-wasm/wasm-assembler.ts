@@ -1,7 +1,8 @@
 /**
  * A small WebAssembly binary assembler: just enough of the format (types, function imports, one
  * exported memory, functions, exports, code) and of the instruction set (scalar and SIMD128) for the
- * noise kernel. The kernel is built from TypeScript at load time, so no binary is committed and the
+ * noise kernel (one file past 300 lines: the opcode table and the encoder that reads it belong together).
+ * The kernel is built from TypeScript at load time, so no binary is committed and the
  * source of every byte is readable code.
  *
  * Instructions are written in WebAssembly's own mnemonics (`f.op('i32.add')`), locals and labels by

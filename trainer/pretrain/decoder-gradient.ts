@@ -5,7 +5,8 @@
  * supervised imitation without an autodiff dependency; test/demo/decoder-gradient.test.ts checks every
  * tensor's gradient against central finite differences and the loss against the ONNX graph's logits.
  *
- * Arithmetic is float64 throughout (weights are read from their float32 arrays).
+ * Arithmetic is float64 throughout (weights are read from their float32 arrays). The forward and backward
+ * passes stay in one file past 300 lines because each backward step mirrors a forward step read beside it.
  */
 import { headDim, type ModelConfig } from '../model/config.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
