@@ -68,6 +68,20 @@ function assistantText(reply: PolicyReply): string {
 }
 
 /**
+ * The turns the next prompt adds: a `tool_calls` reply to an environment that offers tools goes back as the
+ * assistant's call (the one the environment ran) and a `tool` message with its result; anything else as text.
+ */
+function nextTurns(reply: PolicyReply, observation: string, step: number, offersTools: boolean): ChatMessage[] {
+  const call = reply.toolCalls?.[0];
+  if (!offersTools || !call) return [{ role: 'assistant', content: assistantText(reply) }, { role: 'user', content: observation }];
+  const id = call.id ?? `call_${step}`;
+  return [
+    { role: 'assistant', content: reply.text, toolCalls: [{ ...call, id }] },
+    { role: 'tool', content: observation, toolCallId: id },
+  ];
+}
+
+/**
  * Settles with `work`, or rejects as soon as `signal` aborts: an environment step that hangs (a page
  * that never loads) or a policy deaf to its signal cannot hold an episode past its deadline. The work is abandoned, not cancelled;
  * `close()` in the runner frees what it holds.
@@ -162,7 +176,7 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
         stopReason = 'done';
         break;
       }
-      messages.push({ role: 'assistant', content: assistantText(reply) }, { role: 'user', content: result.observation });
+      messages.push(...nextTurns(reply, result.observation, steps, Boolean(environment.tools?.length)));
     }
   } catch (err) {
     if (err instanceof IterationClosedError) stopReason = 'iteration-closed';

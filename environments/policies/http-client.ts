@@ -35,7 +35,10 @@ export const HttpPolicyOptions = z.object({
   retryAfterMaxMs: z.number().min(0).default(30_000),
   /** How long one call may wait in all on 429s (a full queue) before they count as failures against `retries`. */
   queueFullBudgetMs: z.number().min(0).default(120_000),
-  /** Send the environment's action constraint as `guided_regex` / `guided_choice` (vLLM's fields, which the trainer serves). */
+  /**
+   * Send the environment's action constraint as `guided_regex` / `guided_choice` (vLLM's fields, which the
+   * trainer serves); when the environment offers tools and no constraint, ask for a call (`tool_choice: "required"`).
+   */
   guidedDecoding: z.boolean().default(false),
   /** Base URLs of servers with the same weights, tried in turn after `baseUrl` fails (network error or 5xx). */
   fallbackUrls: z.array(z.url()).max(16).default([]),
@@ -51,7 +54,7 @@ const ChatCompletion = z.object({
         message: z.object({
           content: z.string().nullable().optional(),
           tool_calls: z
-            .array(z.object({ type: z.string().optional(), function: z.object({ name: z.string(), arguments: z.string().default('{}') }) }))
+            .array(z.object({ id: z.string().optional(), type: z.string().optional(), function: z.object({ name: z.string(), arguments: z.string().default('{}') }) }))
             .nullable()
             .optional(),
         }),
@@ -115,6 +118,24 @@ function guidedFields(c: ActionConstraint): { guided_regex: string } | { guided_
   return 'regex' in c ? { guided_regex: c.regex } : { guided_choice: c.choice };
 }
 
+/** A chat turn in the chat API's wire form: calls with JSON-text arguments, results with their call's id. */
+function wireMessage(m: ChatMessage): Record<string, unknown> {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.toolCalls?.length
+      ? {
+          tool_calls: m.toolCalls.map((c, i) => ({
+            id: c.id ?? `call_${i}`,
+            type: 'function',
+            function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments ?? {}) },
+          })),
+        }
+      : {}),
+    ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
+  };
+}
+
 export class HttpPolicy implements Policy {
   private readonly options: z.infer<typeof HttpPolicyOptions>;
   private readonly urls: string[];
@@ -167,7 +188,7 @@ export class HttpPolicy implements Policy {
     const o = this.options;
     const body = JSON.stringify({
       model: o.model,
-      messages,
+      messages: messages.map(wireMessage),
       temperature: o.temperature,
       top_p: o.topP,
       max_tokens: o.maxTokens,
@@ -175,6 +196,7 @@ export class HttpPolicy implements Policy {
       ...(o.seed !== undefined ? { seed: deriveSeed(o.seed, context.step) } : {}),
       ...(context.tools?.length ? { tools: context.tools.map((t) => ({ type: 'function', function: t })) } : {}),
       ...(context.constraint && o.guidedDecoding ? guidedFields(context.constraint) : {}),
+      ...(context.tools?.length && !context.constraint && o.guidedDecoding ? { tool_choice: 'required' } : {}),
     });
     let last: Retryable | null = null;
     let attempts = 0;
@@ -196,7 +218,11 @@ export class HttpPolicy implements Policy {
       try {
         const completion = await this.request(body, attempts, context.signal);
         const message = completion.choices[0].message;
-        const toolCalls: ToolCall[] = (message.tool_calls ?? []).map((c) => ({ name: c.function.name, arguments: parseToolArguments(c.function.arguments) }));
+        const toolCalls: ToolCall[] = (message.tool_calls ?? []).map((c) => ({
+          ...(c.id ? { id: c.id } : {}),
+          name: c.function.name,
+          arguments: parseToolArguments(c.function.arguments),
+        }));
         return {
           text: message.content ?? '',
           ...(toolCalls.length ? { toolCalls } : {}),

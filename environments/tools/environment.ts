@@ -1,5 +1,5 @@
 /** One tool-use episode: the question, tool calls executed against the task's database, the answer. */
-import type { PolicyReply } from '../../shared/ports/policy.ts';
+import type { PolicyReply, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
 import { answerMatches } from './answer.ts';
 import { generateDatabase, type Database } from './database.ts';
@@ -16,6 +16,12 @@ export const TOOLS_SYSTEM_PROMPT = [
   ...TOOLS.map((t) => `- ${t.name}: ${t.description} Arguments: ${JSON.stringify(compactSchema(t.spec.parameters))}`),
 ].join('\n');
 
+/** With `toolCalls`: the template lists the tools and says how to call them, so the prompt only sets the task. */
+export const TOOLS_CALLS_SYSTEM_PROMPT = [
+  'You answer questions about a small database of people, their orders and a product catalogue, using the tools you are given.',
+  'Call one tool per turn; its result comes back as the next message. When you know the answer, call the answer tool with it.',
+].join('\n');
+
 /** The schema without JSON-Schema boilerplate, to keep the prompt short. */
 function compactSchema(schema: Record<string, unknown>): unknown {
   const { $schema: _s, additionalProperties: _a, ...rest } = schema;
@@ -24,8 +30,8 @@ function compactSchema(schema: Record<string, unknown>): unknown {
 
 export class ToolsEnvironment implements Environment {
   readonly horizon: number;
-  readonly systemPrompt = TOOLS_SYSTEM_PROMPT;
-  readonly tools = TOOLS.map((t) => t.spec);
+  readonly systemPrompt: string;
+  readonly tools?: ToolSpec[];
   private readonly solution: ToolsSolution;
   private readonly db: Database;
   private steps = 0;
@@ -35,6 +41,9 @@ export class ToolsEnvironment implements Environment {
     this.solution = solveToolsTask(task);
     this.db = generateDatabase(task.db);
     this.horizon = options.horizon ?? this.solution.calls.length + options.slack;
+    this.systemPrompt = options.toolCalls ? TOOLS_CALLS_SYSTEM_PROMPT : TOOLS_SYSTEM_PROMPT;
+    // `$schema` is noise in a prompt; additionalProperties stays, it lets a forced call follow the schema.
+    if (options.toolCalls) this.tools = TOOLS.map(({ spec: { parameters: { $schema: _s, ...parameters }, ...spec } }) => ({ ...spec, parameters }));
   }
 
   async reset(_seed: number): Promise<string> {

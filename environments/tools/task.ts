@@ -137,6 +137,12 @@ export const ToolsOptions = z
     /** Steps beyond the reference solution's calls; the horizon is calls + slack unless `horizon` is set. */
     slack: z.number().int().min(0).max(100).default(3),
     horizon: z.number().int().min(1).max(1000).optional(),
+    /**
+     * Offer the tools in the chat API's `tools` form (the model's chat template renders them; replies come
+     * back as `tool_calls`, results go back as `tool` messages), as a tool-use agent is served. Off: the
+     * system prompt describes a JSON reply format and no `tools` are sent.
+     */
+    toolCalls: z.boolean().default(false),
   })
   .strict();
 export type ToolsOptions = z.infer<typeof ToolsOptions>;

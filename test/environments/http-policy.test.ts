@@ -91,8 +91,8 @@ describe('HttpPolicy', () => {
     const r = await policy().act(messages, { step: 0, tools: [spec] });
     expect(r.text).toBe('');
     expect(r.toolCalls).toEqual([
-      { name: 'find_person', arguments: { name: 'Alice' } },
-      { name: 'calculator', arguments: '{"expression": ' }, // malformed JSON is left for the environment to reject
+      { id: 'call_1', name: 'find_person', arguments: { name: 'Alice' } },
+      { id: 'call_2', name: 'calculator', arguments: '{"expression": ' }, // malformed JSON is left for the environment to reject
     ]);
     expect(requests[0].body.tools).toEqual([{ type: 'function', function: spec }]);
   });
@@ -246,9 +246,14 @@ describe('episodes over HTTP', () => {
     const t: ToolsTask = tools.sampleTasks('eval', 1, 2, ToolsOptions.parse({}))[0].task;
     const calls = solveToolsTask(t).calls;
     script.push(...calls.map((c) => ok(null, { tool_calls: [{ id: 'x', type: 'function', function: { name: c.tool, arguments: JSON.stringify(c.arguments) } }] })));
-    const r = await runEpisode({ definition: tools, task: t, policy: policy(), seed: 0 });
+    const r = await runEpisode({ definition: tools, task: t, options: { toolCalls: true }, policy: policy(), seed: 0 });
     expect(r).toMatchObject({ reward: 1, steps: calls.length, error: null });
     expect(requests[0].body.tools).toHaveLength(8);
+    // The call goes back as the assistant's tool_calls and its result as a tool message with the call's id.
+    expect((requests[1].body.messages as unknown[]).slice(-2)).toEqual([
+      { role: 'assistant', content: '', tool_calls: [{ id: 'x', type: 'function', function: { name: calls[0].tool, arguments: JSON.stringify(calls[0].arguments) } }] },
+      { role: 'tool', content: expect.stringContaining(`Result of ${calls[0].tool}`), tool_call_id: 'x' },
+    ]);
   });
 
   it('`esopt episode --policy http:URL` plays through the client and prints the JSON result', async () => {

@@ -161,9 +161,12 @@ describe('tools', () => {
     expect(ToolsTask.safeParse({ ...TASK, currency: 'BTC' }).success).toBe(false);
   });
 
-  it('offers its tools in the chat API form', async () => {
-    const env = await episode();
+  it('offers its tools in the chat API form with toolCalls, and only then', async () => {
+    expect((await episode()).tools).toBeUndefined();
+    const env = await tools.create(ToolsTask.parse(TASK), ToolsOptions.parse({ toolCalls: true }));
     expect(env.tools?.map((t) => t.name)).toEqual(['find_person', 'list_orders', 'get_product', 'calculator', 'convert_units', 'date_add', 'date_diff', 'answer']);
-    expect(env.tools?.[2].parameters).toMatchObject({ type: 'object', required: ['product'] });
+    expect(env.tools?.[2].parameters).toMatchObject({ type: 'object', required: ['product'], additionalProperties: false });
+    expect(env.tools?.[2].parameters).not.toHaveProperty('$schema');
+    expect(env.systemPrompt).not.toContain('{"tool"');
   });
 });

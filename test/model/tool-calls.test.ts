@@ -84,6 +84,7 @@ describe('forced tool call pattern', () => {
       expect(() => JSON.parse(sample)).not.toThrow();
     }
     expect(whole(JSON_OBJECT).test('{"a": }')).toBe(false);
+    expect(whole(JSON_OBJECT).test('{"a": "tab\there"}')).toBe(false); // JSON strings hold no raw control characters
     expect(argumentsPattern(setUnit.parameters)).not.toBe(JSON_OBJECT);
     for (const format of ['hermes', 'llama3-json'] as const) {
       expect(compileConstraint({ regex: toolCallPattern(format, [weather, setUnit]) }).finals.size).toBeGreaterThan(0);

@@ -1,9 +1,10 @@
 /**
  * OpenAI tool calling through the official `openai` client against the real hono server on loopback,
- * with the built `small` model (ChatML template, so tools are rendered in the Hermes format). Random
+ * with the tiny model given an 8k context (ChatML template, so tools are rendered in the Hermes format). Random
  * weights do not call tools by themselves: `tool_choice` forces the call by guided decoding, which is what
  * is checked here; the parser itself is unit-tested on family-formatted text (test/model/tool-calls.test.ts).
  */
+import { rmSync } from 'node:fs';
 import OpenAI from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,19 +12,26 @@ import type { Engine } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { ChatCompletion, ChatCompletionChunk } from '../../trainer/server/openai-schema.ts';
 import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
+import { HttpPolicy } from '../../environments/policies/http-client.ts';
+import { runEpisode } from '../../environments/episode-runner.ts';
+import { tools } from '../../environments/tools/definition.ts';
+import { saveLongContextTiny } from './helpers/long-context-model.ts';
 
 let engine: Engine;
 let server: RunningServer;
 let client: OpenAI;
+let dir: string;
 
 beforeAll(async () => {
-  engine = await createEngine({ model: { preset: 'small', seed: 0 }, mode: 'full' });
+  dir = saveLongContextTiny();
+  engine = await createEngine({ model: { dir }, mode: 'full' });
   server = await startInferenceServer(engine, {});
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-checked', maxRetries: 0 });
 }, 120_000);
 afterAll(async () => {
   await server?.close();
   await engine?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const setUnit: ChatCompletionTool = {
@@ -113,6 +121,33 @@ describe('tool calls through the openai client', () => {
     expect((await bad({ model: 'base', messages: [...messages, { role: 'tool', content: 'x' }] })).param).toBe('messages.1.tool_call_id');
     expect((await bad({ model: 'base', messages, tool_choice: 'required' })).param).toBe('tool_choice');
     expect((await bad({ model: 'base', messages, tools: [{ type: 'function', function: { name: 'has space' } }] })).message).toContain('tools.0.function.name');
+  });
+});
+
+describe('the tools environment through the server', () => {
+  it('an episode with toolCalls: tools go out as `tools`, calls come back as tool_calls and go on as tool turns', async () => {
+    const options = { toolCalls: true, horizon: 2 };
+    const [{ task }] = tools.sampleTasks('train', 1, 5, tools.optionsSchema.parse(options));
+    const sent: unknown[] = [];
+    const policy = new HttpPolicy({ baseUrl: `${server.url}/v1`, model: 'base', guidedDecoding: true, temperature: 1, seed: 9, maxTokens: 200 });
+    const spy = { act: (m: Parameters<HttpPolicy['act']>[0], c: Parameters<HttpPolicy['act']>[1]) => (sent.push(structuredClone(m)), policy.act(m, c)) };
+    const r = await runEpisode({ definition: tools, task, options, policy: spy, seed: 0 });
+    expect(r.error).toBeNull();
+    expect(r.steps).toBe(2);
+    const actions = r.transcript.filter((e) => e.kind === 'action');
+    // A forced call that runs past max_tokens (a long free string) comes back as text, which the environment rejects.
+    const called = actions.map((a) => (a.kind === 'action' && a.toolCalls?.length ? (a.toolCalls[0] as { id?: string }) : null));
+    const observations = r.transcript.filter((e) => e.kind === 'observation' && e.step > 0);
+    called.forEach((c, k) => {
+      if (c) expect(c.id).toMatch(/^call_/);
+      else expect(observations[k].text).toMatch(/^Error: no tool call found/);
+    });
+    const second = sent[1] as Array<{ role: string; toolCalls?: Array<{ id: string }>; toolCallId?: string }>;
+    if (called[0]) {
+      // The second prompt carries the first call and its result as the chat API's turns.
+      expect(second.at(-2)).toMatchObject({ role: 'assistant', toolCalls: [{ id: called[0].id }] });
+      expect(second.at(-1)).toMatchObject({ role: 'tool', toolCallId: called[0].id });
+    } else expect(second.at(-1)!.role).toBe('user');
   });
 });
 

@@ -3,14 +3,17 @@
  * the family's format: one call to one of the allowed names, written exactly as the template writes calls.
  * Arguments follow the tool's JSON Schema where it is simple (an object of enum, integer, number, boolean
  * or string properties, all required, nothing else allowed); otherwise any JSON object nested up to two
- * levels. Free strings are bounded only by max_tokens.
+ * levels. A simple schema's string properties are at most 64 characters; other strings are bounded
+ * only by max_tokens.
  */
 import type { ToolSpec } from '../../shared/ports/policy.ts';
 import { pythonJson, type ToolFormat } from './tool-format.ts';
 
 const escape = (s: string): string => s.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
 
-const STRING = '"(?:[^"\\\\\\n]|\\\\["\\\\/bfnrt])*"';
+const STRING = '"(?:[^"\\\\\\u0000-\\u001f]|\\\\["\\\\/bfnrt])*"';
+/** A string property of a simple schema: at most 64 characters, so a forced call ends within a bounded number of tokens. */
+const SHORT_STRING = '"(?:[^"\\\\\\u0000-\\u001f]|\\\\["\\\\/bfnrt]){0,64}"';
 const NUMBER = '-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?';
 const INTEGER = '-?(?:0|[1-9][0-9]*)';
 const BOOLEAN = '(?:true|false)';
@@ -31,7 +34,7 @@ function propertyValue(schema: unknown): string | null {
   if (s.type === 'integer') return INTEGER;
   if (s.type === 'number') return NUMBER;
   if (s.type === 'boolean') return BOOLEAN;
-  if (s.type === 'string') return STRING;
+  if (s.type === 'string') return SHORT_STRING;
   return null;
 }
 
