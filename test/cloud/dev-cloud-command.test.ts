@@ -38,7 +38,7 @@ describe('esopt dev cloud', () => {
       if (saved === undefined) delete process.env.ESOPT_CHROMIUM;
       else process.env.ESOPT_CHROMIUM = saved;
     }
-  }, 120_000);
+  }, 300_000);
 
   it('rejects a bad flag with exit code 2, naming it', async () => {
     const { err, io } = capture();
