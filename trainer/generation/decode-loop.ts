@@ -18,6 +18,8 @@ export interface DecoderShape {
   kvHeads: number;
   headDim: number;
   vocabSize: number;
+  /** Ids 0..sampleable−1 can be sampled (default all): rows past the tokenizer's vocabulary (padding) never are. */
+  sampleable?: number;
   hasPositionIds: boolean;
 }
 
@@ -104,7 +106,6 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   });
   let inputIds = new ort.Tensor('int64', ids, [B, width]);
   let positionIds = new ort.Tensor('int64', positions, [B, width]);
-  let seq = width;
   let total = width;
 
   for (let step = 0; state.some((s) => s.done === null); step++) {
@@ -118,6 +119,8 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     const out = await ctx.session.run(feeds);
     const logits = out.logits.data as Float32Array;
     const V = shape.vocabSize;
+    // logits are [B, S, V], or [B, 1, V] where the graph computes the head at the last position only
+    const L = out.logits.dims[1];
     const next = new BigInt64Array(B).fill(BigInt(ctx.padId));
     const nextPos = new BigInt64Array(B);
     rows.forEach((r, b) => {
@@ -128,9 +131,9 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
         settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
         return;
       }
-      const base = (b * seq + seq - 1) * V;
+      const base = (b * L + L - 1) * V;
       const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
-      const token = sampleToken(logits.subarray(base, base + V), r.sampling, step, allowed);
+      const token = sampleToken(logits.subarray(base, base + (shape.sampleable ?? V)), r.sampling, step, allowed);
       if (token < 0) {
         // The token mask and the constraint leave nothing to choose: end the row where it stands.
         settle(s, 'stop', ctx.tokenizer.decode(s.tokens));
@@ -170,7 +173,6 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     total++;
     inputIds = new ort.Tensor('int64', next, [B, 1]);
     positionIds = new ort.Tensor('int64', nextPos, [B, 1]);
-    seq = 1;
   }
 
   return rows.map((r, b) => {

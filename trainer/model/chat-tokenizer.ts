@@ -27,6 +27,8 @@ export class ChatTokenizer {
   readonly specialIds: ReadonlySet<number>;
   /** How this model writes tool calls. */
   readonly toolFormat: ToolFormat;
+  /** Ids the tokenizer can produce: 0..tokenCount−1 (a model's vocab_size may be padded past it). */
+  readonly tokenCount: number;
   /** Whether the template renders tools itself (else chat-tools.ts writes them into the messages). */
   private readonly nativeTools: boolean;
 
@@ -47,6 +49,7 @@ export class ChatTokenizer {
     this.nativeTools = templateRendersTools(template ?? null);
     this.bosToken = tokenString(tokenizerConfig.bos_token);
     this.eosToken = tokenString(tokenizerConfig.eos_token);
+    this.tokenCount = tokenCountOf(tokenizerJson);
     this.specialIds = new Set(
       ((tokenizerJson.added_tokens ?? []) as Array<{ id: number; special?: boolean }>).filter((t) => t.special).map((t) => t.id),
     );
@@ -79,4 +82,13 @@ export class ChatTokenizer {
   encodeChat(messages: ChatMessage[], tools?: ToolSpec[]): number[] {
     return this.encode(this.renderChat(messages, tools));
   }
+}
+
+/** One past the highest id in the tokenizer's vocabulary (BPE/WordPiece: a map; Unigram: a list) and added tokens. */
+function tokenCountOf(json: Record<string, unknown>): number {
+  const vocab = (json.model as { vocab?: unknown } | undefined)?.vocab;
+  let count = Array.isArray(vocab) ? vocab.length : 0;
+  if (vocab && typeof vocab === 'object' && !Array.isArray(vocab)) for (const id of Object.values(vocab as Record<string, number>)) count = Math.max(count, id + 1);
+  for (const t of (json.added_tokens ?? []) as Array<{ id: number }>) count = Math.max(count, t.id + 1);
+  return count;
 }

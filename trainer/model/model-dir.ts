@@ -11,6 +11,7 @@ import { ModelConfig } from './config.ts';
 import { checkDecoderGraph } from './graph-check.ts';
 import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts';
 import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type TensorProto } from '../onnx/proto.ts';
+import { logitsAtLastPosition } from './logits-last.ts';
 import { isPerturbable } from './perturbable.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
 
@@ -68,6 +69,7 @@ export function loadModelDir(dir: string): LoadedModel {
   const graph = decodeModel(readFileSync(modelPath), modelPath);
   for (const t of graph.graph.initializer) loadTensorData(dir, t);
   checkDecoderGraph(graph, config, modelPath);
+  logitsAtLastPosition(graph);
 
   const weights: NamedTensor[] = [];
   for (const t of graph.graph.initializer) {

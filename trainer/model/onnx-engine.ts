@@ -57,7 +57,7 @@ export class OnnxEngine implements Engine {
     hasPositionIds: boolean,
   ) {
     const c = model.config;
-    this.shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, hasPositionIds };
+    this.shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, sampleable: Math.min(c.vocab_size, model.tokenizer.tokenCount), hasPositionIds };
     const eos = model.tokenizer.eosToken === undefined ? undefined : model.tokenizer.tokenId(model.tokenizer.eosToken);
     this.eosIds = new Set([...eosTokenIds(c), ...(eos === undefined ? [] : [eos])]);
     this.padId = c.pad_token_id ?? [...this.eosIds][0] ?? 0;

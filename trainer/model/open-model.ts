@@ -7,6 +7,7 @@ import { buildDecoder } from './build-decoder.ts';
 import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer.ts';
 import { ChatTokenizer } from './chat-tokenizer.ts';
 import { checkDecoderGraph } from './graph-check.ts';
+import { logitsAtLastPosition } from './logits-last.ts';
 import { loadModelDir, saveModelDir, type LoadedModel } from './model-dir.ts';
 import { PRESETS, type PresetName } from './presets.ts';
 import { initDecoderWeights } from './weights.ts';
@@ -16,6 +17,7 @@ export function buildPreset(preset: PresetName, seed: number): LoadedModel {
   const weights = initDecoderWeights(config, seed);
   const graph = buildDecoder(config, weights);
   checkDecoderGraph(graph, config, `preset ${preset}`);
+  logitsAtLastPosition(graph);
   return { dir: `preset:${preset}`, config, tokenizer: new ChatTokenizer(byteTokenizerJson(), byteTokenizerConfig()), graph, weights };
 }
 
