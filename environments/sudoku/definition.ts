@@ -9,8 +9,11 @@ import { solve } from './solver.ts';
 import { SudokuEnvironment } from './environment.ts';
 import { DEFAULT_BLANKS, SudokuOptions, SudokuTask } from './task.ts';
 
-/** The correct placements of a task, row-major. */
-/** The solution's moves: in reading order, or in the environment's next-cell order when it names the cell. */
+/**
+ * The solution's moves: in reading order for the board view; in next-cell order (the blank that sees the
+ * most digits first, grid.ts nextCell) for the next-cell view, which names that cell, and for the grid
+ * view, where it is the order a careful player would fill a board in.
+ */
 function solutionMoves(task: SudokuTask, options: SudokuOptions): string[] {
   const cells = parseGrid(task.puzzle, task.size);
   const { solution } = solve(cells, task.size, 1);
@@ -20,7 +23,7 @@ function solutionMoves(task: SudokuTask, options: SudokuOptions): string[] {
     moves.push(formatPlacement({ row: Math.floor(i / task.size) + 1, col: (i % task.size) + 1, digit: solution[i] }));
     cells[i] = solution[i];
   };
-  if (options.observation === 'next-cell') for (let i = nextCell(cells, task.size); i !== null; i = nextCell(cells, task.size)) place(i);
+  if (options.observation !== 'board') for (let i = nextCell(cells, task.size); i !== null; i = nextCell(cells, task.size)) place(i);
   else cells.forEach((d, i) => d === 0 && place(i));
   return moves;
 }

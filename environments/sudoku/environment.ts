@@ -2,7 +2,8 @@
 import type { ActionConstraint, PolicyReply } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
 import { parsePlacement } from './action.ts';
-import { nextCell, parseGrid, renderBoard, renderNextCell, type Size } from './grid.ts';
+import { nextCell, parseGrid, renderBoard, renderCompactGrid, renderNextCell, type Size } from './grid.ts';
+import { deadCell, legalMoves } from './legal-moves.ts';
 import { solve } from './solver.ts';
 import type { SudokuOptions, SudokuTask } from './task.ts';
 
@@ -55,6 +56,13 @@ export class SudokuEnvironment implements Environment {
   actionConstraint(): ActionConstraint | undefined {
     if (!this.options.constrainActions) return undefined;
     const n = this.size;
+    if (this.options.observation === 'grid') {
+      // One alternative per blank cell with a legal digit: "place (1 2 [34]|2 5 [1])".
+      const byCell = new Map<number, number[]>();
+      for (const m of legalMoves(this.cells, n)) byCell.set(m.cell, [...(byCell.get(m.cell) ?? []), m.digit]);
+      const alternatives = [...byCell].map(([i, digits]) => `${Math.floor(i / n) + 1} ${(i % n) + 1} [${digits.join('')}]`);
+      return { regex: `place (${alternatives.join('|')})` };
+    }
     const next = this.options.observation === 'next-cell' ? nextCell(this.cells, n) : null;
     const blanks: string[] = [];
     this.cells.forEach((d, i) => {
@@ -69,14 +77,24 @@ export class SudokuEnvironment implements Environment {
     const invalid = this.apply(action.text);
     const full = !this.cells.includes(0);
     const outOfMoves = this.moves >= this.horizon;
-    const ended = full || outOfMoves || (invalid !== null && this.options.invalidMove === 'end');
+    // In the grid setting a blank with no legal digit left is a dead end: the grid cannot be completed.
+    const dead = this.options.observation === 'grid' && !full ? deadCell(this.cells, this.size) : null;
+    const ended = full || outOfMoves || dead !== null || (invalid !== null && this.options.invalidMove === 'end');
     const info = { valid: invalid === null, ...(invalid ? { reason: invalid } : {}), moves: this.moves, solved: this.isSolved() };
     let status: string;
     if (invalid) status = `Invalid move: ${invalid}.${ended ? '' : ' That move was wasted.'}`;
     else status = `Placed ${this.lastPlaced}.`;
     if (!ended) return { observation: this.observation(status), done: false, info };
     this.done = true;
-    const reason = full ? (info.solved ? 'The grid is solved.' : 'The grid is full but not correct.') : outOfMoves ? 'No moves left.' : 'The episode ends on an invalid move.';
+    const reason = full
+      ? info.solved
+        ? 'The grid is solved.'
+        : 'The grid is full but not correct.'
+      : dead !== null
+        ? `Dead end: no digit fits row ${Math.floor(dead / this.size) + 1}, column ${(dead % this.size) + 1}.`
+        : outOfMoves
+          ? 'No moves left.'
+          : 'The episode ends on an invalid move.';
     return { observation: this.observation(`${status} ${reason}`), done: true, reward: this.reward(), info };
   }
 
@@ -111,7 +129,8 @@ export class SudokuEnvironment implements Environment {
 
   private observation(status: string): string {
     const left = this.cells.filter((d) => d === 0).length;
-    const view = this.options.observation === 'board' ? renderBoard(this.cells, this.size) : renderNextCell(this.cells, this.size);
+    const o = this.options.observation;
+    const view = o === 'board' ? renderBoard(this.cells, this.size) : o === 'grid' ? renderCompactGrid(this.cells, this.size) : renderNextCell(this.cells, this.size);
     return `${status}\nMove ${this.moves} of at most ${this.horizon}; ${left} blank cell(s) left.\n${view}`;
   }
 }

@@ -99,3 +99,9 @@ export function renderNextCell(cells: readonly number[], size: Size): string {
   const slots = Array.from({ length: size }, (_, d) => (seen.has(d + 1) ? String(d + 1) : '.')).join(' ');
   return `Next cell (row col: digits seen):\n${Math.floor(i / size) + 1} ${(i % size) + 1}: ${slots}`;
 }
+
+/** The board as one line of digits per row ("." for a blank): the `grid` observation, short enough for a small model's context. */
+export function renderCompactGrid(cells: readonly number[], size: Size): string {
+  const rows = Array.from({ length: size }, (_, r) => formatGrid(cells.slice(r * size, (r + 1) * size)));
+  return `Board:\n${rows.join('\n')}`;
+}

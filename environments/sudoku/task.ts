@@ -55,8 +55,13 @@ export const SudokuOptions = z
      * What an observation shows besides the move status: the board, or only the next cell — the blank
      * that sees the most digits — with the digits its row, column and box hold (grid.ts renderNextCell),
      * which fits a small model's context. With `constrainActions`, replies must then fill that cell.
+     *
+     * `grid`: the whole board, one line of digits per row, and with `constrainActions` every legal move
+     * (any blank cell, any digit its row, column and box do not hold) is allowed, so each turn is a real
+     * choice of cell and digit; a move that leaves some blank without a legal digit ends the episode
+     * (a dead end, reward 0). This is the long-horizon setting of docs/ENVIRONMENTS.md.
      */
-    observation: z.enum(['board', 'next-cell']).default('board'),
+    observation: z.enum(['board', 'next-cell', 'grid']).default('board'),
   })
   .strict();
 export type SudokuOptions = z.infer<typeof SudokuOptions>;
