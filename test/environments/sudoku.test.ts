@@ -7,6 +7,7 @@ import { parsePlacement } from '../../environments/sudoku/action.ts';
 import { sudoku } from '../../environments/sudoku/definition.ts';
 import { generatePuzzle } from '../../environments/sudoku/generator.ts';
 import { parseGrid, type Size } from '../../environments/sudoku/grid.ts';
+import { decisionStats } from '../../environments/sudoku/decision-stats.ts';
 import { solve } from '../../environments/sudoku/solver.ts';
 import { SudokuOptions, SudokuTask } from '../../environments/sudoku/task.ts';
 import type { PolicyReply } from '../../shared/ports/policy.ts';
@@ -277,5 +278,46 @@ describe('next-cell observation', () => {
     expect(result.reward).toBe(1);
     expect(result.steps).toBe(6);
     expect(matched).toBe(6);
+  });
+});
+
+describe('grid observation (the long-horizon setting)', () => {
+  const o = () => options({ size: 4, observation: 'grid', constrainActions: true, slack: 0 });
+
+  it('shows the whole board and allows every legal move, several per turn', async () => {
+    const env = await sudoku.create(SudokuTask.parse(SMALL), o());
+    const first = await env.reset(0);
+    expect(first.split('\n').slice(-5)).toEqual(['Board:', '..31', '.1..', '4213', '1.24']);
+    expect(env.horizon).toBe(6);
+    // (2,1) may take 2 or 3; the solution has 3 there.
+    expect(env.actionConstraint!()).toEqual({ regex: 'place (1 1 [2]|1 2 [4]|2 1 [23]|2 3 [4]|2 4 [2]|4 2 [3])' });
+  });
+
+  it('a legal but wrong move that leaves a blank without a digit ends the episode with reward 0', async () => {
+    const env = await sudoku.create(SudokuTask.parse(SMALL), o());
+    await env.reset(0);
+    const r = await env.step(act('place 2 1 2'));
+    expect(r.done).toBe(true);
+    expect(r.reward).toBe(0);
+    expect(r.observation).toMatch(/Dead end: no digit fits row 1, column 1/);
+  });
+
+  it('the oracle solves in most-constrained order within the horizon', async () => {
+    const result = await runEpisode({ definition: sudoku, task: SMALL, options: o(), policy: sudoku.oracle(SudokuTask.parse(SMALL), o()), seed: 0 });
+    expect(result.reward).toBe(1);
+    expect(result.steps).toBe(6);
+  });
+
+  it('decision statistics: most turns offer a choice, and random legal play fails more as the horizon grows', async () => {
+    const stats = (blanks: number) => {
+      const opt = options({ size: 6, blanks, observation: 'grid', constrainActions: true, slack: 0 });
+      return decisionStats(sudoku.sampleTasks('eval', 20, 1, opt).map((t) => t.task), 10, 1);
+    };
+    const short = stats(4);
+    const long = stats(15);
+    expect(long.turns).toBe(20 * 15);
+    expect(long.multiChoiceShare).toBeGreaterThan(0.8);
+    expect(long.meanLegalMoves).toBeGreaterThan(short.meanLegalMoves);
+    expect(long.randomSuccessRate).toBeLessThan(short.randomSuccessRate);
   });
 });

@@ -26,6 +26,7 @@ export const registry: CommandEntry[] = [
   { name: 'evals show', summary: 'an evaluation: summary, interval, cost and every episode', load: async () => (await import('./commands/evals-show.ts')).command },
   { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
   { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
+  { name: 'experiment horizon', summary: 'base, ES, GRPO and random search by horizon and seed, same budget (docs/RESULTS.md)', load: async () => (await import('./commands/experiment-horizon.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
   { name: 'bench all', summary: 'run every benchmark (each through its own module, with --json) and gather the results', load: async () => (await import('../bench/all-command.ts')).command },
   ...benchmarks,

@@ -11,7 +11,8 @@ import type { EvaluationResult, RunConfig, TaskRef } from '../../shared/schemas/
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
-import { localRunTarget, serveModel } from '../loop/embedded-run.ts';
+import { localRunTarget } from '../fanout/local-target.ts';
+import { serveModel } from '../loop/embedded-run.ts';
 import { evaluate } from '../loop/evaluation.ts';
 import { iterationTaskSeed } from '../loop/task-seed.ts';
 import { loadModelDir } from '../model/model-dir.ts';

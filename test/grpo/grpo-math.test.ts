@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../../trainer/model/config.ts';
+import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import { DecoderGradient } from '../../trainer/pretrain/decoder-gradient.ts';
+import { Adam } from '../../trainer/grpo/adam.ts';
+import { groupAdvantages } from '../../trainer/grpo/advantages.ts';
+import { policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
+
+const config: ModelConfig = {
+  model_type: 'llama',
+  vocab_size: 11,
+  hidden_size: 8,
+  intermediate_size: 12,
+  num_hidden_layers: 1,
+  num_attention_heads: 2,
+  num_key_value_heads: 2,
+  max_position_embeddings: 16,
+  rope_theta: 10000,
+  rms_norm_eps: 1e-5,
+};
+
+describe('group-relative advantages', () => {
+  it('are (R − mean) / (std + ε) with the population standard deviation', () => {
+    // mean 0.5, population std 0.5.
+    const a = groupAdvantages([1, 0, 1, 0], 0);
+    expect(a).toEqual([1, -1, 1, -1]);
+    const b = groupAdvantages([3, 1, 2]);
+    const std = Math.sqrt(2 / 3);
+    b.forEach((x, i) => expect(x).toBeCloseTo(([3, 1, 2][i] - 2) / (std + 1e-6), 9));
+    expect(b.reduce((s, x) => s + x, 0)).toBeCloseTo(0, 12);
+  });
+
+  it('are zero when every rollout of the group scored the same', () => {
+    expect(groupAdvantages([1, 1, 1])).toEqual([0, 0, 0]);
+    expect(() => groupAdvantages([])).toThrow(/at least one rollout/);
+  });
+
+  it('weight every completion token of a trajectory by A / T, and the prompt not at all', () => {
+    const t: Trajectory = { advantage: 2, turns: [{ promptIds: [1, 2, 3], completionIds: [4, 5] }, { promptIds: [6], completionIds: [7, 8] }] };
+    const seqs = policyGradientSequences(t);
+    expect(seqs).toEqual([
+      { ids: [1, 2, 3, 4, 5], targets: [2, 3], weights: [0.5, 0.5] },
+      { ids: [6, 7, 8], targets: [0, 1], weights: [0.5, 0.5] },
+    ]);
+    expect(policyGradientSequences({ ...t, advantage: 0 })).toEqual([]);
+  });
+});
+
+describe('one GRPO step', () => {
+  const logProb = (model: DecoderGradient, ids: number[], from: number) => -model.loss({ ids, targets: Array.from({ length: ids.length - 1 - from }, (_, j) => from + j) });
+
+  it('raises the log-probability of a positively advantaged sampled sequence and lowers a negative one', () => {
+    const model = new DecoderGradient(config, initDecoderWeights(config, 1));
+    const adam = new Adam(model.weights.map((w) => w.data), 0.01);
+    const good = { promptIds: [1, 2, 3], completionIds: [4, 5, 6] };
+    const bad = { promptIds: [1, 2, 3], completionIds: [7, 8, 9] };
+    const goodBefore = logProb(model, [...good.promptIds, ...good.completionIds], 2);
+    const badBefore = logProb(model, [...bad.promptIds, ...bad.completionIds], 2);
+    const [ag, ab] = groupAdvantages([1, 0]);
+    const stats = policyGradientStep(model, adam, [{ turns: [good], advantage: ag }, { turns: [bad], advantage: ab }], 1);
+    expect(stats.informative).toBe(2);
+    expect(logProb(model, [...good.promptIds, ...good.completionIds], 2)).toBeGreaterThan(goodBefore);
+    expect(logProb(model, [...bad.promptIds, ...bad.completionIds], 2)).toBeLessThan(badBefore);
+  });
+
+  it('changes nothing when no trajectory carries an advantage', () => {
+    const model = new DecoderGradient(config, initDecoderWeights(config, 1));
+    const before = model.weights.map((w) => w.data.slice());
+    const adam = new Adam(model.weights.map((w) => w.data), 0.01);
+    policyGradientStep(model, adam, [{ turns: [{ promptIds: [1], completionIds: [2] }], advantage: 0 }], 1);
+    model.weights.forEach((w, k) => expect(Array.from(w.data)).toEqual(Array.from(before[k])));
+  });
+});
