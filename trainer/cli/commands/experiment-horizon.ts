@@ -4,13 +4,12 @@ import { z } from 'zod';
 import { HorizonExperimentConfig } from '../../experiment/horizon-config.ts';
 import { runHorizonExperiment } from '../../experiment/horizon.ts';
 import { summarizeHorizon } from '../../experiment/horizon-summary.ts';
-import { flag, parseFlags } from '../args.ts';
-import type { Command } from '../command.ts';
-import { UsageError } from '../usage-error.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon',
-  summary: 'base, ES, GRPO and random search at each horizon and seed, same budget, held-out success (docs/RESULTS.md)',
   usage: 'esopt experiment horizon --config configs/experiment-horizon.json --out DIR [--store DIR] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { config: { type: 'string' }, out: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
