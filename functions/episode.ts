@@ -20,7 +20,7 @@ import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
 import type { TrainerCertificate } from '../shared/schemas/trainer-certificate.ts';
-import { DEFAULT_AWS_REGION } from '../shared/aws-region.ts';
+import { DEFAULT_AWS_REGION } from '../shared/store/aws-region.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import type { EnvironmentDefinition } from '../environments/environment.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { CHUNK, type NoiseKey } from './noise.ts';
-import { startTsWorker } from './ts-worker.ts';
+import { startTsWorker } from './workers/ts-worker.ts';
 
 export type PoolJob =
   | { op: 'noise'; theta: Float32Array; key: NoiseKey; c: number; offset: number; start: number; end: number }

@@ -7,7 +7,7 @@ import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import { CostPrices } from '../../shared/cost.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
+import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
 import { createApiApp } from './app.ts';
 import { storeQueueLaunchers } from './queued-launchers.ts';

@@ -24,7 +24,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { z } from 'zod';
 import type { ObjectStore, PutOptions } from '../ports/object-store.ts';
-import { DEFAULT_AWS_REGION } from '../aws-region.ts';
+import { DEFAULT_AWS_REGION } from './aws-region.ts';
 import { assertStoreKey, assertStorePrefix } from './store-key.ts';
 
 export const S3StoreConfig = z

@@ -5,7 +5,7 @@
  * embedded fs store + local pool: `esopt train --cloud`.
  */
 import { z } from 'zod';
-import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
+import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import type { RunTarget } from './run-target.ts';
 import { LambdaFanout } from './lambda.ts';

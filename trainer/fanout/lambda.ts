@@ -14,7 +14,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { DEFAULT_AWS_REGION } from '../../shared/aws-region.ts';
+import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
 import type { DispatchOptions, DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
 import { backoffMs } from '../../environments/policies/http-client.ts';

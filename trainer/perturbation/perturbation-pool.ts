@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { ParameterSegment } from '../../shared/es.ts';
 import type { NoiseKey } from '../../shared/noise.ts';
-import { startTsWorker } from '../../shared/ts-worker.ts';
+import { startTsWorker } from '../../shared/workers/ts-worker.ts';
 import type { Perturbation } from './exact-perturbation.ts';
 import { runJob, transferList, type PerturbationJob, type PerturbationReply } from './perturbation-job.ts';
 
