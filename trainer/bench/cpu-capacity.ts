@@ -1,8 +1,8 @@
 /**
  * How much pure compute the machine gives N threads at once, right now: the control beside a scaling
- * figure. On a shared VM the host may run two vCPUs on less than two cores for seconds at a time (a
- * probe here once gave two spinning processes 0.55 of twice one's rate), and no steal time shows in
- * /proc/stat; a pool's scaling measured in such a moment says more about the host than the pool.
+ * figure. On a shared VM the host may run two vCPUs on less than two cores for seconds at a time
+ * (docs/BENCHMARKS.md), and no steal time shows in /proc/stat; a pool's scaling measured in such a
+ * moment says more about the host than the pool.
  *
  * N worker threads wait on one shared flag, then each runs the same arithmetic loop until a shared
  * deadline; work per second with N threads ÷ (N × one thread's) is the machine's own scaling.

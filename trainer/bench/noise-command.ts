@@ -1,111 +1,19 @@
-import { spawnSync } from 'node:child_process';
-import { availableParallelism } from 'node:os';
-import { z } from 'zod';
-import { activeNoiseKernel, applyNoise } from '../../shared/noise.ts';
-import { NoisePool } from '../../shared/noise-pool.ts';
-import { machineInfo, median, timeMs } from './measure.ts';
-import { flag, parseFlags } from '../command/args.ts';
-import type { Command } from '../command/command.ts';
+import { benchCommand } from './bench-command.ts';
+import { stringFlags } from '../command/args.ts';
 
-// numpy's fastest comparable path: a fresh Generator's float32 ziggurat plus an in-place add.
-const NUMPY = `
-import json, sys, time
-try:
-    import numpy as np
-except ImportError:
-    print(json.dumps(None)); sys.exit(0)
-n, repeats = int(sys.argv[1]), int(sys.argv[2])
-theta = np.zeros(n, dtype=np.float32)
-c = np.float32(0.01)
-times = []
-for r in range(repeats + 1):
-    t0 = time.perf_counter()
-    eps = np.random.default_rng(r).standard_normal(n, dtype=np.float32)
-    theta += c * eps
-    times.append(time.perf_counter() - t0)
-print(json.dumps(times[1:]))
-`;
+const f = (x: number | null) => (x === null ? 'n/a' : `${(x / 1e6).toFixed(1)} M/s`);
+const r = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
 
-function numpyTimes(n: number, repeats: number): number[] | null {
-  const r = spawnSync('python3', ['-c', NUMPY, String(n), String(repeats)], { encoding: 'utf8' });
-  if (r.status !== 0 || r.error) return null;
-  const parsed = z.array(z.number()).nullable().safeParse(JSON.parse(r.stdout.trim() || 'null'));
-  return parsed.success ? parsed.data : null;
-}
-
-export const command: Command = {
+export const command = benchCommand({
   name: 'bench noise',
   usage: 'esopt bench noise [--log2-size 24] [--repeats 5] [--threads N] [--json]',
-  async run(argv, io) {
-    const p = parseFlags(argv, { 'log2-size': { type: 'string', default: '24' }, repeats: { type: 'string', default: '5' }, threads: { type: 'string' } });
-    const n = 2 ** flag(p.values, 'log2-size', z.coerce.number().int().min(10).max(28));
-    const repeats = flag(p.values, 'repeats', z.coerce.number().int().min(1).max(100));
-    const threads = flag(p.values, 'threads', z.coerce.number().int().min(1).max(256).default(availableParallelism()));
-    const log = (m: string) => { if (!p.json) io.stderr(m); };
-
-    const theta = new Float32Array(new SharedArrayBuffer(n * 4));
-    const src = new Float32Array(new SharedArrayBuffer(n * 4));
-    applyNoise(src, { runSeed: 9, iteration: 0, member: 0 }, 1);
-    const c = 0.01;
-    // One warm-up each so the JIT has compiled both loops before anything is timed.
-    const noiseOnce = (r: number) => applyNoise(theta, { runSeed: 1, iteration: r, member: 0 }, c);
-    const addOnce = () => { for (let i = 0; i < n; i++) theta[i] += c * src[i]; };
-    noiseOnce(1000);
-    addOnce();
-    const ours: number[] = [];
-    const add: number[] = [];
-    log(`single thread: ${repeats} rounds of noise and plain add, interleaved, n = ${n}`);
-    for (let r = 0; r < repeats; r++) {
-      ours.push(await timeMs(() => noiseOnce(r)));
-      add.push(await timeMs(addOnce));
-    }
-    log('numpy (python3) …');
-    const np = numpyTimes(n, repeats);
-    log(`${threads} worker threads …`);
-    const pool = await NoisePool.create(threads);
-    const oursT: number[] = [];
-    const addT: number[] = [];
-    try {
-      await pool.applyNoise(theta, { runSeed: 1, iteration: 999, member: 0 }, c);
-      await pool.axpy(theta, src, c);
-      for (let r = 0; r < repeats; r++) {
-        oursT.push(await timeMs(() => pool.applyNoise(theta, { runSeed: 1, iteration: r, member: 1 }, c)));
-        addT.push(await timeMs(() => pool.axpy(theta, src, c)));
-      }
-    } finally {
-      await pool.close();
-    }
-    const rate = (ms: number) => n / (ms / 1000);
-    const params = rate(median(ours));
-    const plain = rate(median(add));
-    const numpy = np ? n / median(np) : null;
-    const paramsT = rate(median(oursT));
-    const plainT = rate(median(addT));
-    const out = {
-      n,
-      repeats,
-      threads,
-      kernel: activeNoiseKernel,
-      params_per_s: params,
-      numpy_params_per_s: numpy,
-      plain_add_params_per_s: plain,
-      ratio_vs_numpy: numpy ? params / numpy : null,
-      ratio_vs_add: params / plain,
-      params_per_s_threads: paramsT,
-      plain_add_params_per_s_threads: plainT,
-      ratio_vs_numpy_threads: numpy ? paramsT / numpy : null,
-      ratio_vs_add_threads: paramsT / plainT,
-      targets: { ratio_vs_numpy: 2.0, ratio_vs_add: 0.5 },
-      machine: machineInfo(),
-    };
-    if (p.json) io.stdout(JSON.stringify(out, null, 2));
-    else {
-      const f = (x: number | null) => (x === null ? 'n/a' : `${(x / 1e6).toFixed(1)} M/s`);
-      const r = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
-      io.stdout(`noise regenerate+apply (${activeNoiseKernel} kernel): ${f(params)}  numpy: ${f(numpy)}  plain add: ${f(plain)}`);
-      io.stdout(`ratio vs numpy ${r(out.ratio_vs_numpy)} (target ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (target ≥ 0.5)`);
-      io.stdout(`${threads} threads: ${f(paramsT)}  plain add ${f(plainT)}  ratio vs numpy ${r(out.ratio_vs_numpy_threads)}  vs add ${r(out.ratio_vs_add_threads)}`);
-    }
-    return 0;
-  },
-};
+  flags: stringFlags('log2-size', 'repeats', 'threads'),
+  load: () => import('./noise.ts'),
+  indent: true,
+  text: (out) =>
+    [
+      `noise regenerate+apply (${out.kernel} kernel): ${f(out.params_per_s)}  numpy: ${f(out.numpy_params_per_s)}  plain add: ${f(out.plain_add_params_per_s)}`,
+      `ratio vs numpy ${r(out.ratio_vs_numpy)} (target ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (target ≥ 0.5)`,
+      `${out.threads} threads: ${f(out.params_per_s_threads)}  plain add ${f(out.plain_add_params_per_s_threads)}  ratio vs numpy ${r(out.ratio_vs_numpy_threads)}  vs add ${r(out.ratio_vs_add_threads)}`,
+    ].join('\n'),
+});

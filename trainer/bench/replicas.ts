@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../shared/cost.ts';
 import { ask } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
@@ -22,6 +23,9 @@ import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { endpointOf, routeMembers } from '../loop/replica-set.ts';
 import { memberModelName } from '../server/model-name.ts';
+import type { Log } from './benchmark.ts';
+import { machineInfo, median } from './measure.ts';
+import { int, ModelSpecOption } from './options.ts';
 
 const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
 
@@ -47,9 +51,8 @@ export interface ReplicasBenchResult {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBenchResult> {
+async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<ReplicasBenchResult> {
   const root = mkdtempSync(join(tmpdir(), 'esopt-bench-replicas-'));
   const store = new FsObjectStore(root);
   const run = 'bench';
@@ -112,6 +115,7 @@ export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBe
       await Promise.all(Array.from({ length: o.concurrency }, worker));
       return tasks.length / ((performance.now() - started) / 1000);
     };
+    log(`2 replica processes${pinned ? ' pinned to cores 0 and 1' : ''} serving; ${o.rounds} interleaved round(s) of ${o.episodes} episodes …`);
     await play(2); // warm-up: both replicas load their sessions and switch members once
     const rounds: ReplicasBenchResult['rounds'] = [];
     for (let r = 0; r < o.rounds; r++) {
@@ -134,4 +138,29 @@ export async function benchReplicas(o: ReplicasBenchOptions): Promise<ReplicasBe
     for (const c of children) c.kill('SIGTERM');
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+export const options = z.object({
+  model: ModelSpecOption('models/sudoku-4x4-demo'),
+  mode: z.enum(['full', 'lowrank']).default('full'),
+  episodes: int(2, 100_000).default(48),
+  concurrency: int(1, 1024).default(8),
+  rounds: int(1, 50).default(3),
+});
+
+export async function run(o: z.output<typeof options>, log: Log) {
+  const config = RunConfig.parse({
+    name: 'bench-replicas',
+    environment: { name: 'sudoku', options: { size: 4, blanks: 6, invalidMove: 'waste', observation: 'next-cell', constrainActions: true } },
+    tasks: { seed: 1 },
+    model: o.model,
+    mode: o.mode,
+    es: { population: 16, sigma: 0.02, alpha: 0.02 },
+    generation: { temperature: 0, maxTokens: 12 },
+    // Iteration 0 is staged and never updated: the replicas serve its members for the whole measurement.
+    iterations: 1,
+    seed: 7,
+  });
+  const result = await benchReplicas({ config, episodes: o.episodes, concurrency: o.concurrency, rounds: o.rounds }, log);
+  return { ...result, machine: machineInfo() };
 }

@@ -28,6 +28,6 @@ export const registry: CommandEntry[] = [
   { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
   { name: 'experiment horizon', summary: 'base, ES, GRPO and random search by horizon and seed, same budget (docs/RESULTS.md)', load: async () => (await import('./commands/experiment-horizon.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
-  { name: 'bench all', summary: 'run every benchmark (each through its own module, with --json) and gather the results', load: async () => (await import('../bench/all-command.ts')).command },
+  { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('../bench/all-command.ts')).command },
   ...benchmarks,
 ];

@@ -2,10 +2,10 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { z } from 'zod';
 import { UsageError } from './usage-error.ts';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
+export type FlagSpec = NonNullable<ParseArgsConfig['options']>;
 
 /** Every command takes --json and --help; the rest is the command's own. */
-const common = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const satisfies Options;
+const common = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const satisfies FlagSpec;
 
 export interface Parsed {
   values: Record<string, string | boolean | undefined>;
@@ -15,7 +15,7 @@ export interface Parsed {
 }
 
 /** Strict flag parsing: an unknown flag or a missing value is a UsageError naming the flag. */
-export function parseFlags(argv: string[], options: Options, allowPositionals = false): Parsed {
+export function parseFlags(argv: string[], options: FlagSpec, allowPositionals = false): Parsed {
   try {
     const { values, positionals } = parseArgs({ args: argv, options: { ...common, ...options }, strict: true, allowPositionals });
     const v = values as Record<string, string | boolean | undefined>;
@@ -34,4 +34,9 @@ export function flag<T>(values: Parsed['values'], name: string, schema: z.ZodTyp
     throw new UsageError(`--${name}: ${r.error.issues[0]?.message ?? 'invalid'} (got ${JSON.stringify(raw)})`);
   }
   return r.data;
+}
+
+/** Flags that each take a string value, validated later by a schema (flag-options.ts). */
+export function stringFlags(...names: string[]): FlagSpec {
+  return Object.fromEntries(names.map((n) => [n, { type: 'string' as const }]));
 }

@@ -1,0 +1,60 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { benchmarks } from '../../trainer/bench/index.ts';
+import { main } from '../../trainer/cli/main.ts';
+import { registry } from '../../trainer/cli/registry.ts';
+import { savePreset } from '../../trainer/model/open-model.ts';
+
+function run(argv: string[]) {
+  let out = '';
+  let err = '';
+  const io = { stdout: (t: string) => void (out += `${t}\n`), stderr: (t: string) => void (err += `${t}\n`), readStdin: async () => '' };
+  return main(argv, io).then((code) => ({ code, out, err }));
+}
+
+describe('benchmarks in their own room', () => {
+  it('no benchmark module imports the CLI', () => {
+    const dir = 'trainer/bench';
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+      const imports = [...readFileSync(join(dir, file), 'utf8').matchAll(/(?:from|import\()\s*'([^']+)'/g)].map((m) => m[1]);
+      expect(imports.filter((i) => i.includes('/cli/')), file).toEqual([]);
+    }
+  });
+
+  it('every benchmark is a command whose summary is the list’s, and --help prints it', async () => {
+    for (const b of benchmarks) expect(registry.find((e) => e.name === b.name)?.summary, b.name).toBe(b.summary);
+    const help = await run(['bench', 'full', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain(benchmarks.find((b) => b.name === 'bench full')?.summary);
+    expect(help.out).toContain('--model');
+  });
+
+  it('a bad option is a usage error naming the flag', async () => {
+    expect(await run(['bench', 'lowrank', '--rank', '65'])).toMatchObject({ code: 2, err: expect.stringContaining('--rank: Too big') });
+    expect(await run(['bench', 'server', '--provider', 'tpu'])).toMatchObject({ code: 2, err: expect.stringContaining('--provider: Invalid option') });
+    expect(await run(['bench', 'noise', '--bogus'])).toMatchObject({ code: 2, err: expect.stringContaining("'--bogus'") });
+    expect(await run(['bench', 'memory', '--population', '3'])).toMatchObject({ code: 2, err: expect.stringContaining('--population: must be even') });
+    expect(await run(['bench', 'full', '--batches', '1;8'])).toMatchObject({ code: 2, err: expect.stringContaining('--batches: comma-separated batch sizes (got "1;8")') });
+  });
+
+  it('bench lowrank takes --model DIR (an export directory) and --model PRESET alike', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'esopt-bench-model-'));
+    try {
+      savePreset(dir, 'tiny', 0);
+      const small = ['--batches', '2', '--prompt-tokens', '4', '--new-tokens', '2', '--repeats', '1', '--json'];
+      const fromDir = await run(['bench', 'lowrank', '--model', dir, ...small]);
+      expect(fromDir.code).toBe(0);
+      const a = JSON.parse(fromDir.out);
+      expect(a.model).toBe(dir);
+      const fromPreset = JSON.parse((await run(['bench', 'lowrank', '--model', 'tiny', ...small])).out);
+      expect(fromPreset.model).toBe('tiny');
+      expect(a.parameters).toBe(fromPreset.parameters);
+      expect(a.perturbed_matrices).toBe(fromPreset.perturbed_matrices);
+      expect(a.batches[0].ratio).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -1,0 +1,59 @@
+/**
+ * `esopt bench memory`: peak RSS of a child process that trains (perturb, generate, restore, update) ÷ one
+ * that only generates the same calls (memory-probe.ts), so neither sees the other's allocations.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { FullModeWeights } from '../../shared/schemas/index.ts';
+import type { Log } from './benchmark.ts';
+import { machineInfo } from './measure.ts';
+import { int, ModelName } from './options.ts';
+
+const probe = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
+
+export const options = z.object({
+  mode: z.enum(['full', 'lowrank']).default('full'),
+  model: ModelName('small'),
+  population: int(2, 1024).refine((n) => n % 2 === 0, 'must be even (antithetic pairs)').default(8),
+  batch: int(1, 256).default(4),
+  promptTokens: int(1, 1024).default(32),
+  newTokens: int(1, 1024).default(32),
+  iterations: int(1, 100).default(3),
+  // full mode's switch threads (unset: the engine's default)
+  switchThreads: int(1, 256).optional(),
+  // full mode's weights (the engine's `fullModeWeights`): rebuild-session holds prepacked session copies beside θ
+  fullModeWeights: FullModeWeights.default('inputs'),
+});
+
+function runChild(probeOptions: z.output<typeof options> & { workload: 'train' | 'generate' }): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', probe, JSON.stringify(probeOptions)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`memory probe (${String(probeOptions.workload)}) exited ${code}: ${err.trim().split('\n').slice(-5).join('\n')}`));
+      const parsed = z.object({ maxRssKiB: z.number() }).safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
+      if (!parsed.success) return reject(new Error(`memory probe printed no peak RSS: ${out}`));
+      resolve(parsed.data.maxRssKiB);
+    });
+  });
+}
+
+export async function run(o: z.output<typeof options>, log: Log) {
+  log(`child 1/2: generate only (${o.iterations} iterations × ${o.population} members' worth of calls)`);
+  const generate = await runChild({ ...o, workload: 'generate' });
+  log('child 2/2: train (perturb, generate, restore, update)');
+  const train = await runChild({ ...o, workload: 'train' });
+  return {
+    ...o,
+    train_peak_rss_mib: train / 1024,
+    generate_peak_rss_mib: generate / 1024,
+    ratio: train / generate,
+    target: 1.05,
+    machine: machineInfo(),
+  };
+}
