@@ -11,6 +11,7 @@ import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, Updat
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { serveModel, type ServedModel } from '../loop/embedded-run.ts';
 import { restoreFromLog } from '../loop/restore.ts';
+import { getJson, putJson } from '../loop/stored-json.ts';
 import { applyLogEntry, logEntryFor } from '../loop/weight-update.ts';
 
 export interface ReplicaOptions {
@@ -37,14 +38,6 @@ export interface RunningReplica {
   stop(): Promise<void>;
 }
 
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
-
-async function getJson<T>(store: ObjectStore, key: string, schema: { parse: (v: unknown) => T }): Promise<T | null> {
-  const body = await store.get(key);
-  return body ? schema.parse(JSON.parse(decoder.decode(body))) : null;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
@@ -66,14 +59,14 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
     const thetaHash = hashTheta(segments);
     const body: ReplicaReport = { id: o.id, iteration: k, thetaHash, reportedAt: new Date().toISOString() };
     // Create-only: a restarted replica with the same id never rewrites what it said before.
-    await store.put(keys.replicaReport(run, k, o.id), encoder.encode(JSON.stringify(body)), { ifAbsent: true, contentType: 'application/json' });
+    await putJson(store, keys.replicaReport(run, k, o.id), body, true);
   };
 
   const follow = async (): Promise<{ iterations: number; thetaHash: string }> => {
     let { next } = await restoreFromLog(store, run, engine, cfg.rank);
     o.onProgress?.({ kind: 'restored', iteration: next, thetaHash: hashTheta(segments) });
     const announcement: ReplicaAnnouncement = { id: o.id, baseUrl, startedAt: new Date().toISOString() };
-    await store.put(keys.replica(run, o.id), encoder.encode(JSON.stringify(announcement)), { contentType: 'application/json' });
+    await putJson(store, keys.replica(run, o.id), announcement);
     await report(next);
     let live = -1;
     while (!stopped && next < cfg.iterations) {
