@@ -5,17 +5,13 @@
  * killed at any point resumes exactly.
  */
 import { keys } from '../../shared/keys.ts';
-import type { Fanout } from '../../shared/ports/fanout.ts';
-import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import type { EvaluationResult, MetricsRow, PolicyEndpoint, RunConfig } from '../../shared/schemas/index.ts';
+import type { EvaluationResult, MetricsRow } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import { EvaluationSchedule } from './evaluation-schedule.ts';
 import type { FaultHook } from './fault-points.ts';
 import { runIteration } from './iteration.ts';
 import type { LoopContext, PopulationHost } from './loop-context.ts';
 import { readRows } from './metrics-row.ts';
-import type { ReplicaSet } from './replica-set.ts';
 import type { WeightHost } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
 import { putJson } from './stored-json.ts';
@@ -23,24 +19,14 @@ import { putJson } from './stored-json.ts';
 export type { PopulationHost, WeightHost };
 export { readRunConfig } from './resume.ts';
 
-export interface TrainingOptions {
-  run: string;
-  config: RunConfig;
-  store: ObjectStore;
-  fanout: Fanout;
-  weights: WeightHost;
-  population: PopulationHost;
-  /** Where episodes reach their policy (the inference server); `model` is filled in per member. */
-  policy: Omit<PolicyEndpoint, 'model'>;
-  environment: EnvironmentDefinition;
-  /** Trainer replicas sharing the members' inference (replica-set.ts); absent: this process serves them all. */
-  replicas?: ReplicaSet;
+/** The loop's parts as the caller has them: the environment's options are parsed here, polling and faults default. */
+export type TrainingOptions = Omit<LoopContext, 'environmentOptions' | 'pollMs' | 'faults'> & {
   pollMs?: number;
   faults?: FaultHook;
   onStart?: (info: { resumedAt: number; replayed: number; skippedCheckpoints: Array<{ iteration: number; reason: string }> }) => void;
   onIteration?: (row: MetricsRow) => void;
   onEvaluation?: (result: EvaluationResult) => void;
-}
+};
 
 export interface TrainingResult {
   run: string;
