@@ -13,6 +13,7 @@ import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts'
 import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type TensorProto } from '../onnx/proto.ts';
 import { logitsAtLastPosition } from './logits-last.ts';
 import { isPerturbable } from './perturbable.ts';
+import { tieHead } from './tied-weights.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 const REQUIRED = [MODEL_FILE, 'config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
@@ -69,6 +70,8 @@ export function loadModelDir(dir: string): LoadedModel {
   const graph = decodeModel(readFileSync(modelPath), modelPath);
   for (const t of graph.graph.initializer) loadTensorData(dir, t);
   checkDecoderGraph(graph, config, modelPath);
+  const tie = tieHead(graph, config, modelPath);
+  if (tie.warning) process.emitWarning(tie.warning);
   logitsAtLastPosition(graph);
 
   const weights: NamedTensor[] = [];

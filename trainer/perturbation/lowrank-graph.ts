@@ -9,6 +9,11 @@
  * target i's (sign·σ/√r)·Bᵢᵀ in block i, so x·A_g·B_g = [x·A₁·B₁ᵀ, …] (the zero blocks cost k·r·Σn per
  * token, nothing next to m·Σn), then one Split hands each MatMul its part. The rank is a symbolic
  * dimension, so one rewritten graph serves any r.
+ *
+ * A tied head, `com.microsoft.FusedMatMul(x, E, transB = 1)` over the embedding table E [vocab, hidden]
+ * (tied-weights.ts), is a target too, perturbed as W = Eᵀ (m = hidden, n = vocab); the table's Gather
+ * then adds each row's rows of the same perturbation, (A·B)ᵀ[ids] = B[:, ids]ᵀ·Aᵀ, so both uses of the
+ * one tensor see the same member weights.
  */
 import { DataType, type ModelProto, type NodeProto } from '../onnx/proto.ts';
 import { valueInfo } from '../onnx/graph-builder.ts';
@@ -20,6 +25,8 @@ export interface LowRankTarget {
   name: string;
   m: number;
   n: number;
+  /** The weight is stored [n, m] and multiplied transposed (a tied head reading the embedding table). */
+  transposed?: boolean;
 }
 
 /** Perturbed MatMuls that share an input x, and the names of their shared factor inputs. */
@@ -34,13 +41,20 @@ export interface LowRankGroup {
 export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): { model: ModelProto; targets: LowRankTarget[]; groups: LowRankGroup[] } {
   const byName = new Map(weights.map((w, i) => [w.name, i]));
   const isTarget = (n: NodeProto) => {
-    const wi = n.opType === 'MatMul' && (n.domain ?? '') === '' ? byName.get(n.input[1]) : undefined;
+    const wi = (n.opType === 'MatMul' && (n.domain ?? '') === '') || isTiedHead(n) ? byName.get(n.input[1]) : undefined;
     return wi !== undefined && weights[wi].dims.length === 2 ? wi : undefined;
   };
+  const transposedWeights = new Set(model.graph.node.filter(isTiedHead).map(isTarget).filter((w): w is number => w !== undefined));
   // targets in canonical (weight) order: that order lays out the factors in each member's stream
   const targetWeights = [...new Set(model.graph.node.map(isTarget).filter((w): w is number => w !== undefined))].sort((a, b) => a - b);
   if (targetWeights.length === 0) throw new Error(`${file}: no MatMul reads a perturbable 2-D weight, so low-rank mode has nothing to perturb`);
-  const targets: LowRankTarget[] = targetWeights.map((wi) => ({ weight: wi, name: weights[wi].name, m: weights[wi].dims[0], n: weights[wi].dims[1] }));
+  const targets: LowRankTarget[] = targetWeights.map((wi) => {
+    const [rows, cols] = weights[wi].dims;
+    return transposedWeights.has(wi) ? { weight: wi, name: weights[wi].name, m: cols, n: rows, transposed: true } : { weight: wi, name: weights[wi].name, m: rows, n: cols };
+  });
+  if (targets.some((t) => t.transposed) && model.graph.node.some((n) => n.opType === 'MatMul' && transposedWeights.has(byName.get(n.input[1]) ?? -1))) {
+    throw new Error(`${file}: a weight is read both transposed (a tied head) and as a plain MatMul weight; low-rank mode cannot perturb it one way for both`);
+  }
   const targetOf = new Map(targets.map((t, i) => [t.weight, i]));
 
   // one group per distinct MatMul input x (a weight read from two inputs joins two groups: same factors)
@@ -73,6 +87,32 @@ export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[
       rewritten.set(n, [{ ...n, output: [dense] }, ...(i === nodes.length - 1 ? extra : []), { name: `${n.output[0]}/lowrank_add`, opType: 'Add', input: [dense, parts[i]], output: [n.output[0]], attribute: [] }]);
     });
   }
+  // A tied table's Gather reads the perturbed table too: its output gains B[:, ids]ᵀ·Aᵀ per row.
+  for (const n of model.graph.node) {
+    const wi = n.opType === 'Gather' && (n.domain ?? '') === '' ? byName.get(n.input[0]) : undefined;
+    if (wi === undefined || !transposedWeights.has(wi)) continue;
+    const group = groups.find((gr) => gr.targets.some((t) => targets[t].weight === wi))!;
+    if (group.targets.length !== 1) throw new Error(`${file}: the tied head's input is read by other perturbed MatMuls; low-rank mode cannot perturb its Gather`);
+    const axis = n.attribute.find((a) => a.name === 'axis');
+    if (axis && Number(axis.i ?? 0) !== 0) throw new Error(`${file}: Gather "${n.name}" reads the tied table on axis ${axis.i}, not 0`);
+    const base = `/lowrank/gather_${wi}`;
+    model = withInt64Initializer(model, `${base}/one`, [1]);
+    model = withInt64Initializer(model, `${base}/two`, [2]);
+    const dense = `${n.output[0]}/dense`;
+    const extra: NodeProto[] = [
+      { name: `${base}/ids`, opType: 'Unsqueeze', input: [n.input[1], `${base}/one`], output: [`${base}/ids`], attribute: [] },
+      { name: `${base}/shape`, opType: 'Shape', input: [group.b], output: [`${base}/shape`], attribute: [] },
+      { name: `${base}/rank`, opType: 'Slice', input: [`${base}/shape`, `${base}/one`, `${base}/two`], output: [`${base}/rank`], attribute: [] },
+      { name: `${base}/grid`, opType: 'Concat', input: [`${base}/one`, `${base}/rank`, `${base}/one`], output: [`${base}/grid`], attribute: [{ name: 'axis', type: 2, i: 0 }] },
+      { name: `${base}/index`, opType: 'Expand', input: [`${base}/ids`, `${base}/grid`], output: [`${base}/index`], attribute: [] },
+      { name: `${base}/picked`, opType: 'GatherElements', input: [group.b, `${base}/index`], output: [`${base}/picked`], attribute: [{ name: 'axis', type: 2, i: 2 }] },
+      { name: `${base}/pickedT`, opType: 'Transpose', input: [`${base}/picked`], output: [`${base}/pickedT`], attribute: [{ name: 'perm', type: 7, ints: [0, 2, 1] }] },
+      { name: `${base}/aT`, opType: 'Transpose', input: [group.a], output: [`${base}/aT`], attribute: [{ name: 'perm', type: 7, ints: [0, 2, 1] }] },
+      { name: `${base}/delta`, opType: 'MatMul', input: [`${base}/pickedT`, `${base}/aT`], output: [`${base}/delta`], attribute: [] },
+      { name: `${base}/add`, opType: 'Add', input: [dense, `${base}/delta`], output: [n.output[0]], attribute: [] },
+    ];
+    rewritten.set(n, [{ ...n, output: [dense] }, ...extra]);
+  }
   // A group's factor nodes go right after its last dense MatMul, so every input they read exists by then.
   const node = model.graph.node.flatMap((n) => rewritten.get(n) ?? [n]);
   const ordered = topologicalOrder(node);
@@ -82,6 +122,14 @@ export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[
     return [valueInfo(gr.a, DataType.FLOAT, ['batch_size', gr.m, rankDim]), valueInfo(gr.b, DataType.FLOAT, ['batch_size', rankDim, width])];
   });
   return { model: { ...model, graph: { ...model.graph, node: ordered, input: [...model.graph.input, ...inputs] } }, targets, groups };
+}
+
+/** A tied head: FusedMatMul(x, E, transB = 1) with no other scaling or transposition. */
+function isTiedHead(n: NodeProto): boolean {
+  if (n.opType !== 'FusedMatMul' || n.domain !== 'com.microsoft') return false;
+  const get = (name: string) => n.attribute.find((a) => a.name === name);
+  const alpha = get('alpha');
+  return Number(get('transB')?.i ?? 0) === 1 && Number(get('transA')?.i ?? 0) === 0 && (alpha === undefined || alpha.f === 1) && n.input.length === 2;
 }
 
 function withInt64Initializer(model: ModelProto, name: string, values: number[]): ModelProto {

@@ -3,9 +3,9 @@
  * one forward pass serves rows of many members. An update is folded into W and the session rebuilt.
  */
 import type * as ort from 'onnxruntime-node';
-import { accumulateLowRank } from '../../../shared/lowrank.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
+import { foldLowRank } from '../../perturbation/lowrank-fold.ts';
 import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../../perturbation/lowrank-factors.ts';
 import type { LowRankGroup, LowRankTarget } from '../../perturbation/lowrank-graph.ts';
 import type { LoadedModel } from '../model-dir.ts';
@@ -46,7 +46,7 @@ export class LowRankServing implements MemberServing {
     this.targets.forEach((t, j) => {
       const W = this.model.weights[t.weight].data;
       if (u.decay) for (let i = 0; i < W.length; i++) W[i] *= 1 - u.decay;
-      accumulateLowRank(W, t.m, t.n, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));
+      foldLowRank(W, t, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));
     });
     this.factorCache = null;
     await this.refresh();
