@@ -12,6 +12,7 @@ import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
 import type { TokenConstraint } from './token-constraint.ts';
+import { fromHalf } from '../onnx/half.ts';
 
 export interface DecoderShape {
   layers: number;
@@ -21,6 +22,8 @@ export interface DecoderShape {
   /** Ids 0..sampleable−1 can be sampled (default all): rows past the tokenizer's vocabulary (padding) never are. */
   sampleable?: number;
   hasPositionIds: boolean;
+  /** The KV caches' dtype (an fp16 export's); fp32 by default. Logits are read as they come, fp32 or fp16. */
+  kvType?: 'float32' | 'float16';
 }
 
 export interface PreparedRow {
@@ -62,6 +65,12 @@ interface RowState {
   constraintState: ReturnType<TokenConstraint['advance']>;
 }
 
+function halfToFloat(h: Uint16Array): Float32Array {
+  const f = new Float32Array(h.length);
+  fromHalf(h, f, 'fp16');
+  return f;
+}
+
 export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Promise<GenerateResult[]> {
   const B = rows.length;
   const { shape } = ctx;
@@ -84,7 +93,10 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
 
   let past: Record<string, ort.Tensor> = {};
   for (let l = 0; l < shape.layers; l++) {
-    for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [B, shape.kvHeads, 0, shape.headDim]);
+    for (const kv of ['key', 'value']) {
+      const empty = shape.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), [B, shape.kvHeads, 0, shape.headDim]) : new ort.Tensor('float32', new Float32Array(0), [B, shape.kvHeads, 0, shape.headDim]);
+      past[`past_key_values.${l}.${kv}`] = empty;
+    }
   }
   const state: RowState[] = rows.map((r) => ({
     tokens: [],
@@ -117,7 +129,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     };
     if (shape.hasPositionIds) feeds.position_ids = positionIds;
     const out = await ctx.session.run(feeds);
-    const logits = out.logits.data as Float32Array;
+    const logits = out.logits.type === 'float16' ? halfToFloat(out.logits.data as Uint16Array) : (out.logits.data as Float32Array);
     const V = shape.vocabSize;
     // logits are [B, S, V], or [B, 1, V] where the graph computes the head at the last position only
     const L = out.logits.dims[1];

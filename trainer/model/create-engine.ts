@@ -8,6 +8,7 @@ import type { Engine, EngineOptions } from '../engine.ts';
 import { lowRankRewrite } from '../perturbation/lowrank-graph.ts';
 import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
+import type { ModelProto } from '../onnx/proto.ts';
 import type { LoadedModel } from './model-dir.ts';
 import { OnnxEngine } from './onnx-engine.ts';
 import { openModel } from './open-model.ts';
@@ -25,9 +26,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 export async function createOnnxEngine(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
   const what = `${model.dir}/model.onnx`;
   const hasPositionIds = model.graph.graph.input.some((i) => i.name === 'position_ids');
+  // a session from the graph reads an fp16 export's weights as written from their fp32 masters
+  const fromGraph = (graph: ModelProto) => () => (model.half ? model.half.withInitializers(model.weights, () => createSession(graph, options, what)) : createSession(graph, options, what));
   if (options.mode === 'lowrank') {
     const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what);
-    const serving = new LowRankServing(model, await createSession(graph, options, what), targets, groups, () => createSession(graph, options, what));
+    const newSession = fromGraph(graph);
+    const serving = new LowRankServing(model, await newSession(), targets, groups, newSession);
     return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, options, hasPositionIds);
   }
   const threads = switchThreads(options, model);
@@ -35,10 +39,13 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   // θ moves into an ORT-format model when it fits one, and only with one switch thread: all of θ is then
   // one buffer, which could not be dealt to worker threads tensor by tensor.
   const thetaBytes = model.weights.reduce((a, w) => a + w.data.byteLength, 0);
-  const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
+  // (fp16 weights are not their masters' bytes, so an fp16 export builds member sessions from the graph)
+  const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT && !model.half ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
   if (ortModel) pointWeightsAt(model, ortModel.views);
   const graph = rebuild ? model.graph : weightsAsInputs(model.graph, model.weights);
-  const newSession = () => (ortModel ? createOrtFormatSession(ortModel, sessionOptionsFor(options), what) : createSession(graph, options, what));
+  // θ as inputs: an fp16 export's weights are fed from their masters, so the graph's fp16 bytes can go
+  if (!rebuild) model.half?.dropInitializers();
+  const newSession = ortModel ? () => createOrtFormatSession(ortModel, sessionOptionsFor(options), what) : rebuild ? fromGraph(graph) : () => createSession(graph, options, what);
   const session = await newSession();
   const switcher = await PerturbationPool.create(threads - 1).catch(async (err: Error) => {
     await session.release();

@@ -16,20 +16,24 @@ export function checkDecoderGraph(model: ModelProto, config: ModelConfig, file: 
   const initializers = new Set(g.initializer.map((t) => t.name));
   const inputs = new Map(g.input.filter((i) => !initializers.has(i.name)).map((i) => [i.name, i]));
   const outputs = new Map(g.output.map((o) => [o.name, o]));
-  const need = (map: Map<string, ValueInfoProto>, name: string, kind: string, type: number) => {
+  const need = (map: Map<string, ValueInfoProto>, name: string, kind: string, type: number | readonly number[]) => {
     const v = map.get(name);
     if (!v) throw new Error(`${file}: graph has no ${kind} "${name}" (expected the Hugging Face / optimum decoder IO names)`);
     const t = elemType(v);
-    if (t !== undefined && t !== type) throw new Error(`${file}: ${kind} "${name}" is ${DataTypeName[t] ?? t}, expected ${DataTypeName[type]}`);
+    const ok = typeof type === 'number' ? [type] : type;
+    if (t !== undefined && !ok.includes(t)) throw new Error(`${file}: ${kind} "${name}" is ${DataTypeName[t] ?? t}, expected ${ok.map((k) => DataTypeName[k]).join(' or ')}`);
   };
+  const FLOATS: readonly number[] = [DataType.FLOAT, DataType.FLOAT16];
   need(inputs, 'input_ids', 'input', DataType.INT64);
   need(inputs, 'attention_mask', 'input', DataType.INT64);
-  need(outputs, 'logits', 'output', DataType.FLOAT);
+  need(outputs, 'logits', 'output', FLOATS);
+  // the KV caches are fed back as they come out, so every one has the first one's dtype
+  const kvType = elemType(inputs.get('past_key_values.0.key') ?? { name: '' }) ?? DataType.FLOAT;
   const expected = new Set(['input_ids', 'attention_mask', 'position_ids']);
   for (let i = 0; i < config.num_hidden_layers; i++) {
     for (const kv of ['key', 'value']) {
-      need(inputs, `past_key_values.${i}.${kv}`, 'input', DataType.FLOAT);
-      need(outputs, `present.${i}.${kv}`, 'output', DataType.FLOAT);
+      need(inputs, `past_key_values.${i}.${kv}`, 'input', FLOATS.includes(kvType) ? kvType : FLOATS);
+      need(outputs, `present.${i}.${kv}`, 'output', FLOATS.includes(kvType) ? kvType : FLOATS);
       expected.add(`past_key_values.${i}.${kv}`);
     }
   }

@@ -14,6 +14,7 @@ import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type Ten
 import { logitsAtLastPosition } from './logits-last.ts';
 import { isPerturbable } from './perturbable.ts';
 import { tieHead } from './tied-weights.ts';
+import { fp32Master, HalfTheta } from './half-theta.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 const REQUIRED = [MODEL_FILE, 'config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
@@ -24,8 +25,13 @@ export interface LoadedModel {
   tokenizer: ChatTokenizer;
   /** The graph with every initializer's data inline (external data read in). */
   graph: ModelProto;
-  /** The perturbable θ in canonical (initializer) order; views onto the graph's initializer data. */
+  /**
+   * The perturbable θ in canonical (initializer) order: views onto the graph's fp32 initializer data, or
+   * the fp32 masters of fp16 ones (`half`).
+   */
   weights: NamedTensor[];
+  /** θ's fp16 weights (an fp16 export), fed to sessions cast from their masters; absent for fp32. */
+  half?: HalfTheta;
 }
 
 export interface SaveInput {
@@ -75,26 +81,29 @@ export function loadModelDir(dir: string): LoadedModel {
   logitsAtLastPosition(graph);
 
   const weights: NamedTensor[] = [];
+  const half = new Set<string>();
   for (const t of graph.graph.initializer) {
     if (!isPerturbable(t, graph.graph)) continue;
     const raw = t.rawData as Uint8Array;
-    weights.push({ name: t.name, dims: t.dims, data: new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4) });
+    if (t.dataType === DataType.FLOAT16) half.add(t.name);
+    weights.push({ name: t.name, dims: t.dims, data: t.dataType === DataType.FLOAT16 ? fp32Master(t) : new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4) });
   }
-  if (weights.length === 0) throw new Error(`${modelPath}: no perturbable fp32 weights found (MatMul/Gemm weights, Gather tables, *.weight/*.bias)`);
-  return { dir, config, tokenizer, graph, weights };
+  if (weights.length === 0) throw new Error(`${modelPath}: no perturbable weights found (fp32 or fp16 MatMul/Gemm weights, Gather tables, *.weight/*.bias)`);
+  return { dir, config, tokenizer, graph, weights, ...(half.size ? { half: new HalfTheta(graph.graph.initializer, half) } : {}) };
 }
+
+const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT16]: 2, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };
 
 /**
  * Bring a tensor's data inline as aligned raw bytes: external data is read from its file, typed fields are
  * converted. Unsupported dtypes fail here, naming the tensor.
  */
 function loadTensorData(dir: string, t: TensorProto): void {
-  const bytesPer: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };
-  const size = bytesPer[t.dataType];
-  if (t.dataType === DataType.FLOAT16 || t.dataType === DataType.BFLOAT16) {
-    throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" is ${DataTypeName[t.dataType]}; esopt runs fp32 exports only (see docs/MODEL.md on fp16/bf16)`);
+  const size = BYTES_PER[t.dataType];
+  if (t.dataType === DataType.BFLOAT16) {
+    throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" is BFLOAT16, which onnxruntime's CPU provider has no kernels for (Where, MatMul, …); export the model in float16 or float32 (e.g. optimum-cli export onnx --dtype fp16, or fp32)`);
   }
-  if (size === undefined) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has unsupported dtype ${DataTypeName[t.dataType] ?? t.dataType}`);
+  if (size === undefined) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has unsupported dtype ${DataTypeName[t.dataType] ?? t.dataType} (esopt reads ${Object.keys(BYTES_PER).map((k) => DataTypeName[Number(k)]).join(', ')} initializers)`);
   const count = t.dims.reduce((a, b) => a * b, 1);
   const out = new Uint8Array(count * size);
   if (t.dataLocation === 1) {
@@ -118,6 +127,7 @@ function loadTensorData(dir: string, t: TensorProto): void {
     if (t.rawData.length !== out.length) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has ${t.rawData.length} bytes, expected ${out.length}`);
     out.set(t.rawData);
   } else if (t.dataType === DataType.FLOAT && t.floatData?.length) out.set(bytesOf(Float32Array.from(t.floatData)));
+  else if (t.dataType === DataType.FLOAT16 && t.int32Data?.length) out.set(new Uint8Array(Uint16Array.from(t.int32Data).buffer));
   else if (t.dataType === DataType.INT64 && t.int64Data?.length) out.set(bytesOf(BigInt64Array.from(t.int64Data.map(BigInt))));
   else if (t.dataType === DataType.INT32 && t.int32Data?.length) out.set(bytesOf(Int32Array.from(t.int32Data)));
   else if (count !== 0 && (t.dataType === DataType.BOOL || t.dataType === DataType.UINT8 || t.dataType === DataType.INT8) && t.int32Data?.length) out.set(Uint8Array.from(t.int32Data));

@@ -24,6 +24,7 @@ import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, 
 import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
 import { compileConstraint } from '../generation/regex-automaton.ts';
 import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
+import { DataType } from '../onnx/proto.ts';
 import { eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
 import type { MemberServing } from './serving/member-serving.ts';
@@ -57,7 +58,7 @@ export class OnnxEngine implements Engine {
     hasPositionIds: boolean,
   ) {
     const c = model.config;
-    this.shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, sampleable: Math.min(c.vocab_size, model.tokenizer.tokenCount), hasPositionIds };
+    this.shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, sampleable: Math.min(c.vocab_size, model.tokenizer.tokenCount), hasPositionIds, kvType: kvTypeOf(model) };
     const eos = model.tokenizer.eosToken === undefined ? undefined : model.tokenizer.tokenId(model.tokenizer.eosToken);
     this.eosIds = new Set([...eosTokenIds(c), ...(eos === undefined ? [] : [eos])]);
     this.padId = c.pad_token_id ?? [...this.eosIds][0] ?? 0;
@@ -175,4 +176,10 @@ export class OnnxEngine implements Engine {
       chunk.forEach((k, j) => (out[k] = results[j]));
     }
   }
+}
+
+/** The dtype the graph's KV caches are fed in (fp16 exports keep them fp16). */
+function kvTypeOf(model: LoadedModel): 'float32' | 'float16' {
+  const past = model.graph.graph.input.find((i) => i.name === 'past_key_values.0.key');
+  return past?.type?.tensorType?.elemType === DataType.FLOAT16 ? 'float16' : 'float32';
 }

@@ -1,5 +1,5 @@
 /**
- * Which initializers are θ. Built and loaded models use one rule: fp32 tensors that are a MatMul/Gemm
+ * Which initializers are θ. Built and loaded models use one rule: fp32 or fp16 tensors that are a MatMul/Gemm
  * weight, a Gather table (embeddings) or named like a module parameter (`*.weight`, `*.bias`, which is how
  * optimum names norm scales); rotary caches and other constants are not perturbed.
  */
@@ -23,7 +23,7 @@ function usedAs(graph: GraphProto): Map<string, Set<string>> {
 const usesCache = new WeakMap<GraphProto, Map<string, Set<string>>>();
 
 export function isPerturbable(t: TensorProto, graph: GraphProto): boolean {
-  if (t.dataType !== DataType.FLOAT || t.dims.length === 0 || CONSTANT_NAME.test(t.name)) return false;
+  if ((t.dataType !== DataType.FLOAT && t.dataType !== DataType.FLOAT16) || t.dims.length === 0 || CONSTANT_NAME.test(t.name)) return false;
   let uses = usesCache.get(graph);
   if (!uses) {
     uses = usedAs(graph);

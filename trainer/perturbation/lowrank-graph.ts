@@ -64,6 +64,9 @@ export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[
     groupNodes.set(n.input[0], [...(groupNodes.get(n.input[0]) ?? []), n]);
   }
   const groups: LowRankGroup[] = [];
+  const initializerType = new Map(model.graph.initializer.map((t) => [t.name, t.dataType]));
+  /** The names a group's MatMuls read its factors by (the inputs, or their fp16 casts). */
+  const factorIn = new Map<LowRankGroup, { a: string; b: string }>();
   const rewritten = new Map<NodeProto, NodeProto[]>();
   let g = 0;
   for (const [x, nodes] of groupNodes) {
@@ -72,9 +75,14 @@ export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[
     groups.push(group);
     const base = `/lowrank/${g++}`;
     const xab = `${base}/xab`;
+    // factors are fed fp32; an fp16 export's MatMuls read them cast to fp16
+    const half = initializerType.get(targets[members[0]].name) === DataType.FLOAT16;
+    const cast = (input: string): NodeProto => ({ name: `${input}/fp16`, opType: 'Cast', input: [input], output: [`${input}/fp16`], attribute: [{ name: 'to', type: 2, i: DataType.FLOAT16 }] });
+    factorIn.set(group, half ? { a: `${group.a}/fp16`, b: `${group.b}/fp16` } : { a: group.a, b: group.b });
     const extra: NodeProto[] = [
-      { name: `${base}/xa`, opType: 'MatMul', input: [x, group.a], output: [`${base}/xa`], attribute: [] },
-      { name: xab, opType: 'MatMul', input: [`${base}/xa`, group.b], output: [xab], attribute: [] },
+      ...(half ? [cast(group.a), cast(group.b)] : []),
+      { name: `${base}/xa`, opType: 'MatMul', input: [x, factorIn.get(group)!.a], output: [`${base}/xa`], attribute: [] },
+      { name: xab, opType: 'MatMul', input: [`${base}/xa`, factorIn.get(group)!.b], output: [xab], attribute: [] },
     ];
     const parts = nodes.length === 1 ? [xab] : nodes.map((_, i) => `${base}/part${i}`);
     if (nodes.length > 1) {
@@ -105,9 +113,9 @@ export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[
       { name: `${base}/rank`, opType: 'Slice', input: [`${base}/shape`, `${base}/one`, `${base}/two`], output: [`${base}/rank`], attribute: [] },
       { name: `${base}/grid`, opType: 'Concat', input: [`${base}/one`, `${base}/rank`, `${base}/one`], output: [`${base}/grid`], attribute: [{ name: 'axis', type: 2, i: 0 }] },
       { name: `${base}/index`, opType: 'Expand', input: [`${base}/ids`, `${base}/grid`], output: [`${base}/index`], attribute: [] },
-      { name: `${base}/picked`, opType: 'GatherElements', input: [group.b, `${base}/index`], output: [`${base}/picked`], attribute: [{ name: 'axis', type: 2, i: 2 }] },
+      { name: `${base}/picked`, opType: 'GatherElements', input: [factorIn.get(group)!.b, `${base}/index`], output: [`${base}/picked`], attribute: [{ name: 'axis', type: 2, i: 2 }] },
       { name: `${base}/pickedT`, opType: 'Transpose', input: [`${base}/picked`], output: [`${base}/pickedT`], attribute: [{ name: 'perm', type: 7, ints: [0, 2, 1] }] },
-      { name: `${base}/aT`, opType: 'Transpose', input: [group.a], output: [`${base}/aT`], attribute: [{ name: 'perm', type: 7, ints: [0, 2, 1] }] },
+      { name: `${base}/aT`, opType: 'Transpose', input: [factorIn.get(group)!.a], output: [`${base}/aT`], attribute: [{ name: 'perm', type: 7, ints: [0, 2, 1] }] },
       { name: `${base}/delta`, opType: 'MatMul', input: [`${base}/pickedT`, `${base}/aT`], output: [`${base}/delta`], attribute: [] },
       { name: `${base}/add`, opType: 'Add', input: [dense, `${base}/delta`], output: [n.output[0]], attribute: [] },
     ];

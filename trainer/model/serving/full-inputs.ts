@@ -17,8 +17,10 @@ export class FullInputsServing implements MemberServing {
 
   generate(members: ReadonlyArray<Member | null>, p: Population | null, decode: DecodeRows): Promise<void> {
     return forEachMember(this.theta, members, p, async (rows) => {
-      // θ's views change with every switch, so the feeds that wrap them are made after it
-      const feeds = Object.fromEntries(this.theta.model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
+      // θ's views change with every switch, so the feeds that wrap them are made after it; an fp16
+      // export's weights are cast from their fp32 masters here, once per member
+      const { weights, half } = this.theta.model;
+      const feeds = half ? half.feeds(weights) : Object.fromEntries(weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
       await decode(this.session, rows, () => feeds);
     });
   }

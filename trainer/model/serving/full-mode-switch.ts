@@ -26,7 +26,8 @@ export function pointWeightsAt(model: LoadedModel, views: readonly Float32Array[
     if (w.data === data) return;
     w.data = data;
     const init = byName.get(w.name);
-    if (init) init.rawData = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    // an fp16 initializer is not a view of its fp32 master (half-theta.ts writes it when a session is made)
+    if (init && !model.half?.names.has(w.name)) init.rawData = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   });
 }
 

@@ -1,0 +1,113 @@
+/**
+ * fp16 exports: θ is an fp32 master (perturbation, exact restore and the update in fp32) and sessions are
+ * fed fp16, in full mode (θ as inputs and rebuild-session) and low-rank mode; bf16 is refused by name.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { applyDenseUpdate, ask, layoutSegments } from '../../shared/es.ts';
+import { buildDecoder } from '../../trainer/model/build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
+import type { ModelConfig } from '../../trainer/model/config.ts';
+import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
+import { loadModelDir, saveModelDir } from '../../trainer/model/model-dir.ts';
+import { referenceForward } from '../../trainer/model/reference-forward.ts';
+import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import { fp16Bits, fp16Value } from '../../trainer/onnx/half.ts';
+import type { NamedTensor } from '../../trainer/onnx/named-tensor.ts';
+import { toHalfExport } from './helpers/exporter-style.ts';
+import { argmax, fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
+
+const c: ModelConfig = {
+  model_type: 'llama', vocab_size: 260, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2, num_attention_heads: 4,
+  num_key_value_heads: 2, max_position_embeddings: 64, rms_norm_eps: 1e-6, tie_word_embeddings: true, eos_token_id: 257, torch_dtype: 'float16',
+};
+/** Weights scaled up so the logits have margins fp16 keeps (the 0.02 init makes near-ties). */
+const weights = initDecoderWeights(c, 11).map((w) => ({ ...w, data: w.dims.length === 2 ? w.data.map((v) => v * 4) : w.data }));
+const rounded = (ws: readonly NamedTensor[]) => ws.map((w) => ({ ...w, data: w.data.map((v) => fp16Value(fp16Bits(v))) }));
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function exported(kind: 'fp16' | 'bf16'): string {
+  const dir = mkdtempSync(join(tmpdir(), `esopt-${kind}-`));
+  dirs.push(dir);
+  const copy = weights.map((w) => ({ ...w, data: Float32Array.from(w.data) }));
+  saveModelDir(dir, { config: c, graph: toHalfExport(buildDecoder(c, copy), kind), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+  return dir;
+}
+
+function referenceGreedy(ws: readonly NamedTensor[], prompt: number[], n: number): number[] {
+  const ids = [...prompt];
+  for (let i = 0; i < n; i++) ids.push(argmax(referenceForward(c, ws, ids, true)[0]));
+  return ids.slice(prompt.length);
+}
+
+/** The last position's logits of an fp16 graph for one row (fp16 KV caches in, fp16 logits out). */
+async function halfLogits(s: ort.InferenceSession, ids: number[]): Promise<Float32Array> {
+  const n = ids.length;
+  const feeds: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]),
+    attention_mask: new ort.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+    position_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (_, i) => BigInt(i)), [1, n]),
+  };
+  for (let l = 0; l < c.num_hidden_layers; l++) for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.${kv}`] = new ort.Tensor('float16', new Uint16Array(0), [1, 2, 0, 8]);
+  const logits = (await s.run(feeds)).logits;
+  expect(logits.type).toBe('float16');
+  return Float32Array.from((logits.data as Uint16Array).subarray((n - 1) * c.vocab_size), fp16Value);
+}
+
+const prompt = [256, 72, 101, 108, 108, 111];
+const row = { promptIds: prompt, member: { kind: 'base' as const }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 4, stop: [], ignoreEos: true };
+const population = { runSeed: 3, iteration: 1, sigma: 0.05, rank: 2, members: ask({ population: 2, antithetic: true }) };
+const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+
+describe('fp16 exports', () => {
+  it('load with fp32 masters equal to the fp16 values, and the graph computes like fp32 within fp16 tolerance', async () => {
+    const loaded = loadModelDir(exported('fp16'));
+    expect(loaded.half?.size).toBe(weights.length);
+    const expected = rounded(weights);
+    loaded.weights.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
+    const [fp32] = await fullLogits(await session(buildDecoder(c, expected)), c, [prompt]);
+    const fp16 = await halfLogits(await session(toHalfExport(buildDecoder(c, rounded(weights)), 'fp16')), prompt);
+    expect(maxAbsDiff(fp16, fp32[5])).toBeLessThan(0.05);
+    expect(maxAbsDiff(fp16, fp32[4])).toBeGreaterThan(0.1);
+  });
+
+  for (const [mode, fullModeWeights] of [['full', 'inputs'], ['full', 'rebuild-session'], ['lowrank', undefined]] as const) {
+    it(`${mode}${fullModeWeights ? ` (${fullModeWeights})` : ''}: decodes like the reference, restores the master exactly, and applies one update`, { timeout: 60_000 }, async () => {
+      const dir = exported('fp16');
+      const loaded = loadModelDir(dir);
+      const engine = await createOnnxEngine(loaded, { model: { dir }, mode, ...(fullModeWeights ? { fullModeWeights } : {}) });
+      try {
+        const master = loaded.weights.map((w) => Float32Array.from(w.data));
+        const [base] = await engine.generate([row]);
+        expect(base.tokenIds).toEqual(referenceGreedy(rounded(weights), prompt, 4));
+        engine.setPopulation(population);
+        const members = await engine.generate(population.members.map((m) => ({ ...row, member: { kind: 'member' as const, iteration: 1, index: m.index } })));
+        expect(members.map((m) => m.tokenIds)).not.toEqual([base.tokenIds, base.tokenIds]);
+        engine.segments().forEach((s, i) => expect(bits(s.data).equals(bits(master[i])), s.name).toBe(true));
+
+        const update = { runSeed: 3, iteration: 1, rank: 2, coefficients: [{ noiseIndex: 0, coef: 0.5 }] };
+        await engine.applyUpdate(update);
+        const updated = await engine.withRestoredWeights((segs) => segs.map((s, i) => ({ ...loaded.weights[i], data: Float32Array.from(s.data) })));
+        if (mode === 'full') {
+          const expected = master.map((m, i) => ({ ...loaded.weights[i], data: Float32Array.from(m) }));
+          applyDenseUpdate(layoutSegments(expected), 3, 1, update.coefficients, { decay: 0 });
+          updated.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
+        }
+        // the master moved by less than fp16's resolution in places: the update is kept in fp32, not rounded away
+        expect(updated.some((w) => w.data.some((v) => fp16Value(fp16Bits(v)) !== v))).toBe(true);
+        const [after] = await engine.generate([row]);
+        expect(after.tokenIds).toEqual(referenceGreedy(rounded(updated), prompt, 4));
+      } finally {
+        await engine.close();
+      }
+    });
+  }
+
+  it('bf16 is refused, naming the tensor and what to export instead', () => {
+    expect(() => loadModelDir(exported('bf16'))).toThrow(/model\.onnx: initializer "[^"]+" is BFLOAT16, which onnxruntime's CPU provider has no kernels for .*export the model in float16 or float32/);
+  });
+});
