@@ -12,7 +12,7 @@ export const EnvironmentSpec = z.object({
 export type EnvironmentSpec = z.infer<typeof EnvironmentSpec>;
 
 export const ModelSpec = z.union([
-  z.object({ preset: z.enum(['tiny', 'small']), seed: Seed.default(0) }),
+  z.object({ preset: z.enum(['tiny', 'small', 'qwen3-0.6b-shape']), seed: Seed.default(0) }),
   z.object({ dir: z.string().min(1) }),
 ]);
 export type ModelSpec = z.infer<typeof ModelSpec>;

@@ -1,6 +1,7 @@
 /**
- * A model from the run config: a built preset (graph, weights and tokenizer made in memory from a seed) or
- * an export directory read by the loader. Both come out as the same LoadedModel.
+ * A model from the run config: a built preset (graph, weights and tokenizer made in memory from a seed; a
+ * cached preset built once to disk and loaded from there) or an export directory read by the loader. All
+ * come out as the same LoadedModel.
  */
 import type { ModelSpec } from '../../shared/schemas/index.ts';
 import { buildDecoder } from './build-decoder.ts';
@@ -8,8 +9,9 @@ import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer.ts';
 import { ChatTokenizer } from './chat-tokenizer.ts';
 import { checkDecoderGraph } from './graph-check.ts';
 import { logitsAtLastPosition } from './logits-last.ts';
-import { loadModelDir, saveModelDir, type LoadedModel } from './model-dir.ts';
-import { PRESETS, type PresetName } from './presets.ts';
+import { loadModelDir, type LoadedModel } from './model-dir.ts';
+import { cachedPresetDir, writePresetDir } from './preset-dir.ts';
+import { CACHED_PRESETS, PRESETS, type PresetName } from './presets.ts';
 import { initDecoderWeights } from './weights.ts';
 
 export function buildPreset(preset: PresetName, seed: number): LoadedModel {
@@ -23,10 +25,10 @@ export function buildPreset(preset: PresetName, seed: number): LoadedModel {
 
 /** Write a built preset as an export directory (the layout `loadModelDir` reads). */
 export function savePreset(dir: string, preset: PresetName, seed: number): void {
-  const config = PRESETS[preset];
-  saveModelDir(dir, { config, graph: buildDecoder(config, initDecoderWeights(config, seed)), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+  writePresetDir(dir, preset, seed);
 }
 
 export function openModel(spec: ModelSpec): LoadedModel {
-  return 'preset' in spec ? buildPreset(spec.preset, spec.seed) : loadModelDir(spec.dir);
+  if (!('preset' in spec)) return loadModelDir(spec.dir);
+  return CACHED_PRESETS.has(spec.preset) ? loadModelDir(cachedPresetDir(spec.preset, spec.seed)) : buildPreset(spec.preset, spec.seed);
 }

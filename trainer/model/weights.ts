@@ -55,9 +55,10 @@ export function decoderTensorSpecs(c: ModelConfig): TensorSpec[] {
   return specs;
 }
 
-export function initDecoderWeights(c: ModelConfig, seed: number): NamedTensor[] {
+/** The decoder's tensors one at a time, in canonical order: a caller may write each out and drop it. */
+export function* decoderTensors(c: ModelConfig, seed: number): Generator<NamedTensor> {
   let offset = 0;
-  return decoderTensorSpecs(c).map((s) => {
+  for (const s of decoderTensorSpecs(c)) {
     const size = s.dims.reduce((a, b) => a * b, 1);
     const data = new Float32Array(size);
     if (s.init === 'ones') data.fill(1);
@@ -67,8 +68,12 @@ export function initDecoderWeights(c: ModelConfig, seed: number): NamedTensor[] 
       for (let i = 0; i < size; i++) data[i] *= std;
     }
     offset += size;
-    return { name: s.name, dims: s.dims, data };
-  });
+    yield { name: s.name, dims: s.dims, data };
+  }
+}
+
+export function initDecoderWeights(c: ModelConfig, seed: number): NamedTensor[] {
+  return [...decoderTensors(c, seed)];
 }
 
 export function parameterCount(tensors: ReadonlyArray<{ data: Float32Array }>): number {
