@@ -47,16 +47,19 @@ function integerThreshold(w: number, x: number): number {
 
 /**
  * Receives the elements whose θ the exact perturbation could not make round-trip, a block at a time:
- * indices into `out` and their values before. The arrays are views into kernel memory: copy them.
+ * indices into `out` (ascending), their values before, and what the restore rule fl32(t − c·ε) gives
+ * there instead. The arrays are views into kernel memory or scratch: copy them.
  */
 export interface FixupSink {
-  append(index: Int32Array, value: Float32Array): void;
+  append(index: Int32Array, before: Float32Array, restored: Float32Array): void;
 }
 
-/** Elements an exact perturbation saved: indices into its θ (ascending) and their values before. */
+/** Elements an exact perturbation saved, read once in ascending index order. */
 export interface SavedElements {
-  index: Uint32Array;
-  value: Float32Array;
+  /** Index into θ of the next saved element; Infinity when none is left. */
+  readonly index: number;
+  /** θ before the perturbation at `index`, given the value the restore rule computed there; moves on. */
+  take(restored: number): number;
 }
 
 export class WasmNoiseKernel {
@@ -64,6 +67,8 @@ export class WasmNoiseKernel {
   private readonly f32: Float32Array;
   private readonly f64: Float64Array;
   private readonly laneState = new Int32Array(4);
+  /** fl32(t − c·ε) at a block's fix-ups: what a restore computes there before writing θ back. */
+  private readonly restoredScratch = new Float32Array(LANES * CHUNK_ELEMENTS);
 
   private constructor(
     private readonly kernel: KernelExports,
@@ -118,8 +123,20 @@ export class WasmNoiseKernel {
       this.f32.set(out.subarray(at, at + len), block);
       const n = this.kernel.perturbExact32(LAYOUT.block, eps, len, c, at);
       out.set(this.f32.subarray(block, block + len), at);
-      if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
+      this.reportFixups(n, eps, at, c, fixups);
     });
+  }
+
+  /** Hands the block's n fix-ups to `fixups`, with t + (−c)·ε at each formed as apply32 forms it (f64, one rounding). */
+  private reportFixups(n: number, eps: number, at: number, c: number, fixups: FixupSink): void {
+    if (n === 0) return;
+    const index = this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n);
+    const block = LAYOUT.block / 4;
+    for (let j = 0; j < n; j++) {
+      const k = index[j] - at;
+      this.restoredScratch[j] = this.f32[block + k] + -c * this.f32[eps / 4 + k];
+    }
+    fixups.append(index, this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n), this.restoredScratch.subarray(0, n));
   }
 
   /**
@@ -130,15 +147,17 @@ export class WasmNoiseKernel {
    */
   switchExact(key: NoiseKeyLike, pos: number, count: number, out: Float32Array, dest: number, cFrom: number, saved: SavedElements, cTo: number, fixups: FixupSink): void {
     const block = LAYOUT.block / 4;
-    let next = 0;
-    while (next < saved.index.length && saved.index[next] < dest) next++;
+    while (saved.index < dest) saved.take(0);
     this.eachSpan(key, pos, count, dest, (eps, len, at) => {
       this.f32.set(out.subarray(at, at + len), block);
       this.kernel.apply32(LAYOUT.block, eps, len, -cFrom);
-      for (; next < saved.index.length && saved.index[next] < at + len; next++) this.f32[block + saved.index[next] - at] = saved.value[next];
+      while (saved.index < at + len) {
+        const k = block + saved.index - at;
+        this.f32[k] = saved.take(this.f32[k]);
+      }
       const n = this.kernel.perturbExact32(LAYOUT.block, eps, len, cTo, at);
       out.set(this.f32.subarray(block, block + len), at);
-      if (n > 0) fixups.append(this.i32.subarray(LAYOUT.fixupIndex / 4, LAYOUT.fixupIndex / 4 + n), this.f32.subarray(LAYOUT.fixupValue / 4, LAYOUT.fixupValue / 4 + n));
+      this.reportFixups(n, eps, at, cTo, fixups);
     });
   }
 

@@ -6,6 +6,7 @@ import { createEngine } from '../../trainer/model/create-engine.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { perturb, perturbWith, restore, switchPerturbationWith } from '../../trainer/perturbation/exact-perturbation.ts';
+import { fixupEntries, type FixupList } from '../../trainer/perturbation/fixup-list.ts';
 import { forEachNoiseWindow } from '../../trainer/perturbation/noise-windows.ts';
 
 const c = PRESETS.tiny;
@@ -62,7 +63,7 @@ describe('full mode perturb/restore', () => {
   const pick = (i: number) => [0, -0, 1e-40, -3e-39, 1, -1, 0.02 * (rand() - 0.5), 1e-4 * rand(), 3 * (rand() - 0.5), 1e-8][i % 10];
   const make = () => { seed = 12345; return layoutSegments(lengths.map((n, i) => ({ name: `t${i}`, data: Float32Array.from({ length: n }, (_, k) => pick(k * 7 + i)) }))); };
   const sameBits = (a: readonly ParameterSegment[], b: readonly ParameterSegment[]) => a.every((s, i) => Buffer.from(s.data.buffer).equals(Buffer.from(b[i].data.buffer)));
-  const fixupLists = (p: { fixups: { index: Uint32Array; value: Float32Array }[] }) => p.fixups.map((f) => [Array.from(f.index), Array.from(f.value)]);
+  const fixupLists = (p: { fixups: FixupList[] }) => p.fixups.map(fixupEntries);
 
   it('the WebAssembly exact perturbation equals the JavaScript reference bit for bit, fix-ups included', () => {
     expect(activeNoiseKernel).toBe('wasm');
@@ -78,7 +79,7 @@ describe('full mode perturb/restore', () => {
       // the neighbour branch is exercised: some elements differ from RN(θ + c·ε) without being fix-ups
       const neighbours = viaJs.reduce((a, s, i) => {
         const eps = noise(key, s.data.length, s.offset);
-        const fixed = new Set(pj.fixups[i].index);
+        const fixed = new Set(fixupEntries(pj.fixups[i]).map(([index]) => index));
         return a + s.data.filter((t, k) => !fixed.has(k) && t !== Math.fround(original[i][k] + c * eps[k])).length;
       }, 0);
       if (c === 1e-3) expect(neighbours).toBeGreaterThan(0);

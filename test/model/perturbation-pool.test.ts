@@ -4,6 +4,7 @@ import { hashTheta } from '../../shared/theta-hash.ts';
 import type { GenerateRow } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { perturb, restore, switchPerturbation, type Perturbation } from '../../trainer/perturbation/exact-perturbation.ts';
+import { fixupEntries } from '../../trainer/perturbation/fixup-list.ts';
 import { dealTensors, PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
 
 // Tensors off the chunk grid, with values across binades (so fix-ups happen), two of them views onto one buffer.
@@ -25,7 +26,7 @@ function makeTheta(): ParameterSegment[] {
 }
 
 const bits = (segs: readonly ParameterSegment[]) => segs.map((s) => Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength).toString('hex'));
-const fixupLists = (p: Perturbation) => p.fixups.map((f) => [Array.from(f.index), Array.from(f.value)]);
+const fixupLists = (p: Perturbation) => p.fixups.map(fixupEntries);
 const key = { runSeed: 4, iteration: 7, member: 2 };
 
 describe('dealTensors', () => {

@@ -5,10 +5,11 @@
  * or one of its neighbours, which changes the perturbation by at most one ulp of t). When no such t exists
  * (t lands in a higher binade than θ and its coarser grid skips θ), the element's θ is saved in a small
  * sparse list and written back on restore. So restore is exact for every element, every cycle; the extra
- * memory is the sparse list, measured as `fixupFraction`.
+ * memory is the sparse list, measured as `fixupFraction`, stored compactly (fixup-list.ts).
  */
 import type { ParameterSegment } from '../../shared/es.ts';
 import { activeNoiseKernel, applyNoise, perturbExactWasm, switchExactWasm, type NoiseKernelName, type NoiseKey } from '../../shared/noise.ts';
+import { FixupReader, FixupWriter, type FixupList } from './fixup-list.ts';
 import { forEachNoiseWindow } from './noise-windows.ts';
 
 const f32 = new Float32Array(1);
@@ -27,7 +28,7 @@ function nextFloat(x: number, up: boolean): number {
 }
 
 /** θ[i] ← t next to θ[i] + d that fl32(t − d) maps back to θ[i]; θ[i] saved in `list` when none does. */
-function perturbElement(theta: Float32Array, i: number, d: number, list: GrowList): void {
+function perturbElement(theta: Float32Array, i: number, d: number, list: FixupWriter): void {
   const x = theta[i];
   let t = Math.fround(x + d);
   if (Math.fround(t - d) !== x) {
@@ -35,7 +36,7 @@ function perturbElement(theta: Float32Array, i: number, d: number, list: GrowLis
     const down = nextFloat(t, false);
     if (Math.fround(up - d) === x) t = up;
     else if (Math.fround(down - d) === x) t = down;
-    else list.push(i, x);
+    else list.push(i, x, Math.fround(t - d));
   }
   theta[i] = t;
 }
@@ -43,37 +44,9 @@ function perturbElement(theta: Float32Array, i: number, d: number, list: GrowLis
 export interface Perturbation {
   key: NoiseKey;
   c: number;
-  /** Per segment: indices whose θ could not round-trip, and their saved values. */
-  fixups: Array<{ index: Uint32Array; value: Float32Array }>;
+  /** Per segment: the elements whose θ could not round-trip, compactly (fixup-list.ts). */
+  fixups: FixupList[];
   fixupCount: number;
-}
-
-class GrowList {
-  index = new Uint32Array(16);
-  value = new Float32Array(16);
-  length = 0;
-  push(i: number, v: number): void {
-    this.reserve(1);
-    this.index[this.length] = i;
-    this.value[this.length++] = v;
-  }
-  append(index: Int32Array, value: Float32Array): void {
-    this.reserve(index.length);
-    this.index.set(index, this.length);
-    this.value.set(value, this.length);
-    this.length += index.length;
-  }
-  private reserve(extra: number): void {
-    if (this.length + extra <= this.index.length) return;
-    let size = this.index.length * 2;
-    while (size < this.length + extra) size *= 2;
-    const idx = new Uint32Array(size);
-    idx.set(this.index.subarray(0, this.length));
-    this.index = idx;
-    const val = new Float32Array(size);
-    val.set(this.value.subarray(0, this.length));
-    this.value = val;
-  }
 }
 
 /** θ ← θ + c·ε_key (rounded so it can be undone exactly); returns what `restore` needs. */
@@ -87,7 +60,7 @@ export function perturb(segments: readonly ParameterSegment[], key: NoiseKey, c:
  * bit for bit (test/model/full-mode.test.ts).
  */
 export function perturbWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], key: NoiseKey, c: number): Perturbation {
-  const lists = segments.map(() => new GrowList());
+  const lists = segments.map(() => new FixupWriter());
   if (kernel === 'wasm') segments.forEach((s, si) => perturbExactWasm(s.data, key, c, s.offset, 0, s.data.length, lists[si]));
   else forEachNoiseWindow(segments, key, (si, from, eps, epsFrom, count) => {
     for (let k = 0; k < count; k++) perturbElement(segments[si].data, from + k, c * eps[epsFrom + k], lists[si]);
@@ -95,9 +68,9 @@ export function perturbWith(kernel: NoiseKernelName, segments: readonly Paramete
   return perturbationOf(key, c, lists);
 }
 
-function perturbationOf(key: NoiseKey, c: number, lists: GrowList[]): Perturbation {
-  const fixups = lists.map((l) => ({ index: l.index.slice(0, l.length), value: l.value.slice(0, l.length) }));
-  return { key, c, fixups, fixupCount: fixups.reduce((a, f) => a + f.index.length, 0) };
+function perturbationOf(key: NoiseKey, c: number, lists: FixupWriter[]): Perturbation {
+  const fixups = lists.map((l) => l.finish());
+  return { key, c, fixups, fixupCount: fixups.reduce((a, f) => a + f.count, 0) };
 }
 
 /**
@@ -112,18 +85,17 @@ export function switchPerturbation(segments: readonly ParameterSegment[], from: 
 
 /** `switchPerturbation` with the named noise kernel ('js' is the reference; tests cross-check the two). */
 export function switchPerturbationWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], from: Perturbation, c: number): Perturbation {
-  const lists = segments.map(() => new GrowList());
-  if (kernel === 'wasm') segments.forEach((s, si) => switchExactWasm(s.data, from.key, s.offset, from.c, from.fixups[si], c, lists[si]));
+  const lists = segments.map(() => new FixupWriter());
+  if (kernel === 'wasm') segments.forEach((s, si) => switchExactWasm(s.data, from.key, s.offset, from.c, new FixupReader(from.fixups[si]), c, lists[si]));
   else {
-    const next = segments.map(() => 0); // per segment: the first saved element not yet written back
+    const saved = from.fixups.map((f) => new FixupReader(f)); // per segment: the next saved element to write back
     forEachNoiseWindow(segments, from.key, (si, start, eps, epsFrom, count) => {
       const theta = segments[si].data;
-      const saved = from.fixups[si];
       for (let k = 0; k < count; k++) {
         const i = start + k;
         // restore's two steps on this element (fl32(t + (−c)·ε), as applyNoise computes it; then its saved θ) …
         theta[i] = Math.fround(theta[i] + -from.c * eps[epsFrom + k]);
-        if (next[si] < saved.index.length && saved.index[next[si]] === i) theta[i] = saved.value[next[si]++];
+        if (saved[si].index === i) theta[i] = saved[si].take(theta[i]);
         // … then perturb's
         perturbElement(theta, i, c * eps[epsFrom + k], lists[si]);
       }
@@ -137,7 +109,6 @@ export function restore(segments: readonly ParameterSegment[], p: Perturbation):
   // fl32(t + (−c)·ε) is fl32(t − c·ε) bit for bit (negation is exact), which is what applyNoise computes.
   for (const s of segments) applyNoise(s.data, p.key, -p.c, s.offset);
   segments.forEach((s, si) => {
-    const f = p.fixups[si];
-    for (let k = 0; k < f.index.length; k++) s.data[f.index[k]] = f.value[k];
+    for (const r = new FixupReader(p.fixups[si]); r.index !== Infinity; ) s.data[r.index] = r.take(s.data[r.index]);
   });
 }

@@ -42,6 +42,6 @@ export function runJob(job: PerturbationJob): Perturbation['fixups'] | null {
 export function transferList(data: readonly Float32Array[], fixups: Perturbation['fixups'] | null): ArrayBuffer[] {
   const buffers = new Set<ArrayBuffer>();
   for (const d of data) buffers.add(d.buffer as ArrayBuffer);
-  for (const f of fixups ?? []) buffers.add(f.index.buffer as ArrayBuffer).add(f.value.buffer as ArrayBuffer);
+  for (const f of fixups ?? []) buffers.add(f.bytes.buffer as ArrayBuffer);
   return [...buffers];
 }

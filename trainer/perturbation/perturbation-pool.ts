@@ -16,6 +16,7 @@ import type { ParameterSegment } from '../../shared/es.ts';
 import type { NoiseKey } from '../../shared/noise.ts';
 import { startTsWorker } from '../../shared/workers/ts-worker.ts';
 import type { Perturbation } from './exact-perturbation.ts';
+import { emptyFixups } from './fixup-list.ts';
 import { runJob, transferList, type PerturbationJob, type PerturbationReply } from './perturbation-job.ts';
 
 /**
@@ -88,7 +89,7 @@ export class PerturbationPool {
   }
 
   private perturbation(key: NoiseKey, c: number, fixups: Perturbation['fixups']): Perturbation {
-    return { key, c, fixups, fixupCount: fixups.reduce((a, f) => a + f.index.length, 0) };
+    return { key, c, fixups, fixupCount: fixups.reduce((a, f) => a + f.count, 0) };
   }
 
   private async run(op: Op, segments: ParameterSegment[], key: NoiseKey, c: number, fromC: number, fixups: Perturbation['fixups']): Promise<Perturbation['fixups']> {
@@ -105,7 +106,7 @@ export class PerturbationPool {
       data: items.map((i) => segments[i].data),
       offsets: items.map((i) => segments[i].offset),
     });
-    const out: Perturbation['fixups'] = segments.map(() => ({ index: new Uint32Array(0), value: new Float32Array(0) }));
+    const out: Perturbation['fixups'] = segments.map(() => emptyFixups());
     // Lend first, so the workers start while this thread does its own share.
     const replies = lent.map((items, w) => (items.length ? this.lend(workers[w], jobFor(items)) : null));
     let ownError: unknown = null;
