@@ -19,7 +19,6 @@ import { keys } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
-import type { TrainerCertificate } from '../shared/schemas/trainer-certificate.ts';
 import { DEFAULT_AWS_REGION } from '../shared/store/aws-region.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import type { EnvironmentDefinition } from '../environments/environment.ts';
@@ -28,7 +27,8 @@ import { loadEnvironment, parseWith } from '../environments/index.ts';
 import { HttpPolicy } from '../environments/policies/http-client.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
-import { storeCertificateSource, type TrainerCertificateSource } from './trainer-certificate.ts';
+import { trainerLinkFromEnv, type TrainerPins } from './trainer-certificate.ts';
+import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
 
 /**
  * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
@@ -47,15 +47,16 @@ export interface EpisodeHandlerOptions {
   /** Where `policy.tokenEnv` is looked up: the bearer token never travels in the event. */
   env: Record<string, string | undefined>;
   /**
-   * When set, a token is only ever sent to these origins (the deployed trainer's URL), so an event
+   * When set, a token is only ever sent to these origins (the deployed trainer boxes' URLs), so an event
    * naming some other endpoint cannot make the function hand the secret to it.
    */
   tokenOrigins?: string[];
   /**
-   * The trainer's certificate, pinned on every call to its origin (which must then be https): read once per
-   * invocation. Without it the trainer is called like any endpoint.
+   * The trainer boxes' certificates: every server a token goes to (and the coordinator, token or not) is
+   * called over https pinned to the certificate published for exactly its origin (trainer-certificate.ts),
+   * and an origin nobody announced is refused. Without it the trainer is called like any endpoint.
    */
-  trainerCertificate?: TrainerCertificateSource;
+  trainerPins?: TrainerPins;
   /** Memory of the worker for the cost estimate; 0 for local workers. */
   memoryMb: number;
   /** Whether each invocation pays Lambda's request price (false for the local pool). */
@@ -73,7 +74,9 @@ function describeZodError(error: z.ZodError): string {
     .join('; ');
 }
 
-async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number, certificate: () => Promise<TrainerCertificate>): Promise<Policy> {
+type PinOf = (run: string, origin: string) => Promise<CertificatePin>;
+
+async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number, pinOf: PinOf | undefined): Promise<Policy> {
   const scripted = SCRIPTED.exec(request.policy.baseUrl);
   if (scripted) {
     const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
@@ -82,21 +85,25 @@ async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinit
   }
   let token: string | undefined;
   const fallbackUrls = request.policy.fallbackUrls ?? [];
+  const origins = [...new Set([request.policy.baseUrl, ...fallbackUrls].map((url) => new URL(url).origin))];
   if (request.policy.tokenEnv) {
     // Every server the token may go to (the member's replica and its fallbacks) must be one of ours.
-    for (const url of [request.policy.baseUrl, ...fallbackUrls]) {
-      const origin = new URL(url).origin;
+    for (const origin of origins) {
       if (options.tokenOrigins && !options.tokenOrigins.includes(origin)) {
         throw new Error(`refusing to send the trainer token to ${origin}: this function only talks to ${options.tokenOrigins.join(', ')}`);
       }
     }
+  }
+  // Each of them pinned to the certificate its box published for that origin, or refused before any request.
+  const pinned = pinOf && (request.policy.tokenEnv || origins.includes(options.trainerPins!.coordinatorOrigin))
+    ? Object.fromEntries(await Promise.all(origins.map(async (origin) => [origin, await pinOf(request.run, origin)] as const)))
+    : undefined;
+  if (request.policy.tokenEnv) {
     token = options.env[request.policy.tokenEnv];
     if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
   }
-  const trainer = options.trainerCertificate;
-  const pinned = trainer && new URL(request.policy.baseUrl).origin === trainer.origin ? await certificate() : undefined;
   return new HttpPolicy({
-    ...(pinned ? { pinnedCertificate: { certificate: pinned.certificate, sha256: pinned.sha256 } } : {}),
+    ...(pinned ? { pinnedCertificates: Object.fromEntries(Object.entries(pinned).map(([o, p]) => [o, { certificate: p.certificate, sha256: p.sha256 }])) } : {}),
     baseUrl: request.policy.baseUrl,
     fallbackUrls,
     model: request.policy.model,
@@ -146,7 +153,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
   }
 
-  async function one(request: EpisodeRequest, batchSize: number, certificate: () => Promise<TrainerCertificate>): Promise<EpisodeOutcome> {
+  async function one(request: EpisodeRequest, batchSize: number, pinOf: PinOf | undefined): Promise<EpisodeOutcome> {
     const key = keys.reward(request.run, request.iteration, request.member, request.task.id);
     const base = { key, written: false, duplicate: false, closed: false, reward: null, error: null };
     if ((await store.get(key)) !== null) {
@@ -158,7 +165,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     let result: EpisodeResult;
     try {
       const definition = await loadEnvironment(request.environment.name);
-      const policy = await policyFor(request, definition, options, deadline, certificate);
+      const policy = await policyFor(request, definition, options, deadline, pinOf);
       result = await runEpisode({
         definition,
         task: request.task.value,
@@ -212,10 +219,9 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
     const { requests } = parsed;
     // Episodes of one invocation run side by side: each mostly waits on inference.
-    // The trainer's certificate: read once per invocation, by the first episode that calls the trainer.
-    let read: Promise<TrainerCertificate> | undefined;
-    const certificate = () => (read ??= options.trainerCertificate!.read());
-    const outcomes = await Promise.all(requests.map((r) => one(r, requests.length, certificate)));
+    // The trainer boxes' certificates: each read once per invocation, by the first episode that calls that box.
+    const pinOf = options.trainerPins?.session();
+    const outcomes = await Promise.all(requests.map((r) => one(r, requests.length, pinOf)));
     return { ok: true, outcomes };
   };
 }
@@ -223,8 +229,14 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
 /** The Lambda's configuration, from the environment sst.config.ts gives it. */
 export const EpisodeFunctionEnv = z.object({
   ESOPT_BUCKET: z.string().min(3),
-  /** The trainer's OpenAI-compatible base URL; the only origin the token is sent to. */
+  /** The coordinator box's OpenAI-compatible base URL; with the replicas', the only origins the token is sent to. */
   ESOPT_TRAINER_URL: z.url().optional(),
+  /** The trainer replica boxes' base URLs, comma-separated (sst.config.ts, ESOPT_REPLICAS − 1 of them). */
+  ESOPT_REPLICA_URLS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((u) => u.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
   /** The bearer token, named by `policy.tokenEnv` in the requests the trainer sends. */
   ESOPT_TRAINER_TOKEN: z.string().min(1).optional(),
   /** Only for S3-compatible servers (the dev endpoint); AWS needs neither. */
@@ -253,12 +265,13 @@ export async function handler(event: unknown): Promise<EpisodeResponse> {
   if (!lambdaHandler) {
     const env = EpisodeFunctionEnv.parse(process.env);
     const store = openStore(storeSpecFromEnv(env));
+    // An https trainer's boxes are pinned to the certificates they published in the bucket.
+    const link = trainerLinkFromEnv(store, env);
     lambdaHandler = createEpisodeHandler({
       store,
       env: process.env,
-      tokenOrigins: env.ESOPT_TRAINER_URL ? [new URL(env.ESOPT_TRAINER_URL).origin] : undefined,
-      // An https trainer is pinned to the certificate the box published in the bucket.
-      trainerCertificate: env.ESOPT_TRAINER_URL?.startsWith('https:') ? storeCertificateSource(store, env.ESOPT_TRAINER_URL) : undefined,
+      tokenOrigins: link.tokenOrigins,
+      trainerPins: link.pins,
       memoryMb: env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
       billedPerInvocation: true,
       prices: env.ESOPT_COST_PRICES ? CostPrices.parse(JSON.parse(env.ESOPT_COST_PRICES)) : undefined,

@@ -17,6 +17,7 @@
  *   queue/{run|evaluation}/{id}.json                        ← work the API leaves for the trainer box
  *   claims/{run|evaluation}/{id}.json                       ← the box that took it (create-only: one per work item)
  *   trainer/certificate.json                                ← the box's TLS certificate, which the Episode function pins
+ *   trainer/active-run.json                                 ← the run the coordinator box trains now (replica boxes follow it)
  */
 import { Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
 
@@ -73,6 +74,7 @@ export const keys = {
   queuedWork: (kind: WorkKind, work: string) => `${keys.workQueue()}${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   workClaim: (kind: WorkKind, work: string) => `claims/${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   trainerCertificate: () => 'trainer/certificate.json',
+  activeRun: () => 'trainer/active-run.json',
   idempotency: (hash: string) => {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
     return `idempotency/${hash}.json`;

@@ -65,6 +65,8 @@ export interface BoxWiringOptions {
   token: string;
   pollMs: number;
   executionProvider: 'cpu' | 'cuda';
+  /** Trainer replicas in the stack, this box included. */
+  replicas: number;
   log: Logger;
 }
 

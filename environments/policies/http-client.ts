@@ -12,7 +12,7 @@ import type { ActionConstraint, ChatMessage, Policy, PolicyContext, PolicyReply,
 import type { GenerationOptions, PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../random.ts';
 import { IterationClosedError, PolicyHttpError } from './http-errors.ts';
-import { PinMismatchError, pinnedFetch } from './pinned-fetch.ts';
+import { PinMismatchError, pinnedFetchByOrigin } from './pinned-fetch.ts';
 
 export const HttpPolicyOptions = z.object({
   /** Up to the API version, e.g. http://127.0.0.1:8080/v1 (the OpenAI SDK's convention). */
@@ -42,8 +42,11 @@ export const HttpPolicyOptions = z.object({
   guidedDecoding: z.boolean().default(false),
   /** Base URLs of servers with the same weights, tried in turn after `baseUrl` fails (network error or 5xx). */
   fallbackUrls: z.array(z.url()).max(16).default([]),
-  /** Talk only to servers presenting exactly this certificate (pinned-fetch.ts); every URL must be https. */
-  pinnedCertificate: z.object({ certificate: z.string().min(1), sha256: z.string().min(1) }).optional(),
+  /**
+   * Talk only to servers presenting exactly the certificate pinned for their origin (https://host:port,
+   * pinned-fetch.ts): every URL, fallbacks included, must be https and have a pin of its own.
+   */
+  pinnedCertificates: z.record(z.string(), z.object({ certificate: z.string().min(1), sha256: z.string().min(1) })).optional(),
 });
 export type HttpPolicyOptions = z.input<typeof HttpPolicyOptions>;
 
@@ -145,10 +148,12 @@ export class HttpPolicy implements Policy {
   constructor(options: HttpPolicyOptions) {
     this.options = HttpPolicyOptions.parse(options);
     this.urls = [this.options.baseUrl, ...this.options.fallbackUrls].map((u) => `${u.replace(/\/+$/, '')}/chat/completions`);
-    const pin = this.options.pinnedCertificate;
+    const pins = this.options.pinnedCertificates;
     const plain = this.urls.find((u) => !u.startsWith('https:'));
-    if (pin && plain) throw new Error(`a pinned certificate needs an https baseUrl, not ${plain.replace(/\/chat\/completions$/, '')}`);
-    this.fetch = pin ? pinnedFetch(pin) : fetch;
+    if (pins && plain) throw new Error(`a pinned certificate needs an https baseUrl, not ${plain.replace(/\/chat\/completions$/, '')}`);
+    const unpinned = pins && this.urls.map((u) => new URL(u).origin).find((o) => !pins[o]);
+    if (unpinned) throw new Error(`no pinned certificate for ${unpinned}: every server of a pinned policy needs its own`);
+    this.fetch = pins ? pinnedFetchByOrigin(pins) : fetch;
   }
 
   /** The server this episode talks to now. */

@@ -52,3 +52,14 @@ export function pinnedFetch(pin: CertificatePin): typeof fetch {
     });
   }) as typeof fetch;
 }
+
+/** One pinned fetch per origin (trainer replicas: each server its own certificate); an origin without a pin is refused. */
+export function pinnedFetchByOrigin(pins: Record<string, CertificatePin>): typeof fetch {
+  const fetches = new Map(Object.entries(pins).map(([origin, pin]) => [origin, pinnedFetch(pin)]));
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const origin = new URL(typeof input === 'string' || input instanceof URL ? input : input.url).origin;
+    const pinned = fetches.get(origin);
+    if (!pinned) throw new TypeError('fetch failed', { cause: new PinMismatchError(`no certificate is pinned for ${origin}`) });
+    return pinned(input, init);
+  }) as typeof fetch;
+}

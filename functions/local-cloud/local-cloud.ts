@@ -3,8 +3,8 @@
  * running the real Episode handler against the real S3 adapter. What `esopt dev cloud` and
  * `esopt bench fanout` drive through the S3 and Lambda adapters, exactly as they would drive AWS.
  */
-import { createEpisodeHandler, type EpisodeLog } from '../episode.ts';
-import { storeCertificateSource } from '../trainer-certificate.ts';
+import { createEpisodeHandler, EpisodeFunctionEnv, type EpisodeLog } from '../episode.ts';
+import { trainerLinkFromEnv } from '../trainer-certificate.ts';
 import { S3ObjectStore, type S3StoreConfig } from '../../shared/store/s3.ts';
 import type { CostPricesInput } from '../../shared/cost.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from './invoke-endpoint.ts';
@@ -43,13 +43,13 @@ export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: 
   // Many episodes write at once: enough sockets that writes do not queue inside the SDK.
   const store = new S3ObjectStore({ ...storeConfig, maxSockets: 512 });
   const env = options.env ?? process.env;
-  const trainerUrl = env.ESOPT_TRAINER_URL;
+  // As on Lambda (episode.ts `handler`): the token only to the trainer boxes, each https one pinned.
+  const link = trainerLinkFromEnv(store, EpisodeFunctionEnv.pick({ ESOPT_TRAINER_URL: true, ESOPT_REPLICA_URLS: true }).parse(env));
   const handle = createEpisodeHandler({
     store,
     env,
-    // As on Lambda (episode.ts `handler`): the token only to the trainer, whose https certificate is pinned.
-    tokenOrigins: trainerUrl ? [new URL(trainerUrl).origin] : undefined,
-    trainerCertificate: trainerUrl?.startsWith('https:') ? storeCertificateSource(store, trainerUrl) : undefined,
+    tokenOrigins: link.tokenOrigins,
+    trainerPins: link.pins,
     memoryMb: options.memoryMb ?? 1024,
     billedPerInvocation: true,
     prices: options.prices,

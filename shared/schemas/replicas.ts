@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { Id, Iteration, MemberIndex } from './ids.ts';
+import { CertificateFingerprint } from './trainer-certificate.ts';
 
 export const ReplicaId = Id.describe('replica id');
 
@@ -12,6 +13,11 @@ export const ReplicaAnnouncement = z.object({
   id: ReplicaId,
   /** The OpenAI-compatible base URL, ending in /v1. */
   baseUrl: z.url(),
+  /**
+   * An https replica's certificate (public PEM and its SHA-256, never a key), made at its start: the Episode
+   * function pins exactly this certificate for this baseUrl's origin, and sends the token nowhere else.
+   */
+  tls: z.object({ certificate: z.string().startsWith('-----BEGIN CERTIFICATE-----'), sha256: CertificateFingerprint }).optional(),
   startedAt: z.iso.datetime(),
 });
 export type ReplicaAnnouncement = z.infer<typeof ReplicaAnnouncement>;
@@ -32,3 +38,13 @@ export const MemberRoutes = z.object({
   routes: z.array(z.object({ member: MemberIndex, replica: z.number().int().min(0) })),
 });
 export type MemberRoutes = z.infer<typeof MemberRoutes>;
+
+/**
+ * The run the coordinator box is training now (`keys.activeRun()`, overwritten per run it starts): what the
+ * stack's replica boxes follow. `startedAt` tells a resumed run from the earlier start the replicas followed.
+ */
+export const ActiveRun = z.object({
+  run: Id,
+  startedAt: z.iso.datetime(),
+});
+export type ActiveRun = z.infer<typeof ActiveRun>;

@@ -12,11 +12,12 @@ import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { createEpisodeHandler } from '../../functions/episode.ts';
-import { storeCertificateSource } from '../../functions/trainer-certificate.ts';
+import { storeTrainerPins } from '../../functions/trainer-certificate.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { keys } from '../../shared/keys.ts';
-import { RewardRecord } from '../../shared/schemas/index.ts';
+import { RewardRecord, type EpisodeRequest, type ReplicaAnnouncement } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
@@ -24,22 +25,26 @@ import { sudokuRequests } from './helpers/sudoku-plan.ts';
 interface Box {
   identity: TlsIdentity;
   url: string;
+  /** The authorization header of every request, and the model (member) it asked for. */
   seen: string[];
+  models: string[];
   server: ServerType;
 }
 
 async function box(): Promise<Box> {
   const identity = await createTlsIdentity(['127.0.0.1']);
   const seen: string[] = [];
+  const models: string[] = [];
   const app = new Hono();
-  app.post('/v1/chat/completions', (c) => {
+  app.post('/v1/chat/completions', async (c) => {
     seen.push(c.req.header('authorization') ?? '');
+    models.push(((await c.req.json()) as { model: string }).model);
     return c.json({ choices: [{ message: { content: 'place 9 9 9' } }], usage: { prompt_tokens: 3, completion_tokens: 2 } });
   });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0, createServer, serverOptions: { key: identity.key, cert: identity.cert } }, () => resolve(s));
   });
-  return { identity, seen, server, url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1` };
+  return { identity, seen, models, server, url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1` };
 }
 
 let a: Box;
@@ -55,18 +60,21 @@ afterAll(async () => {
 
 describe('the pinned trainer link', () => {
   it('talks to the server whose certificate is pinned, and refuses any other before sending the token', async () => {
-    const pinnedToA = { certificate: a.identity.cert, sha256: a.identity.sha256 };
-    const reply = await ask(new HttpPolicy({ baseUrl: a.url, model: 'base', token: 'secret-token', pinnedCertificate: pinnedToA }));
+    const pinnedToA = { [new URL(a.url).origin]: { certificate: a.identity.cert, sha256: a.identity.sha256 } };
+    const reply = await ask(new HttpPolicy({ baseUrl: a.url, model: 'base', token: 'secret-token', pinnedCertificates: pinnedToA }));
     expect(reply.text).toBe('place 9 9 9');
     expect(a.seen).toEqual(['Bearer secret-token']);
     // B has a valid certificate of its own, at the same host: the pin refuses it, and it is not retried.
-    await expect(ask(new HttpPolicy({ baseUrl: b.url, model: 'base', token: 'secret-token', pinnedCertificate: pinnedToA, retries: 3 }))).rejects.toThrow(/is not the pinned/);
+    const aAtB = { [new URL(b.url).origin]: pinnedToA[new URL(a.url).origin] };
+    await expect(ask(new HttpPolicy({ baseUrl: b.url, model: 'base', token: 'secret-token', pinnedCertificates: aAtB, retries: 3 }))).rejects.toThrow(/is not the pinned/);
     // Pinned to B's fingerprint with A's certificate as anchor: B's chain does not verify either.
-    await expect(ask(new HttpPolicy({ baseUrl: b.url, model: 'base', pinnedCertificate: { certificate: a.identity.cert, sha256: b.identity.sha256 }, retries: 0 }))).rejects.toThrow();
+    await expect(ask(new HttpPolicy({ baseUrl: b.url, model: 'base', pinnedCertificates: { [new URL(b.url).origin]: { certificate: a.identity.cert, sha256: b.identity.sha256 } }, retries: 0 }))).rejects.toThrow();
+    // A server without a pin of its own is refused when the policy is made, fallbacks included.
+    expect(() => new HttpPolicy({ baseUrl: a.url, fallbackUrls: [b.url], model: 'base', pinnedCertificates: pinnedToA })).toThrow(`no pinned certificate for ${new URL(b.url).origin}`);
     expect(b.seen).toEqual([]);
     // Without a pin, node's fetch does not trust a self-signed certificate at all.
     await expect(ask(new HttpPolicy({ baseUrl: a.url, model: 'base', retries: 0 }))).rejects.toThrow(/certificate/);
-    expect(() => new HttpPolicy({ baseUrl: 'http://127.0.0.1:9/v1', model: 'base', pinnedCertificate: pinnedToA })).toThrow(/needs an https baseUrl/);
+    expect(() => new HttpPolicy({ baseUrl: 'http://127.0.0.1:9/v1', model: 'base', pinnedCertificates: pinnedToA })).toThrow(/needs an https baseUrl/);
   });
 
   it('the Episode handler pins the certificate the box published in the store', async () => {
@@ -76,7 +84,7 @@ describe('the pinned trainer link', () => {
         store,
         env: { ESOPT_TRAINER_TOKEN: 'box-token' },
         tokenOrigins: [new URL(url).origin],
-        trainerCertificate: storeCertificateSource(store, url),
+        trainerPins: storeTrainerPins(store, url),
         memoryMb: 1024,
         billedPerInvocation: true,
         log: { info() {}, error() {} },
@@ -100,5 +108,92 @@ describe('the pinned trainer link', () => {
     const seenBefore = a.seen.length;
     expect((await record('republished')).error).toMatch(/is not the pinned/);
     expect(a.seen.length).toBe(seenBefore);
+  });
+});
+
+/** What a replica box writes when it has caught up: its address and its certificate (public part only). */
+async function announce(store: ObjectStore, run: string, id: string, at: Box, identity: TlsIdentity = at.identity): Promise<void> {
+  const body: ReplicaAnnouncement = { id, baseUrl: at.url, tls: { certificate: identity.cert, sha256: identity.sha256 }, startedAt: new Date().toISOString() };
+  await store.put(keys.replica(run, id), JSON.stringify(body));
+}
+
+describe('pinned trainer replicas', () => {
+  let r1: Box;
+  let r2: Box;
+  let stranger: Box;
+  let gone: Box;
+  beforeAll(async () => {
+    [r1, r2, stranger, gone] = await Promise.all([box(), box(), box(), box()]);
+    // A replica that announced itself and then died: its port refuses connections.
+    await new Promise((r) => gone.server.close(r));
+  });
+  afterAll(async () => {
+    for (const x of [r1, r2, stranger]) if (x) await new Promise((r) => x.server.close(r));
+  });
+
+  it('sends each member to its replica pinned to the certificate announced for that origin, refuses the rest, and fails over', async () => {
+    const store = new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-replica-link-')));
+    await publishCertificate(store, a.identity);
+    const origin = (x: Box) => new URL(x.url).origin;
+    const handle = createEpisodeHandler({
+      store,
+      env: { ESOPT_TRAINER_TOKEN: 'box-token' },
+      // The deploy-time fence names every box address, the stranger's too: only announcements make an origin callable.
+      tokenOrigins: [a, r1, r2, stranger, gone].map(origin),
+      trainerPins: storeTrainerPins(store, a.url),
+      memoryMb: 1024,
+      billedPerInvocation: true,
+      log: { info() {}, error() {} },
+    });
+    const routed = async (run: string, routes: Box[][], iteration = 0): Promise<EpisodeRequest[]> =>
+      (await sudokuRequests({ run, iteration, members: routes.length, tasks: 1, baseUrl: a.url, tokenEnv: 'ESOPT_TRAINER_TOKEN' })).map((r) => {
+        const [primary, ...fallbacks] = routes[r.member as number];
+        return { ...r, policy: { ...r.policy, baseUrl: primary.url, fallbackUrls: fallbacks.map((f) => f.url) } };
+      });
+    const play = async (requests: EpisodeRequest[]) => {
+      const response = await handle({ episodes: requests });
+      expect(response.ok).toBe(true);
+      return Promise.all(requests.map(async (r) => RewardRecord.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.reward(r.run, r.iteration, r.member, r.task.id)))!)))));
+    };
+    const counts = () => [a, r1, r2, stranger].map((x) => x.seen.length);
+
+    // Two replicas, two certificates: member 0 plays on replica-1, member 1 on replica-2, each with the token.
+    await announce(store, 'fleet', 'replica-1', r1);
+    await announce(store, 'fleet', 'replica-2', r2);
+    const coordinatorBefore = a.seen.length;
+    const ok = await play(await routed('fleet', [[r1, a, r2], [r2, a, r1]]));
+    expect(ok.map((r) => r.error)).toEqual([null, null]);
+    expect(ok.every((r) => r.steps > 0)).toBe(true);
+    expect(new Set(r1.models)).toEqual(new Set(['member-0-0']));
+    expect(r1.models.length).toBeGreaterThan(0);
+    expect(new Set(r2.models)).toEqual(new Set(['member-0-1']));
+    expect([...r1.seen, ...r2.seen].every((h) => h === 'Bearer box-token')).toBe(true);
+    expect(a.seen.length).toBe(coordinatorBefore);
+
+    // An origin no replica announced for this run (as primary or as a fallback) gets nothing, the token least of all.
+    let before = counts();
+    const [unannounced, viaFallback] = await play(await routed('fleet', [[stranger], [r1, stranger]], 1));
+    expect(unannounced.error).toContain(`refusing to call ${origin(stranger)}: no trainer replica announced it with a certificate for run fleet`);
+    expect(viaFallback.error).toContain(`refusing to call ${origin(stranger)}`);
+    expect(counts()).toEqual(before);
+    // Announced under another run does not count either: the pins are the run's own.
+    const [otherRun] = await play(await routed('fleet-other', [[r1]]));
+    expect(otherRun.error).toContain(`no trainer replica announced it with a certificate for run fleet-other`);
+
+    // replica-2's announcement carries replica-1's certificate: the server at replica-2's origin is refused in the handshake.
+    await announce(store, 'fleet-wrong', 'replica-2', r2, r1.identity);
+    before = counts();
+    const [wrong] = await play(await routed('fleet-wrong', [[r2]]));
+    expect(wrong.error).toMatch(/is not the pinned/);
+    expect(counts()).toEqual(before);
+
+    // A replica that died mid-run: its members fail over to the other replica, pinned to that one's certificate.
+    await announce(store, 'fleet-failover', 'replica-3', gone);
+    await announce(store, 'fleet-failover', 'replica-2', r2);
+    const r2Before = r2.models.length;
+    const [failedOver] = await play(await routed('fleet-failover', [[gone, r2]]));
+    expect(failedOver.error).toBeNull();
+    expect(r2.models.slice(r2Before).length).toBeGreaterThan(0);
+    expect(new Set(r2.models.slice(r2Before))).toEqual(new Set(['member-0-0']));
   });
 });

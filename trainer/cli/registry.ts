@@ -11,6 +11,7 @@ export const registry: CommandEntry[] = [
   { name: 'start', summary: 'the demo: train configs/demo.json end to end (npm start)', load: async () => (await import('./commands/start.ts')).command },
   { name: 'train', summary: 'run ES training end to end, here or against the deployed stack with --cloud (or --resume a run)', load: async () => (await import('./commands/train.ts')).command },
   { name: 'replica', summary: 'follow a run as a trainer replica: hold θ, serve the members routed here, apply each logged update', load: async () => (await import('./commands/replica.ts')).command },
+  { name: 'replica-box', summary: "follow the run the deployed coordinator box trains, as one of the stack's trainer replicas (a replica box's service)", load: async () => (await import('./commands/replica-box.ts')).command },
   { name: 'trainer-box', summary: "run the runs and evaluations queued in the deployed stack's bucket (the GPU box's service)", load: async () => (await import('./commands/trainer-box.ts')).command },
   { name: 'serve', summary: 'serve the OpenAI-compatible inference API until interrupted', load: async () => (await import('./commands/serve.ts')).command },
   { name: 'episode', summary: 'play one episode of an environment with a scripted or HTTP policy', load: async () => (await import('./commands/episode.ts')).command },

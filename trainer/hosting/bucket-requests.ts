@@ -24,7 +24,7 @@ import { CostPrices, type CostPricesInput } from '../../shared/cost.ts';
 import { keys, parseQueuedWorkKey } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { S3ObjectStore } from '../../shared/store/s3.ts';
-import { EvaluationStatus, QueuedWork, WorkClaim, type WorkKind } from '../../shared/schemas/index.ts';
+import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type WorkKind } from '../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
@@ -63,6 +63,8 @@ export interface BucketPollerOptions {
    * in the bucket, where the Episode function reads the pin. Required when publicUrl is https.
    */
   tls?: TlsIdentity;
+  /** Trainer replicas in the stack, this box included (ESOPT_REPLICAS): the replica boxes follow the run named in `keys.activeRun()`. */
+  replicas?: number;
 }
 
 export interface RanWork {
@@ -95,6 +97,7 @@ export class BucketPoller {
       stopPollMs: o.stopPollMs,
       pollMs: o.trainingPollMs,
       executionProvider: o.executionProvider,
+      replicas: o.replicas,
     });
     this.evaluations = {
       store: this.store,
@@ -205,6 +208,9 @@ export class BucketPoller {
   }
 
   private async runRun(id: string): Promise<void> {
+    // The replica boxes follow whichever run this box trains (trainer/replicas/replica-box.ts).
+    const active: ActiveRun = { run: id, startedAt: new Date().toISOString() };
+    await writeJson(this.store, keys.activeRun(), active);
     await this.runs.start(id);
     // close() came while this run was being claimed: it too ends after its first iteration.
     if (this.closing) await this.runs.stop(id);

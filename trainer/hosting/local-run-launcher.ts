@@ -38,6 +38,8 @@ interface LauncherOptionsCommon {
   /** Where the inference server listens; remote workers need a reachable address. */
   server?: { host?: string; port?: number; tls?: TlsIdentity };
   executionProvider?: 'cpu' | 'cuda';
+  /** Trainer replicas in all, this process included: a model run waits for the other replicas' θ_0 (trainer/loop/replica-set.ts). */
+  replicas?: number;
 }
 
 /**
@@ -95,6 +97,9 @@ export class LocalRunLauncher implements RunLauncher {
       server: this.o.server,
       executionProvider: this.o.executionProvider,
       pollMs: this.o.pollMs,
+      ...((this.o.replicas ?? 1) > 1 && config.policy === 'model'
+        ? { replicas: { syncTimeoutMs: Math.min(config.deadlineMs, 60_000), expected: this.o.replicas! - 1, onLost: (lost: { iteration: number; replica: string }) => this.o.log.info({ run, ...lost }, 'replica did not report θ in time: dropped until it catches up') } }
+        : {}),
       progress: {
         start: () => {},
         evaluation: () => {},

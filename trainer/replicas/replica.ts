@@ -13,6 +13,7 @@ import { serveModel, type ServedModel } from '../loop/embedded-run.ts';
 import { restoreFromLog } from '../loop/restore.ts';
 import { getJson, putJson } from '../loop/stored-json.ts';
 import { applyLogEntry, logEntryFor } from '../loop/weight-update.ts';
+import type { TlsIdentity } from '../server/tls-identity.ts';
 
 export interface ReplicaOptions {
   store: ObjectStore;
@@ -20,7 +21,8 @@ export interface ReplicaOptions {
   id: string;
   /** Bearer token of this replica's server (the same as the coordinator's: workers send one token). */
   token?: string;
-  server?: { host?: string; port?: number };
+  /** `tls`: serve HTTPS with this identity, its certificate announced with the address for the Episode function to pin. */
+  server?: { host?: string; port?: number; tls?: TlsIdentity };
   /** The address workers reach this replica at (…/v1); default its own loopback URL. */
   publicUrl?: string;
   pollMs?: number;
@@ -65,7 +67,9 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
   const follow = async (): Promise<{ iterations: number; thetaHash: string }> => {
     let { next } = await restoreFromLog(store, run, engine, cfg.rank);
     o.onProgress?.({ kind: 'restored', iteration: next, thetaHash: hashTheta(segments) });
-    const announcement: ReplicaAnnouncement = { id: o.id, baseUrl, startedAt: new Date().toISOString() };
+    const tls = o.server?.tls;
+    // The public certificate only: the key never leaves this process.
+    const announcement: ReplicaAnnouncement = { id: o.id, baseUrl, ...(tls ? { tls: { certificate: tls.cert, sha256: tls.sha256 } } : {}), startedAt: new Date().toISOString() };
     await putJson(store, keys.replica(run, o.id), announcement);
     await report(next);
     let live = -1;

@@ -21,6 +21,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     'poll-ms': { type: 'string' },
     provider: { type: 'string' },
     once: { type: 'boolean' },
+    replicas: { type: 'string' },
   });
   const publicUrl = flag(p.values, 'public-url', PublicUrl);
   // Loopback unless told otherwise: the stack's unit passes --host 0.0.0.0 behind its security group.
@@ -28,6 +29,8 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
   const executionProvider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']).default('cpu'));
+  // The stack's trainer replicas, this box included: the others are replica boxes (esopt replica-box).
+  const replicas = flag(p.values, 'replicas', z.coerce.number().int().min(1).max(64).default(1));
   const token = process.env.ESOPT_TOKEN;
   if (!token) throw new UsageError("ESOPT_TOKEN is not set (the stack's TrainerToken secret, which the Episode function sends as its ESOPT_TRAINER_TOKEN)");
   let cloud;
@@ -38,7 +41,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   }
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
   // (wirings.ts). Logs go to stderr: stdout is the command's answer (--json).
-  const poller = await boxWiring({ cloud, publicUrl, host, port, token, pollMs, executionProvider, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
+  const poller = await boxWiring({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
   if (p.values.once) {
     try {
       const ran = await poller.pollOnce();
@@ -61,9 +64,10 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
 export const command: Command = {
   name: 'trainer-box',
   usage:
-    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--once] [--json]\n' +
+    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--replicas N] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +
     '  --once: claim and run what is queued now, then exit\n' +
+    '  --replicas N: the stack\'s trainer replicas, this box included; each run names itself in trainer/active-run.json, which the N−1 replica boxes follow\n' +
     '  an https --public-url serves TLS with a certificate made at start and published in the bucket (trainer/certificate.json), which the Episode function pins',
   run,
 };

@@ -1,0 +1,105 @@
+/**
+ * The replica box's service (trainer/replicas/replica-box.ts) on loopback with the fs store: it follows
+ * the run the coordinator names in trainer/active-run.json while its status is running (the coordinator
+ * routes members to it at its public URL and it ends on the coordinator's θ), follows one start of a run
+ * once, ignores a run that is not running, and lets a run go when it is stopped.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { keys } from '../../shared/keys.ts';
+import { IterationManifest, ReplicaAnnouncement, RunConfig, type ActiveRun, type RunStatus } from '../../shared/schemas/index.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { silentProgress } from '../../trainer/loop/progress.ts';
+import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
+import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'esopt-replica-box-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const config = RunConfig.parse({
+  environment: { name: 'sudoku', options: { size: 4, blanks: 4, invalidMove: 'waste', observation: 'next-cell', constrainActions: true, shapedReward: true } },
+  tasks: { seed: 3, trainPerIteration: 2, evalCount: 2 },
+  model: { dir: 'models/sudoku-4x4-demo' },
+  mode: 'full',
+  es: { population: 4, sigma: 0.05, alpha: 0.05 },
+  generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 12 },
+  iterations: 2,
+  evalInterval: 2,
+  checkpointInterval: 2,
+  workers: 2,
+  deadlineMs: 60_000,
+  seed: 9,
+});
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+const status = (run: string, state: RunStatus['state']): RunStatus => {
+  const now = new Date().toISOString();
+  return { run, state, requestedAt: now, startedAt: now, finishedAt: null, error: null, updatedAt: now };
+};
+
+describe('the replica box', () => {
+  it('follows the run the coordinator names while it runs, once per start, and lets a stopped run go', async () => {
+    const store = new FsObjectStore(join(root, 'store'));
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}/v1`;
+    const lines: string[] = [];
+    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl, host: '127.0.0.1', port, token: 'box-token', pollMs: 30, followPollMs: 20, log: { info: (_f: object, m: string) => lines.push(m), error: (_f: object, m: string) => lines.push(`error ${m}`) } as never });
+    try {
+      // Nothing named yet, then a run that is not running: nothing to follow.
+      expect(await box.pollOnce()).toBeNull();
+      const active: ActiveRun = { run: 'r', startedAt: new Date().toISOString() };
+      await putJson(store, keys.activeRun(), active);
+      await putJson(store, keys.runStatus('r'), status('r', 'requested'));
+      expect(await box.pollOnce()).toBeNull();
+
+      // The coordinator box's side: the run is running, and it expects one replica besides itself.
+      await putJson(store, keys.runStatus('r'), status('r', 'running'));
+      const following = box.pollOnce();
+      const { result } = await runEmbedded({ config, run: 'r', storeRoot: join(root, 'store'), progress: silentProgress, pollMs: 20, token: 'box-token', replicas: { syncTimeoutMs: 30_000, expected: 1 } });
+      expect(await following).toBe('r');
+      // It announced its public URL, was routed members, and reported the coordinator's final θ.
+      expect((await getJson(store, keys.replica('r', 'replica-1'), ReplicaAnnouncement))?.baseUrl).toBe(publicUrl);
+      const manifest = await getJson(store, keys.manifest('r', 1), IterationManifest);
+      expect(manifest?.routing?.replicas).toEqual([expect.objectContaining({ id: 'coordinator' }), { id: 'replica-1', baseUrl: publicUrl }]);
+      expect(manifest?.routing?.routes.filter((r) => r.replica === 1).length).toBeGreaterThan(0);
+      const final = JSON.parse(new TextDecoder().decode((await store.get(keys.replicaReport('r', config.iterations, 'replica-1')))!)) as { thetaHash: string };
+      expect(final.thetaHash).toBe(result.thetaHash);
+      expect(lines).toContain('run followed to its last update');
+
+      // The same start is not followed twice.
+      expect(await box.pollOnce()).toBeNull();
+
+      // A run the coordinator starts and then stops before its end: the replica joins, then lets it go.
+      await putJson(store, keys.config('s'), config);
+      await putJson(store, keys.runStatus('s'), status('s', 'running'));
+      await putJson(store, keys.activeRun(), { run: 's', startedAt: new Date().toISOString() } satisfies ActiveRun);
+      const stopping = box.pollOnce();
+      while (!(await store.get(keys.replica('s', 'replica-1')))) await new Promise((r) => setTimeout(r, 20));
+      await putJson(store, keys.runStatus('s'), status('s', 'stopped'));
+      expect(await stopping).toBe('s');
+      expect(lines).toContain('the coordinator stopped this run or moved on: replica released');
+      // Its port is free again for the next run.
+      await new Promise<void>((resolve, reject) => {
+        const s = createServer().once('error', reject).listen(port, '127.0.0.1', () => s.close(() => resolve()));
+      });
+    } finally {
+      await box.close();
+    }
+  });
+
+  it('refuses an https public URL without a TLS identity', () => {
+    const store = new FsObjectStore(join(root, 'tls'));
+    expect(() => new ReplicaBox({ store, id: 'replica-1', publicUrl: 'https://203.0.113.9:8080/v1', host: '127.0.0.1', port: 1, token: 't', pollMs: 50, log: { info() {}, error() {} } as never })).toThrow(/https with a TLS identity/);
+  });
+});

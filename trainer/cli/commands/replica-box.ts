@@ -1,0 +1,70 @@
+import { pino } from 'pino';
+import { z } from 'zod';
+import { keys } from '../../../shared/keys.ts';
+import { Id } from '../../../shared/schemas/index.ts';
+import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
+import { ReplicaBox } from '../../replicas/replica-box.ts';
+import { tlsFor } from '../../wirings.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command, CommandIo } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
+
+/**
+ * `esopt replica-box`: a deployed replica box's service (sst.config.ts, ESOPT_REPLICAS > 1). Follows the
+ * run the coordinator box trains (trainer/replicas/replica-box.ts), serving its members on --host/--port,
+ * where the Episode function reaches it at --public-url (https: TLS, the certificate announced under the run).
+ */
+async function run(argv: string[], io: CommandIo): Promise<number> {
+  const p = parseFlags(argv, {
+    id: { type: 'string' },
+    'public-url': { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'poll-ms': { type: 'string' },
+    provider: { type: 'string' },
+    once: { type: 'boolean' },
+  });
+  const id = flag(p.values, 'id', Id);
+  const publicUrl = `${flag(p.values, 'public-url', z.url({ protocol: /^https?$/ })).replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
+  const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
+  const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
+  const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
+  const executionProvider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']).default('cpu'));
+  const token = process.env.ESOPT_TOKEN;
+  if (!token) throw new UsageError("ESOPT_TOKEN is not set (the stack's TrainerToken secret, which the Episode function sends as its ESOPT_TRAINER_TOKEN)");
+  let store;
+  try {
+    store = openCloudStore(cloudTargetFromEnv(process.env));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  // Logs go to stderr: stdout is the command's answer (--json).
+  const box = new ReplicaBox({ store, id, publicUrl, host, port, token, tls: await tlsFor(publicUrl), pollMs, executionProvider, log: pino({ name: 'esopt-replica-box' }, pino.destination(2)) });
+  try {
+    if (p.values.once) {
+      const followed = await box.pollOnce();
+      io.stdout(p.json ? JSON.stringify({ followed }) : followed ? `followed run ${followed}` : 'no run to follow');
+      return 0;
+    }
+    io.stderr(`replica box ${id} following the coordinator box's run (${keys.activeRun()}) every ${pollMs} ms; inference on ${host}:${port} (${publicUrl})`);
+    box.start();
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    return 0;
+  } finally {
+    await box.close();
+    store.client.destroy();
+  }
+}
+
+export const command: Command = {
+  name: 'replica-box',
+  usage:
+    'esopt replica-box --id ID --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--once] [--json]\n' +
+    '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3); needs ESOPT_TOKEN\n' +
+    '  follows the run the coordinator box trains (trainer/active-run.json) as trainer replica ID; --once: follow the active run, if any, to its end\n' +
+    '  an https --public-url serves TLS with a certificate made at start and announced with the address under the run, which the Episode function pins',
+  run,
+};

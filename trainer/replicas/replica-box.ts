@@ -1,0 +1,119 @@
+/**
+ * A deployed replica box's service (`esopt replica-box`): it follows whichever run the coordinator box is
+ * training. The coordinator box names that run in `keys.activeRun()` when it starts one; this box reads
+ * it, and while the run's status is `running` it is a trainer replica of it (replica.ts: restore θ,
+ * announce its address and certificate, serve its members, apply each update, report θ hashes). It lets
+ * the run go when the run ends or the coordinator moves on, and waits for the next one.
+ *
+ * One start of a run is followed once: a replica that failed (a θ mismatch, a store error) is not retried
+ * until the coordinator starts the run again (a resume writes a new `startedAt`).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { ActiveRun, RunStatus } from '../../shared/schemas/index.ts';
+import { getJson } from '../loop/stored-json.ts';
+import type { TlsIdentity } from '../server/tls-identity.ts';
+import { startReplica, type ReplicaOptions, type RunningReplica } from './replica.ts';
+
+export interface ReplicaBoxOptions {
+  store: ObjectStore;
+  /** This box's replica id, fixed per box (its announcement and reports are written under it). */
+  id: string;
+  /** Where the Episode function reaches this box (…/v1); https with `tls`. */
+  publicUrl: string;
+  host: string;
+  port: number;
+  token: string;
+  tls?: TlsIdentity;
+  /** How often the active run and its status are read. */
+  pollMs: number;
+  /** The replica's own poll of the run's records. */
+  followPollMs?: number;
+  executionProvider?: 'cpu' | 'cuda';
+  log: Pick<Logger, 'info' | 'error'>;
+}
+
+export class ReplicaBox {
+  private closing = false;
+  private loop: Promise<void> | null = null;
+  private current: RunningReplica | null = null;
+  private readonly wake = new AbortController();
+  /** The starts (run + startedAt) followed already. */
+  private readonly followed = new Set<string>();
+
+  constructor(private readonly o: ReplicaBoxOptions) {
+    if (o.publicUrl.startsWith('https:') !== Boolean(o.tls)) throw new Error(`the public URL ${o.publicUrl} and the server must agree: https with a TLS identity, http without`);
+  }
+
+  /** Follows runs until close(). */
+  start(): void {
+    this.loop ??= (async () => {
+      while (!this.closing) {
+        try {
+          await this.pollOnce();
+        } catch (err) {
+          this.o.log.error({ error: (err as Error).message }, 'reading the active run failed; retrying');
+        }
+        await this.pause();
+      }
+    })();
+  }
+
+  /** Follows the active run, if there is one to follow, until it ends here; resolves with its id, or null. */
+  async pollOnce(): Promise<string | null> {
+    const active = await getJson(this.o.store, keys.activeRun(), ActiveRun);
+    if (!active || this.followed.has(`${active.run}@${active.startedAt}`) || !(await this.running(active.run))) return null;
+    this.followed.add(`${active.run}@${active.startedAt}`);
+    const { run } = active;
+    const options: ReplicaOptions = {
+      store: this.o.store,
+      run,
+      id: this.o.id,
+      token: this.o.token,
+      server: { host: this.o.host, port: this.o.port, tls: this.o.tls },
+      publicUrl: this.o.publicUrl,
+      pollMs: this.o.followPollMs,
+      executionProvider: this.o.executionProvider,
+      onProgress: (e) => this.o.log.info({ run, ...e }, `replica ${e.kind}`),
+    };
+    this.o.log.info({ run, replica: this.o.id }, 'following the coordinator box');
+    const replica = (this.current = await startReplica(options));
+    let ended = false;
+    replica.done.then(
+      (r) => this.o.log.info({ run, ...r }, 'run followed to its last update'),
+      (err: unknown) => this.o.log.error({ run, error: (err as Error).message }, 'replica failed'),
+    ).finally(() => (ended = true));
+    try {
+      while (!ended && !this.closing) {
+        await this.pause();
+        const now = await getJson(this.o.store, keys.activeRun(), ActiveRun).catch(() => active);
+        if (now?.run !== run || now.startedAt !== active.startedAt || !(await this.running(run).catch(() => true))) {
+          this.o.log.info({ run }, 'the coordinator stopped this run or moved on: replica released');
+          break;
+        }
+      }
+    } finally {
+      this.current = null;
+      await replica.stop();
+    }
+    return run;
+  }
+
+  private async running(run: string): Promise<boolean> {
+    return (await getJson(this.o.store, keys.runStatus(run), RunStatus))?.state === 'running';
+  }
+
+  private pause(): Promise<void> {
+    return sleep(this.o.pollMs, undefined, { signal: this.wake.signal }).catch(() => {});
+  }
+
+  /** Stops following (the replica's server closes at once: its in-flight members fail over) and ends the loop. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.wake.abort();
+    await this.current?.stop();
+    await this.loop;
+  }
+}
