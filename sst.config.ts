@@ -1,8 +1,9 @@
 /**
  * The esopt stack on AWS (SST v3): a bucket for runs, the Episode function the trainer fans out to,
- * the Api function behind a function URL, and the GPU trainer box (EC2) that holds the only copy of
- * the weights and serves inference for the members. The box runs `esopt trainer-box`: it claims the
- * runs and evaluations the Api function queues in the bucket and runs them through the Episode function.
+ * the Api function behind a function URL, and the GPU trainer box (EC2) that holds the weights and serves
+ * inference for the members. The box runs `esopt trainer-box`: it claims the runs and evaluations the Api
+ * function queues in the bucket and runs them through the Episode function. With ESOPT_REPLICAS = R > 1,
+ * R − 1 replica boxes (`esopt replica-box`) follow the run it trains and serve a share of its members.
  *
  *   npx sst secret set TrainerToken <token> --stage <stage>
  *   npx sst deploy --stage <stage>
@@ -48,6 +49,12 @@ export default $config({
       ESOPT_EPISODE_TIMEOUT_S: z.coerce.number().int().min(10).max(900).default(900),
       /** Reserved concurrency: the most episodes in flight, and a cap on what a runaway fan-out can spend. */
       ESOPT_EPISODE_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
+      /**
+       * Trainer replicas, the trainer box included: each further one is a box of the same type with its own
+       * fixed address that follows the run the trainer box trains and serves a share of its members
+       * (docs/TRAINER.md, Trainer replicas); R boxes bill while a run trains (costOfEpisodesWithReplicas).
+       */
+      ESOPT_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
     });
     // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
     for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
@@ -113,6 +120,14 @@ export default $config({
     const address = new aws.ec2.Eip('TrainerAddress', { domain: 'vpc', tags: { Name: `esopt-${$app.stage}-trainer` } });
     // HTTPS: the box makes its certificate at start and publishes it in the bucket; the Episode function pins it.
     const trainerUrl = $interpolate`https://${address.publicIp}:${port}/v1`;
+    // The replica boxes' fixed addresses: each announces its certificate under the run it follows, for the pin.
+    const replicas = Array.from({ length: cfg.ESOPT_REPLICAS - 1 }, (_, i) => {
+      const id = `replica-${i + 1}`;
+      const replicaAddress = new aws.ec2.Eip(`ReplicaAddress${i + 1}`, { domain: 'vpc', tags: { Name: `esopt-${$app.stage}-${id}` } });
+      return { id, n: i + 1, address: replicaAddress, url: $interpolate`https://${replicaAddress.publicIp}:${port}/v1` };
+    });
+    // id=url pairs: the Episode function sends the token to these origins only, each pinned to its own box's announcement.
+    const replicaUrls = replicas.reduce<SstOutput<string> | undefined>((all, r) => (all ? $interpolate`${all},${r.id}=${r.url}` : $interpolate`${r.id}=${r.url}`), undefined);
 
     // The Episode function: writes its rewards, reads manifests, and nothing else (no bucket link: a
     // link would grant s3:* on the whole bucket).
@@ -130,6 +145,7 @@ export default $config({
       environment: {
         ESOPT_BUCKET: bucket.name,
         ESOPT_TRAINER_URL: trainerUrl,
+        ...(replicaUrls ? { ESOPT_REPLICA_URLS: replicaUrls } : {}),
         ESOPT_TRAINER_TOKEN: token.value,
       },
       permissions: [
@@ -140,6 +156,8 @@ export default $config({
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/manifest.json`] },
         // The trainer's certificate, which it pins on every call to the box (only the box's role may write it).
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/trainer/certificate.json`] },
+        // Each replica box's announcement (its address and certificate) under the run, pinned on every call to it.
+        ...(replicas.length ? [{ actions: ['s3:GetObject'], resources: replicas.map((r) => $interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`) }] : []),
         // Key names only: without it S3 answers 403 instead of 404 for a record that does not exist yet.
         { actions: ['s3:ListBucket'], resources: [bucket.arn] },
       ],
@@ -155,7 +173,8 @@ export default $config({
       source: new $util.asset.FileAsset(artifact.path),
       contentType: 'application/gzip',
     });
-    const userData = $interpolate`#!/bin/bash
+    /** A box's boot: the artifact checked and installed, the token from SSM into a root-only file, then its service. */
+    const bootScript = (service: string, description: string, execStart: SstInput<string>) => $interpolate`#!/bin/bash
 set -euo pipefail
 curl -fsSL https://deb.nodesource.com/setup_22.x | bash -
 apt-get install -y nodejs awscli
@@ -171,14 +190,14 @@ ESOPT_BUCKET=${bucket.name}
 ESOPT_EPISODE_FUNCTION=${episode.name}
 AWS_REGION=${cfg.ESOPT_AWS_REGION}
 ENV
-cat > /etc/systemd/system/esopt-trainer-box.service <<UNIT
+cat > /etc/systemd/system/${service}.service <<UNIT
 [Unit]
-Description=esopt trainer box: runs the runs and evaluations queued in the bucket
+Description=${description}
 After=network-online.target
 [Service]
 EnvironmentFile=/etc/esopt.env
 WorkingDirectory=/opt/esopt
-ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port ${port} --public-url ${trainerUrl} --provider ${cfg.ESOPT_TRAINER_PROVIDER}
+ExecStart=/usr/bin/node trainer/cli/bin.js ${execStart}
 # SIGTERM lets a run finish the iteration in flight; it is then resumable.
 TimeoutStopSec=${cfg.ESOPT_EPISODE_TIMEOUT_S + 120}
 Restart=always
@@ -186,8 +205,14 @@ Restart=always
 WantedBy=multi-user.target
 UNIT
 systemctl daemon-reload
-systemctl enable --now esopt-trainer-box
+systemctl enable --now ${service}
 `;
+    const serving = `--host 0.0.0.0 --port ${port}`;
+    const userData = bootScript(
+      'esopt-trainer-box',
+      'esopt trainer box: runs the runs and evaluations queued in the bucket',
+      $interpolate`trainer-box ${serving} --public-url ${trainerUrl} --provider ${cfg.ESOPT_TRAINER_PROVIDER}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
+    );
     const trainer = new aws.ec2.Instance('Trainer', {
       instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
       ami: ami.id,
@@ -202,6 +227,48 @@ systemctl enable --now esopt-trainer-box
       tags: { Name: `esopt-${$app.stage}-trainer` },
     });
     new aws.ec2.EipAssociation('TrainerAddressAssociation', { instanceId: trainer.id, allocationId: address.allocationId });
+
+    // The replica boxes: the trainer's instance type and port behind the same security group, each with a role
+    // of its own that reads the runs and writes only its own announcement and θ reports (never another box's).
+    for (const r of replicas) {
+      const role = new aws.iam.Role(`ReplicaRole${r.n}`, {
+        assumeRolePolicy: JSON.stringify({
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Principal: { Service: 'ec2.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+        }),
+      });
+      new aws.iam.RolePolicy(`ReplicaPolicy${r.n}`, {
+        role: role.id,
+        policy: $jsonStringify({
+          Version: '2012-10-17',
+          Statement: [
+            // The run it follows (config, manifests, updates, checkpoints, log, status), which run that is, and the artifact it boots from.
+            { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/${artifactObject.key}`] },
+            { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
+            { Effect: 'Allow', Action: ['s3:PutObject'], Resource: [$interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`, $interpolate`${bucket.arn}/runs/*/replica-reports/*/${r.id}.json`] },
+            { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
+          ],
+        }),
+      });
+      const profile = new aws.iam.InstanceProfile(`ReplicaProfile${r.n}`, { role: role.name });
+      const instance = new aws.ec2.Instance(`Replica${r.n}`, {
+        instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
+        ami: ami.id,
+        iamInstanceProfile: profile.name,
+        vpcSecurityGroupIds: [trainerSecurityGroup.id],
+        associatePublicIpAddress: true,
+        rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
+        metadataOptions: { httpTokens: 'required' },
+        userData: bootScript(
+          'esopt-replica-box',
+          `esopt ${r.id}: follows the run the trainer box trains and serves its share of the members`,
+          $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${cfg.ESOPT_TRAINER_PROVIDER}`,
+        ),
+        userDataReplaceOnChange: true,
+        tags: { Name: `esopt-${$app.stage}-${r.id}` },
+      });
+      new aws.ec2.EipAssociation(`ReplicaAddressAssociation${r.n}`, { instanceId: instance.id, allocationId: r.address.allocationId });
+    }
 
     // The trainer box (`esopt trainer-box`, `esopt train --cloud`) fans episodes out to the Episode function: invoke it, nothing else.
     new aws.iam.RolePolicy('TrainerInvokePolicy', {
@@ -244,6 +311,7 @@ systemctl enable --now esopt-trainer-box
       apiUrl: api.url,
       trainerUrl,
       trainerInstance: trainer.id,
+      replicaUrls: replicas.map((r) => r.url),
       artifactSha256: artifact.sha256,
     };
   },

@@ -27,7 +27,7 @@ import { loadEnvironment, parseWith } from '../environments/index.ts';
 import { HttpPolicy } from '../environments/policies/http-client.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
-import { trainerLinkFromEnv, type TrainerPins } from './trainer-certificate.ts';
+import { ReplicaUrls, trainerLinkFromEnv, type TrainerPins } from './trainer-certificate.ts';
 import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
 
 /**
@@ -231,12 +231,8 @@ export const EpisodeFunctionEnv = z.object({
   ESOPT_BUCKET: z.string().min(3),
   /** The coordinator box's OpenAI-compatible base URL; with the replicas', the only origins the token is sent to. */
   ESOPT_TRAINER_URL: z.url().optional(),
-  /** The trainer replica boxes' base URLs, comma-separated (sst.config.ts, ESOPT_REPLICAS − 1 of them). */
-  ESOPT_REPLICA_URLS: z
-    .string()
-    .default('')
-    .transform((s) => s.split(',').map((u) => u.trim()).filter(Boolean))
-    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
+  /** The trainer replica boxes as `replica-1=https://…/v1,replica-2=…` (sst.config.ts: ESOPT_REPLICAS − 1 of them). */
+  ESOPT_REPLICA_URLS: ReplicaUrls,
   /** The bearer token, named by `policy.tokenEnv` in the requests the trainer sends. */
   ESOPT_TRAINER_TOKEN: z.string().min(1).optional(),
   /** Only for S3-compatible servers (the dev endpoint); AWS needs neither. */

@@ -1,16 +1,34 @@
 /**
  * Where the Episode function gets the certificates it pins on the trainer link. The coordinator box's is
- * the bucket object it writes at start (`keys.trainerCertificate()`); each trainer replica's is in its
- * announcement under the run (`keys.replica(run, id)`: origin and certificate together). Only the boxes'
- * roles may write either, so a request can only reach, and hand the token to, a server that one of them
- * announced for exactly that origin. Read at most once per invocation, so a restarted box (a new
- * certificate) is picked up by the next one.
+ * the bucket object it writes at start (`keys.trainerCertificate()`); replica box `replica-i`'s is in its
+ * announcement under the run it follows (`keys.replica(run, 'replica-i')`: its address and certificate
+ * together). Each of those keys is writable by that box's role alone (sst.config.ts), and the stack binds
+ * each replica id to its fixed address, so a token goes only to an origin of the stack, over a connection
+ * pinned to the certificate that origin's own box announced. Read at most once per invocation, so a
+ * restarted box (a new certificate) is picked up by the next one.
  */
+import { z } from 'zod';
 import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
 import { keys } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
-import { ReplicaAnnouncement } from '../shared/schemas/index.ts';
+import { ReplicaAnnouncement, ReplicaId } from '../shared/schemas/index.ts';
 import { TrainerCertificate } from '../shared/schemas/trainer-certificate.ts';
+
+/** `replica-1=https://host:port/v1,replica-2=…`: each replica box's id and the address the stack gave it. */
+export const ReplicaUrls = z
+  .string()
+  .default('')
+  .transform((s) => s.split(',').map((pair) => pair.trim()).filter(Boolean))
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[^=]+=[^=]+$/, 'id=url')
+        .transform((pair) => pair.split('=') as [string, string])
+        .pipe(z.tuple([ReplicaId, z.url({ protocol: /^https?$/ })])),
+    ),
+  )
+  .transform((pairs) => Object.fromEntries(pairs));
 
 export interface TrainerPins {
   /** The coordinator box's origin (https://host:port): pinned to `keys.trainerCertificate()`. */
@@ -19,61 +37,63 @@ export interface TrainerPins {
   session(): (run: string, origin: string) => Promise<CertificatePin>;
 }
 
-/** The trainer link as the Lambda's environment describes it: which origins may get the token, and their pins. */
+/** The trainer link as the function's environment describes it: which origins may get the token, and their pins. */
 export interface TrainerLink {
-  /** The deploy-time fence: the coordinator's and every replica box's origin (undefined: no trainer configured). */
+  /** The coordinator's and every replica box's origin (undefined: no trainer configured). */
   tokenOrigins?: string[];
   /** Set when the trainer is https: every server the token goes to is pinned. */
   pins?: TrainerPins;
 }
 
 const decoder = new TextDecoder();
+const json = (body: Uint8Array) => JSON.parse(decoder.decode(body)) as unknown;
 
-export function storeTrainerPins(store: ObjectStore, trainerUrl: string): TrainerPins {
+/** `replicaUrls`: replica id → its base URL (the stack's ESOPT_REPLICA_URLS). */
+export function storeTrainerPins(store: ObjectStore, trainerUrl: string, replicaUrls: Record<string, string> = {}): TrainerPins {
   const coordinatorOrigin = new URL(trainerUrl).origin;
+  const replicaAt = new Map(Object.entries(replicaUrls).map(([id, url]) => [new URL(url).origin, id]));
   const coordinator = async (): Promise<CertificatePin> => {
     const body = await store.get(keys.trainerCertificate());
     if (body === null) throw new Error(`the trainer at ${coordinatorOrigin} has not published its certificate (${keys.trainerCertificate()}): is esopt trainer-box running?`);
-    const parsed = TrainerCertificate.safeParse(JSON.parse(decoder.decode(body)));
+    const parsed = TrainerCertificate.safeParse(json(body));
     if (!parsed.success) throw new Error(`${keys.trainerCertificate()} is not a trainer certificate: ${parsed.error.issues[0]?.message}`);
     return parsed.data;
   };
-  /** Origin → the newest announcement's certificate among the run's replicas (a restarted box overwrites its own). */
-  const announced = async (run: string): Promise<Map<string, ReplicaAnnouncement>> => {
-    const byOrigin = new Map<string, ReplicaAnnouncement>();
-    for (const key of await store.list(keys.replicas(run))) {
-      const body = await store.get(key);
-      const a = body && ReplicaAnnouncement.safeParse(JSON.parse(decoder.decode(body)));
-      if (!a || !a.success || !a.data.tls) continue;
-      const origin = new URL(a.data.baseUrl).origin;
-      const seen = byOrigin.get(origin);
-      if (!seen || seen.startedAt < a.data.startedAt) byOrigin.set(origin, a.data);
-    }
-    return byOrigin;
+  const replica = async (run: string, id: string, origin: string): Promise<CertificatePin> => {
+    const key = keys.replica(run, id);
+    const body = await store.get(key);
+    if (body === null) throw new Error(`refusing to call ${origin}: ${id} has not announced itself for run ${run} (${key})`);
+    const parsed = ReplicaAnnouncement.safeParse(json(body));
+    if (!parsed.success) throw new Error(`refusing to call ${origin}: ${key} is not a replica announcement: ${parsed.error.issues[0]?.message}`);
+    const announced = parsed.data;
+    if (announced.id !== id || new URL(announced.baseUrl).origin !== origin) throw new Error(`refusing to call ${origin}: ${key} announces ${announced.id} at ${new URL(announced.baseUrl).origin}, not ${id} at ${origin}`);
+    if (!announced.tls) throw new Error(`refusing to call ${origin}: ${id}'s announcement for run ${run} has no certificate to pin`);
+    return announced.tls;
   };
   return {
     coordinatorOrigin,
     session() {
       let mine: Promise<CertificatePin> | undefined;
-      const runs = new Map<string, Promise<Map<string, ReplicaAnnouncement>>>();
+      const read = new Map<string, Promise<CertificatePin>>();
       return async (run, origin) => {
         if (origin === coordinatorOrigin) return (mine ??= coordinator());
-        let read = runs.get(run);
-        if (!read) runs.set(run, (read = announced(run)));
-        const announcement = (await read).get(origin);
-        if (!announcement?.tls) throw new Error(`refusing to call ${origin}: no trainer replica announced it with a certificate for run ${run} (${keys.replicas(run)})`);
-        return announcement.tls;
+        const id = replicaAt.get(origin);
+        if (!id) throw new Error(`refusing to call ${origin}: it is not one of the stack's trainer boxes (${[coordinatorOrigin, ...replicaAt.keys()].join(', ')})`);
+        const at = `${run} ${id}`;
+        if (!read.has(at)) read.set(at, replica(run, id, origin));
+        return read.get(at)!;
       };
     },
   };
 }
 
-/** ESOPT_TRAINER_URL (the coordinator box) and ESOPT_REPLICA_URLS (comma-separated replica boxes), as the stack sets them. */
-export function trainerLinkFromEnv(store: ObjectStore, env: { ESOPT_TRAINER_URL?: string; ESOPT_REPLICA_URLS?: string[] }): TrainerLink {
+/** ESOPT_TRAINER_URL (the coordinator box) and ESOPT_REPLICA_URLS (the replica boxes), as the stack sets them. */
+export function trainerLinkFromEnv(store: ObjectStore, env: { ESOPT_TRAINER_URL?: string; ESOPT_REPLICA_URLS?: Record<string, string> }): TrainerLink {
   const trainerUrl = env.ESOPT_TRAINER_URL;
   if (!trainerUrl) return {};
+  const replicaUrls = env.ESOPT_REPLICA_URLS ?? {};
   return {
-    tokenOrigins: [trainerUrl, ...(env.ESOPT_REPLICA_URLS ?? [])].map((u) => new URL(u).origin),
-    pins: trainerUrl.startsWith('https:') ? storeTrainerPins(store, trainerUrl) : undefined,
+    tokenOrigins: [trainerUrl, ...Object.values(replicaUrls)].map((u) => new URL(u).origin),
+    pins: trainerUrl.startsWith('https:') ? storeTrainerPins(store, trainerUrl, replicaUrls) : undefined,
   };
 }

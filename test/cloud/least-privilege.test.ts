@@ -13,6 +13,9 @@ import { keys } from '../../shared/keys.ts';
 import type { ObjectStore, PutOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
+import { RunConfig } from '../../shared/schemas/index.ts';
+import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
+import { createTlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { evaluate, render } from './helpers/sst-stack.ts';
 
 interface Statement {
@@ -22,8 +25,8 @@ interface Statement {
 
 const BUCKET = '${sst.aws.Bucket.Runs.arn}';
 
-async function roles(): Promise<Record<string, Statement[]>> {
-  const { one } = await evaluate();
+async function roles(env: Record<string, string> = {}): Promise<Record<string, Statement[]>> {
+  const { one, recorded } = await evaluate(env);
   const fn = (name: string) => {
     const args = one('sst.aws.Function', name).args as { permissions?: { actions: string[]; resources: unknown[] }[]; link?: unknown[] };
     expect(args.link ?? [], `${name} is linked to nothing (a link grants s3:*)`).toEqual([]);
@@ -31,7 +34,13 @@ async function roles(): Promise<Record<string, Statement[]>> {
   };
   const policy = (name: string) =>
     (JSON.parse(one('aws.iam.RolePolicy', name).args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] }).Statement.map((s) => ({ actions: s.Action, resources: s.Resource }));
-  return { Episode: fn('Episode'), Api: fn('Api'), TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy')] };
+  const replicaRoles = recorded.filter((r) => r.type === 'aws.iam.Role' && r.name.startsWith('ReplicaRole')).map((r) => r.name);
+  return {
+    Episode: fn('Episode'),
+    Api: fn('Api'),
+    TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy')],
+    ...Object.fromEntries(replicaRoles.map((role) => [role, policy(role.replace('Role', 'Policy'))])),
+  };
 }
 
 /** Whether the statements allow `action` on `resource` (IAM's `*` matches any characters, `/` included). */
@@ -128,5 +137,59 @@ describe('least privilege', () => {
       await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
     }
     await expect(store.delete(keys.config(run.body.id))).rejects.toThrow(/AccessDenied: s3:DeleteObject/);
+  });
+
+  it('with replica boxes: each reads the runs and writes only its own announcement and θ reports; the Episode function reads their announcements', async () => {
+    const all = await roles({ ESOPT_REPLICAS: '3' });
+    expect(Object.keys(all)).toEqual(['Episode', 'Api', 'TrainerRole', 'ReplicaRole1', 'ReplicaRole2']);
+    const artifact = `${BUCKET}/\${aws.s3.BucketObjectv2.TrainerArtifact.key}`;
+    for (const n of [1, 2]) {
+      expect(all[`ReplicaRole${n}`]).toEqual([
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*`, `${BUCKET}/trainer/active-run.json`, artifact] },
+        { actions: ['s3:ListBucket'], resources: [BUCKET] },
+        { actions: ['s3:PutObject'], resources: [`${BUCKET}/runs/*/replicas/replica-${n}.json`, `${BUCKET}/runs/*/replica-reports/*/replica-${n}.json`] },
+        { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
+      ]);
+    }
+    expect(all.Episode).toContainEqual({ actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/replicas/replica-1.json`, `${BUCKET}/runs/*/replicas/replica-2.json`] });
+    // What the Episode function pins is writable by that box's role (and the trainer's) alone.
+    const writers = (key: string) => Object.keys(all).filter((role) => allows(all[role], 's3:PutObject', `${BUCKET}/${key}`));
+    expect(writers(keys.replica('r1', 'replica-1'))).toEqual(['TrainerRole', 'ReplicaRole1']);
+    expect(writers(keys.replica('r1', 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
+    expect(writers(keys.replicaReport('r1', 4, 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
+    expect(writers(keys.trainerCertificate())).toEqual(['TrainerRole']);
+    expect(writers(keys.activeRun())).toEqual(['TrainerRole']);
+    for (const key of [keys.manifest('r1', 0), keys.update('r1', 0), keys.checkpointWeights('r1', 0), keys.log('r1'), keys.runStatus('r1'), keys.reward('r1', 0, 0, 't')]) {
+      expect(writers(key).filter((r) => r.startsWith('Replica')), key).toEqual([]);
+    }
+    // Without replica boxes the Episode function reads no announcement.
+    expect((await roles()).Episode.flatMap((s) => s.resources).filter((r) => r.includes('/replicas/'))).toEqual([]);
+  });
+
+  it('a replica box follows the active run within its role: restore, announce with its certificate, report; nothing denied', async () => {
+    const statements = (await roles({ ESOPT_REPLICAS: '2' })).ReplicaRole1;
+    const inner = new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-replica-')));
+    const config = RunConfig.parse(tinyRunConfig({ name: 'iam-replica' }));
+    // What the coordinator box and the Api wrote: the run, its status, and which run the box trains.
+    const now = new Date().toISOString();
+    await inner.put(keys.config('r1'), JSON.stringify(config));
+    await inner.put(keys.runStatus('r1'), JSON.stringify({ run: 'r1', state: 'running', requestedAt: now, startedAt: now, finishedAt: null, error: null, updatedAt: now }));
+    await inner.put(keys.activeRun(), JSON.stringify({ run: 'r1', startedAt: now }));
+    const store = new EnforcingStore(inner, statements);
+    const tls = await createTlsIdentity(['127.0.0.1']);
+    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl: 'https://127.0.0.1:1/v1', host: '127.0.0.1', port: 0, token: 't', tls, pollMs: 20, followPollMs: 20, log: { info() {}, error() {} } as never });
+    const following = box.pollOnce();
+    while (!(await inner.get(keys.replicaReport('r1', 0, 'replica-1')))) await new Promise((r) => setTimeout(r, 20));
+    await inner.put(keys.runStatus('r1'), JSON.stringify({ run: 'r1', state: 'stopped', requestedAt: now, startedAt: now, finishedAt: now, error: null, updatedAt: now }));
+    expect(await following).toBe('r1');
+    await box.close();
+    const announced = JSON.parse(new TextDecoder().decode((await inner.get(keys.replica('r1', 'replica-1')))!)) as { tls: { sha256: string; certificate: string } };
+    expect(announced.tls.sha256).toBe(tls.sha256);
+    expect(JSON.stringify(announced)).not.toContain('PRIVATE KEY');
+    expect(store.denied).toEqual([]);
+    // Another box's announcement, the run's records and the certificate are out of its reach.
+    for (const key of [keys.replica('r1', 'replica-2'), keys.replicaReport('r1', 0, 'coordinator'), keys.manifest('r1', 0), keys.trainerCertificate(), keys.activeRun()]) {
+      await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
+    }
   });
 });

@@ -194,6 +194,51 @@ describe('sst.config.ts', () => {
     expect(one('sst.aws.Function', 'Episode').args.runtime).toBe('nodejs22.x');
   });
 
+  it('deploys ESOPT_REPLICAS trainer boxes: each replica box with its own address, role and replica-box service, all behind the one port rule', async () => {
+    const { one, recorded, outputs } = await evaluate({ ESOPT_REPLICAS: '3', ESOPT_TRAINER_PROVIDER: 'cuda' });
+    const names = recordedNames(recorded);
+    expect(names.filter((n) => n.startsWith('aws.ec2.Instance '))).toEqual(['aws.ec2.Instance Replica1', 'aws.ec2.Instance Replica2', 'aws.ec2.Instance Trainer']);
+    expect(names.filter((n) => n.startsWith('aws.ec2.Eip '))).toEqual(['aws.ec2.Eip ReplicaAddress1', 'aws.ec2.Eip ReplicaAddress2', 'aws.ec2.Eip TrainerAddress']);
+    expect(names.filter((n) => n.startsWith('aws.ec2.SecurityGroup '))).toEqual(['aws.ec2.SecurityGroup TrainerSecurityGroup']);
+    const group = one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup');
+    const env = one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>;
+    const urls: string[] = [];
+    for (const n of [1, 2]) {
+      const instance = one('aws.ec2.Instance', `Replica${n}`).args;
+      const address = one('aws.ec2.Eip', `ReplicaAddress${n}`).self;
+      const url = `https://${render(address.publicIp)}:8080/v1`;
+      urls.push(`replica-${n}=${url}`);
+      expect(one('aws.ec2.EipAssociation', `ReplicaAddressAssociation${n}`).args).toEqual({ instanceId: one('aws.ec2.Instance', `Replica${n}`).self.id, allocationId: address.allocationId });
+      expect(instance).toMatchObject({ instanceType: 'g5.xlarge', vpcSecurityGroupIds: [group.self.id], iamInstanceProfile: one('aws.iam.InstanceProfile', `ReplicaProfile${n}`).self.name, metadataOptions: { httpTokens: 'required' } });
+      expect(one('aws.iam.InstanceProfile', `ReplicaProfile${n}`).args.role).toBe(one('aws.iam.Role', `ReplicaRole${n}`).self.name);
+      const userData = instance.userData as string;
+      // The same checked artifact and SSM token as the trainer box, then the replica box's service.
+      expect(userData).toContain('sha256sum --check --strict -');
+      expect(userData).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12');
+      expect(userData).toContain(render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name));
+      expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
+      expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js replica-box --id replica-${n} --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda\n`);
+      expect(userData).toContain('systemctl enable --now esopt-replica-box');
+    }
+    // The trainer box routes over all three; the Episode function may call exactly these origins, each pinned by id.
+    expect(one('aws.ec2.Instance', 'Trainer').args.userData).toMatch(/trainer-box .* --provider cuda --replicas 3\n/);
+    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_REPLICA_URLS', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
+    expect(env.ESOPT_REPLICA_URLS).toBe(urls.join(','));
+    expect(outputs.replicaUrls).toEqual(urls.map((u) => u.split('=')[1]));
+    const asDeployed = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TRAINER_URL: 'https://203.0.113.7:8080/v1', ESOPT_REPLICA_URLS: 'replica-1=https://203.0.113.8:8080/v1,replica-2=https://203.0.113.9:8080/v1' });
+    expect(asDeployed.ESOPT_REPLICA_URLS).toEqual({ 'replica-1': 'https://203.0.113.8:8080/v1', 'replica-2': 'https://203.0.113.9:8080/v1' });
+    // The port: closed by default for every box, opened for all of them at once as configured.
+    expect(group.args.ingress).toEqual([]);
+    const { one: open } = await evaluate({ ESOPT_REPLICAS: '2', ESOPT_INFERENCE_CIDRS: '0.0.0.0/0' });
+    expect(open('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').args.ingress).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'] }]);
+    expect(open('aws.ec2.Instance', 'Replica1').args.vpcSecurityGroupIds).toEqual([open('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').self.id]);
+    // One box (the default) declares no replica and tells nobody about replicas.
+    const { recorded: single, one: first } = await evaluate({ ESOPT_REPLICAS: '1' });
+    expect(recordedNames(single).filter((n) => /Replica/.test(n))).toEqual([]);
+    expect(first('aws.ec2.Instance', 'Trainer').args.userData).not.toContain('--replicas');
+    for (const bad of ['0', '17', '1.5', 'two']) await expect(evaluate({ ESOPT_REPLICAS: bad }), bad).rejects.toThrow(/invalid deploy settings[^]*ESOPT_REPLICAS/);
+  });
+
   it('opens the inference port only as configured: closed by default, the link TLS with the certificate published where only the box writes', async () => {
     const ingress = async (env: Record<string, string>) => {
       const { one } = await evaluate(env);

@@ -13,8 +13,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { createEpisodeHandler } from '../../functions/episode.ts';
-import { storeTrainerPins } from '../../functions/trainer-certificate.ts';
+import { createEpisodeHandler, EpisodeFunctionEnv } from '../../functions/episode.ts';
+import { storeTrainerPins, trainerLinkFromEnv } from '../../functions/trainer-certificate.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { keys } from '../../shared/keys.ts';
 import { RewardRecord, type EpisodeRequest, type ReplicaAnnouncement } from '../../shared/schemas/index.ts';
@@ -135,12 +135,15 @@ describe('pinned trainer replicas', () => {
     const store = new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-replica-link-')));
     await publishCertificate(store, a.identity);
     const origin = (x: Box) => new URL(x.url).origin;
+    // The stack's environment: the coordinator box and three replica boxes at fixed addresses (replica-3 never announces).
+    const env = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TRAINER_URL: a.url, ESOPT_REPLICA_URLS: `replica-1=${r1.url},replica-2=${r2.url},replica-3=${stranger.url},replica-4=${gone.url}` });
+    const link = trainerLinkFromEnv(store, env);
+    expect(link.tokenOrigins).toEqual([a, r1, r2, stranger, gone].map(origin));
     const handle = createEpisodeHandler({
       store,
       env: { ESOPT_TRAINER_TOKEN: 'box-token' },
-      // The deploy-time fence names every box address, the stranger's too: only announcements make an origin callable.
-      tokenOrigins: [a, r1, r2, stranger, gone].map(origin),
-      trainerPins: storeTrainerPins(store, a.url),
+      tokenOrigins: link.tokenOrigins,
+      trainerPins: link.pins,
       memoryMb: 1024,
       billedPerInvocation: true,
       log: { info() {}, error() {} },
@@ -170,15 +173,24 @@ describe('pinned trainer replicas', () => {
     expect([...r1.seen, ...r2.seen].every((h) => h === 'Bearer box-token')).toBe(true);
     expect(a.seen.length).toBe(coordinatorBefore);
 
-    // An origin no replica announced for this run (as primary or as a fallback) gets nothing, the token least of all.
+    // A box of the stack that has not announced itself for this run (as primary or as a fallback) gets nothing, the token least of all.
     let before = counts();
     const [unannounced, viaFallback] = await play(await routed('fleet', [[stranger], [r1, stranger]], 1));
-    expect(unannounced.error).toContain(`refusing to call ${origin(stranger)}: no trainer replica announced it with a certificate for run fleet`);
+    expect(unannounced.error).toContain(`refusing to call ${origin(stranger)}: replica-3 has not announced itself for run fleet (${keys.replica('fleet', 'replica-3')})`);
     expect(viaFallback.error).toContain(`refusing to call ${origin(stranger)}`);
-    expect(counts()).toEqual(before);
     // Announced under another run does not count either: the pins are the run's own.
     const [otherRun] = await play(await routed('fleet-other', [[r1]]));
-    expect(otherRun.error).toContain(`no trainer replica announced it with a certificate for run fleet-other`);
+    expect(otherRun.error).toContain('replica-1 has not announced itself for run fleet-other');
+    // replica-3's key naming replica-1's address (a box announcing for another): refused, whatever certificate it carries.
+    await store.put(keys.replica('fleet-claim', 'replica-3'), JSON.stringify({ id: 'replica-3', baseUrl: r1.url, tls: { certificate: r1.identity.cert, sha256: r1.identity.sha256 }, startedAt: new Date().toISOString() }));
+    const [claimed] = await play(await routed('fleet-claim', [[stranger]]));
+    expect(claimed.error).toContain(`announces replica-3 at ${origin(r1)}, not replica-3 at ${origin(stranger)}`);
+    expect(counts()).toEqual(before);
+    // Without the token: an origin outside the stack is refused by the fence, before anything is read.
+    const outside = { ...(await routed('fleet-outside', [[r1]]))[0] };
+    outside.policy = { ...outside.policy, baseUrl: 'https://198.51.100.1:8080/v1' };
+    const [fenced] = await play([outside]);
+    expect(fenced.error).toContain('refusing to send the trainer token to https://198.51.100.1:8080');
 
     // replica-2's announcement carries replica-1's certificate: the server at replica-2's origin is refused in the handshake.
     await announce(store, 'fleet-wrong', 'replica-2', r2, r1.identity);
@@ -188,7 +200,7 @@ describe('pinned trainer replicas', () => {
     expect(counts()).toEqual(before);
 
     // A replica that died mid-run: its members fail over to the other replica, pinned to that one's certificate.
-    await announce(store, 'fleet-failover', 'replica-3', gone);
+    await announce(store, 'fleet-failover', 'replica-4', gone);
     await announce(store, 'fleet-failover', 'replica-2', r2);
     const r2Before = r2.models.length;
     const [failedOver] = await play(await routed('fleet-failover', [[gone, r2]]));
