@@ -24,6 +24,9 @@ export const ModelConfig = z
     eos_token_id: TokenIds.nullable().optional(),
     pad_token_id: z.number().int().min(0).nullable().optional(),
     torch_dtype: z.string().optional(),
+    /** Mistral: attention sees the last `sliding_window` positions (Qwen2 only with use_sliding_window). */
+    sliding_window: z.number().int().min(1).nullable().optional(),
+    use_sliding_window: z.boolean().optional(),
     /** Llama: biases on q/k/v/o (Qwen2 always has q/k/v biases and no field). */
     attention_bias: z.boolean().optional(),
     /** Gemma: the MLP's activation (`gelu_pytorch_tanh`); Llama/Qwen/Mistral use SiLU (`hidden_act: silu`). */
@@ -51,6 +54,18 @@ export function headDim(c: ModelConfig): number {
 
 export function kvHeads(c: ModelConfig): number {
   return c.num_key_value_heads ?? c.num_attention_heads;
+}
+
+/**
+ * The context esopt serves: max_position_embeddings, or a smaller sliding window. Within the window a
+ * sliding-window model attends to every position, so whether or not an export's graph implements the
+ * window, it computes the same thing; longer contexts are refused (or left-truncated) like any other.
+ */
+export function contextLength(c: ModelConfig): { length: number; why: string } {
+  const window = c.use_sliding_window === false ? null : c.sliding_window;
+  return window && window < c.max_position_embeddings
+    ? { length: window, why: `config.json's sliding_window (max_position_embeddings is ${c.max_position_embeddings}; esopt serves contexts the window covers whole)` }
+    : { length: c.max_position_embeddings, why: "config.json's max_position_embeddings" };
 }
 
 export function eosTokenIds(c: ModelConfig): number[] {

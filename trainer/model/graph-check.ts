@@ -3,6 +3,7 @@
  * generation loop serves built and downloaded models alike), with errors that name the tensor or op.
  */
 import { eosTokenIds, type ModelConfig } from './config.ts';
+import { MERGED } from './export-layout.ts';
 import { DataType, DataTypeName, type ModelProto, type ValueInfoProto } from '../onnx/proto.ts';
 
 const KNOWN_DOMAINS = new Set(['', 'ai.onnx', 'com.microsoft']);
@@ -37,12 +38,13 @@ export function checkDecoderGraph(model: ModelProto, config: ModelConfig, file: 
       expected.add(`past_key_values.${i}.${kv}`);
     }
   }
+  if (inputs.has('use_cache_branch')) throw new Error(`${file}: graph input "use_cache_branch" makes this ${MERGED}`);
   for (const name of inputs.keys()) {
-    if (!expected.has(name)) throw new Error(`${file}: unexpected graph input "${name}" (esopt feeds input_ids, attention_mask, position_ids and past_key_values.{0..${config.num_hidden_layers - 1}}.key|value; merged decoders with use_cache_branch are not supported)`);
+    if (!expected.has(name)) throw new Error(`${file}: unexpected graph input "${name}" (esopt feeds input_ids, attention_mask, position_ids and past_key_values.{0..${config.num_hidden_layers - 1}}.key|value)`);
   }
   for (const n of g.node) {
     const domain = n.domain ?? '';
-    if (!KNOWN_DOMAINS.has(domain)) throw new Error(`${file}: node "${n.name ?? n.opType}" uses op ${domain}.${n.opType}, a domain onnxruntime's CPU provider does not implement`);
+    if (!KNOWN_DOMAINS.has(domain)) throw new Error(`${file}: node "${n.name ?? n.opType}" uses op ${domain}.${n.opType}, a domain onnxruntime's CPU provider does not implement (supported: the default ONNX domain and com.microsoft)`);
   }
   if (config.vocab_size < 1 || eosTokenIds(config).some((id) => id >= config.vocab_size)) throw new Error(`${file.replace(/model\.onnx$/, 'config.json')}: eos_token_id outside vocab_size ${config.vocab_size}`);
 }

@@ -14,6 +14,7 @@ import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type Ten
 import { logitsAtLastPosition } from './logits-last.ts';
 import { isPerturbable } from './perturbable.ts';
 import { tieHead } from './tied-weights.ts';
+import { EXPORT_COMMAND, MERGED } from './export-layout.ts';
 import { fp32Master, HalfTheta } from './half-theta.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
 
@@ -62,6 +63,12 @@ function readJson(dir: string, file: string): Record<string, unknown> {
 
 export function loadModelDir(dir: string): LoadedModel {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`model directory ${dir} does not exist`);
+  if (!existsSync(join(dir, MODEL_FILE))) {
+    if (existsSync(join(dir, 'decoder_model_merged.onnx'))) throw new Error(`${join(dir, 'decoder_model_merged.onnx')}: ${MERGED}`);
+    if (existsSync(join(dir, 'decoder_with_past_model.onnx'))) {
+      throw new Error(`model directory ${dir} has no ${MODEL_FILE} but a legacy optimum split export: rename decoder_with_past_model.onnx to ${MODEL_FILE} (its external data file keeps its name), or re-export with ${EXPORT_COMMAND}`);
+    }
+  }
   const missing = REQUIRED.filter((f) => !existsSync(join(dir, f)));
   if (missing.length) throw new Error(`model directory ${dir} is missing ${missing.join(', ')}`);
 

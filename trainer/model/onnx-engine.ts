@@ -25,7 +25,7 @@ import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/
 import { compileConstraint } from '../generation/regex-automaton.ts';
 import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
 import { DataType } from '../onnx/proto.ts';
-import { eosTokenIds, headDim, kvHeads } from './config.ts';
+import { contextLength, eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
 import type { MemberServing } from './serving/member-serving.ts';
 
@@ -47,6 +47,8 @@ export class OnnxEngine implements Engine {
   /** Compiled constraints by automaton, so their per-state masks survive across requests. */
   private readonly constraints = new WeakMap<object, TokenConstraint>();
   readonly contextLength: number;
+  /** Where contextLength comes from, for the error that cites it. */
+  private readonly contextSource: string;
 
   constructor(
     readonly mode: PerturbationMode,
@@ -62,7 +64,8 @@ export class OnnxEngine implements Engine {
     const eos = model.tokenizer.eosToken === undefined ? undefined : model.tokenizer.tokenId(model.tokenizer.eosToken);
     this.eosIds = new Set([...eosTokenIds(c), ...(eos === undefined ? [] : [eos])]);
     this.padId = c.pad_token_id ?? [...this.eosIds][0] ?? 0;
-    this.contextLength = c.max_position_embeddings;
+    this.contextLength = contextLength(c).length;
+    this.contextSource = contextLength(c).why;
   }
 
   /** The model's tokenizer (chat template, encode/decode). */
@@ -138,7 +141,7 @@ export class OnnxEngine implements Engine {
     const budget = this.contextLength - row.maxNewTokens;
     if (ids.length > budget) {
       if (this.options.contextPolicy !== 'truncate-left' || budget < 1) {
-        throw new ContextLengthError(`prompt of ${ids.length} tokens + max ${row.maxNewTokens} new tokens exceeds the context length ${this.contextLength}`);
+        throw new ContextLengthError(`prompt of ${ids.length} tokens + max ${row.maxNewTokens} new tokens exceeds the context length ${this.contextLength} (${this.contextSource})`);
       }
       ids = ids.slice(ids.length - budget);
     }

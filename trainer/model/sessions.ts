@@ -37,7 +37,12 @@ export async function createSession(model: ModelProto, options: SessionSettings,
     try {
       return await start();
     } catch (err) {
-      throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      // an op onnxruntime does not know or has no kernel for: say what runs
+      const op = /not a registered function\/op|Could not find an implementation|No Op registered/.test(message)
+        ? ` (esopt runs the ops onnxruntime-node ${ort.env.versions.common} implements for the ${provider} provider: ONNX-domain ops and com.microsoft contrib ops over float32 or float16 tensors; re-export with optimum's defaults, or replace the op)`
+        : '';
+      throw new Error(`${what}: onnxruntime could not create a session with the ${provider} execution provider: ${message}${op}`);
     }
   };
   const initializerBytes = model.graph.initializer.reduce((a, t) => a + (t.rawData?.length ?? 0), 0);
