@@ -12,6 +12,7 @@ import { buildDecoder } from '../../trainer/model/build-decoder.ts';
 import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
 import type { ModelConfig } from '../../trainer/model/config.ts';
 import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
+import { halfPrecisionCost } from '../../trainer/model/half-theta.ts';
 import { loadModelDir, saveModelDir } from '../../trainer/model/model-dir.ts';
 import { referenceForward } from '../../trainer/model/reference-forward.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
@@ -65,8 +66,12 @@ const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLeng
 
 describe('fp16 exports', () => {
   it('load with fp32 masters equal to the fp16 values, and the graph computes like fp32 within fp16 tolerance', async () => {
-    const loaded = loadModelDir(exported('fp16'));
+    const dir = exported('fp16');
+    const loaded = loadModelDir(dir);
     expect(loaded.half?.size).toBe(weights.length);
+    // what `bench memory` reports: the fp32 masters on top of the fp16 bytes
+    const n = weights.reduce((a, w) => a + w.data.length, 0);
+    expect(halfPrecisionCost(dir)).toEqual({ fp16Elements: n, masterMiB: (4 * n) / 2 ** 20, fp16MiB: (2 * n) / 2 ** 20 });
     const expected = rounded(weights);
     loaded.weights.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
     const [fp32] = await fullLogits(await session(buildDecoder(c, expected)), c, [prompt]);

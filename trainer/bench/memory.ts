@@ -9,6 +9,8 @@ import { FullModeWeights } from '../../shared/schemas/index.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo } from './measure.ts';
 import { int, ModelName } from './options.ts';
+import { halfPrecisionCost } from '../model/half-theta.ts';
+import { PRESETS } from '../model/presets.ts';
 
 const probe = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
 
@@ -54,6 +56,8 @@ export async function run(o: z.output<typeof options>, log: Log) {
     generate_peak_rss_mib: generate / 1024,
     ratio: train / generate,
     target: 1.05,
+    // an fp16 export's θ is also held as fp32 masters, in both children (docs/MODEL.md, fp16 / bf16)
+    fp16_theta: o.model in PRESETS ? null : halfPrecisionCost(o.model),
     machine: machineInfo(),
   };
 }

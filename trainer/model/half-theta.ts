@@ -4,10 +4,14 @@
  * mode, θ as inputs) or into the graph's initializer bytes while a session is made (low-rank mode and
  * `rebuild-session`), which are freed again once onnxruntime holds its own copy.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
+import { MODEL_FILE } from '../onnx/external-data.ts';
 import { fromHalf, toHalf } from '../onnx/half.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
-import type { TensorProto } from '../onnx/proto.ts';
+import { DataType, decodeModel, type TensorProto } from '../onnx/proto.ts';
+import { isPerturbable } from './perturbable.ts';
 
 /** The fp32 master of an fp16 initializer (exact: every fp16 value is an fp32 value). */
 export function fp32Master(t: TensorProto): Float32Array {
@@ -68,4 +72,15 @@ export class HalfTheta {
   dropInitializers(): void {
     for (const t of this.inits.values()) t.rawData = new Uint8Array(0);
   }
+}
+
+/**
+ * What holding an export's fp16 θ as fp32 masters costs, read from its model.onnx (weights not loaded):
+ * the masters (4 bytes an element) come on top of the fp16 bytes a session holds (2 an element).
+ */
+export function halfPrecisionCost(dir: string): { fp16Elements: number; masterMiB: number; fp16MiB: number } {
+  const file = join(dir, MODEL_FILE);
+  const g = decodeModel(readFileSync(file), file).graph;
+  const fp16Elements = g.initializer.filter((t) => t.dataType === DataType.FLOAT16 && isPerturbable(t, g)).reduce((a, t) => a + t.dims.reduce((x, y) => x * y, 1), 0);
+  return { fp16Elements, masterMiB: (fp16Elements * 4) / 2 ** 20, fp16MiB: (fp16Elements * 2) / 2 ** 20 };
 }
