@@ -40,11 +40,29 @@ describe('esopt dev cloud', () => {
     }
   }, 300_000);
 
+  it('--replicas 2: a run over the coordinator and a replica box, each server pinned to its own announced certificate', async () => {
+    const { out, io } = capture();
+    const code = await main(['dev', 'cloud', '--replicas', '2', '--population', '4', '--iterations', '2', '--seed', '5', '--json'], io);
+    const report = JSON.parse(out.join(''));
+    expect(code).toBe(0);
+    expect(report.failed).toBe(0);
+    expect(report.episodes).toBeGreaterThan(0);
+    // The replica box reported θ_0 while the coordinator waited for it: every iteration is routed over both.
+    expect(report.routed).toEqual([['coordinator', 'replica-1'], ['coordinator', 'replica-1']]);
+    expect(report.replica_theta).toEqual({ 'replica-1': report.theta });
+    const [coordinator, replica] = report.boxes;
+    expect(new URL(coordinator.url).origin).not.toBe(new URL(replica.url).origin);
+    expect(replica.sha256).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    expect(replica.sha256).not.toBe(coordinator.sha256);
+  }, 120_000);
+
   it('rejects a bad flag with exit code 2, naming it', async () => {
     const { err, io } = capture();
     expect(await main(['dev', 'cloud', '--episodes', '0'], io)).toBe(2);
     expect(err.join('')).toMatch(/--episodes/);
     expect(await main(['dev', 'cloud', '--env', 'mars'], io)).toBe(2);
     expect(err.join('')).toMatch(/--env/);
+    expect(await main(['dev', 'cloud', '--replicas', '1'], io)).toBe(2);
+    expect(err.join('')).toMatch(/--replicas/);
   });
 });

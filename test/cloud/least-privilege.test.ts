@@ -177,7 +177,7 @@ describe('least privilege', () => {
     await inner.put(keys.activeRun(), JSON.stringify({ run: 'r1', startedAt: now }));
     const store = new EnforcingStore(inner, statements);
     const tls = await createTlsIdentity(['127.0.0.1']);
-    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl: 'https://127.0.0.1:1/v1', host: '127.0.0.1', port: 0, token: 't', tls, pollMs: 20, followPollMs: 20, log: { info() {}, error() {} } as never });
+    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl: 'https://127.0.0.1:1/v1', host: '127.0.0.1', port: 0, token: 't', tls, pollMs: 20, followPollMs: 20, log: { info() {}, error() {} } });
     const following = box.pollOnce();
     while (!(await inner.get(keys.replicaReport('r1', 0, 'replica-1')))) await new Promise((r) => setTimeout(r, 20));
     await inner.put(keys.runStatus('r1'), JSON.stringify({ run: 'r1', state: 'stopped', requestedAt: now, startedAt: now, finishedAt: now, error: null, updatedAt: now }));

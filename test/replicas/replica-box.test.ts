@@ -54,7 +54,7 @@ describe('the replica box', () => {
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}/v1`;
     const lines: string[] = [];
-    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl, host: '127.0.0.1', port, token: 'box-token', pollMs: 30, followPollMs: 20, log: { info: (_f: object, m: string) => lines.push(m), error: (_f: object, m: string) => lines.push(`error ${m}`) } as never });
+    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl, host: '127.0.0.1', port, token: 'box-token', pollMs: 30, followPollMs: 20, log: { info: (_f: object, m: string) => lines.push(m), error: (_f: object, m: string) => lines.push(`error ${m}`) } });
     try {
       // Nothing named yet, then a run that is not running: nothing to follow.
       expect(await box.pollOnce()).toBeNull();

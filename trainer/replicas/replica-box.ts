@@ -9,7 +9,6 @@
  * until the coordinator starts the run again (a resume writes a new `startedAt`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from 'pino';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { ActiveRun, RunStatus } from '../../shared/schemas/index.ts';
@@ -32,7 +31,7 @@ export interface ReplicaBoxOptions {
   /** The replica's own poll of the run's records. */
   followPollMs?: number;
   executionProvider?: 'cpu' | 'cuda';
-  log: Pick<Logger, 'info' | 'error'>;
+  log: { info(fields: object, message: string): void; error(fields: object, message: string): void };
 }
 
 export class ReplicaBox {

@@ -14,6 +14,7 @@ import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
+import { devCloudReplicas } from './dev-cloud-replicas.ts';
 import { devCloudWeb } from './dev-cloud-web.ts';
 
 const FAULTS: InvokeFaultsInput = {
@@ -28,7 +29,8 @@ export const command: Command = {
   name: 'dev cloud',
   usage:
     'esopt dev cloud [--episodes N] [--faults] [--seed S] [--policy oracle|random|URL] [--per-invocation K] [--json]\n' +
-    'esopt dev cloud --env web [--population N] [--tasks N] [--seed S] [--json]: one ES iteration of web episodes, a tiny model served over TLS (pinned), the Lambda Chromium',
+    'esopt dev cloud --env web [--population N] [--tasks N] [--seed S] [--json]: one ES iteration of web episodes, a tiny model served over TLS (pinned), the Lambda Chromium\n' +
+    'esopt dev cloud --replicas R [--population N] [--iterations N] [--seed S] [--json]: a sudoku run over R trainer boxes on loopback, replica boxes following the coordinator, each pinned to its own certificate',
   async run(argv, io) {
     const p = parseFlags(argv, {
       episodes: { type: 'string', default: '16' },
@@ -39,6 +41,8 @@ export const command: Command = {
       env: { type: 'string', default: 'sudoku' },
       population: { type: 'string', default: '2' },
       tasks: { type: 'string', default: '2' },
+      replicas: { type: 'string' },
+      iterations: { type: 'string', default: '2' },
     });
     const env = flag(p.values, 'env', z.enum(['sudoku', 'web']));
     const episodes = flag(p.values, 'episodes', z.coerce.number().int().min(1).max(10_000));
@@ -48,6 +52,23 @@ export const command: Command = {
     const log = (m: string) => {
       if (!p.json) io.stderr(m);
     };
+    if (p.values.replicas !== undefined) {
+      const replicas = flag(p.values, 'replicas', z.coerce.number().int().min(2).max(8));
+      const population = flag(p.values, 'population', z.coerce.number().int().min(2).max(64));
+      const iterations = flag(p.values, 'iterations', z.coerce.number().int().min(1).max(20));
+      const report = await devCloudReplicas({ replicas, seed, population, iterations, log });
+      io.stdout(
+        p.json
+          ? JSON.stringify(report)
+          : [
+              `episodes ${report.episodes}  failed ${report.failed}; routed per iteration: ${report.routed.map((r) => r.join('+')).join(' | ')}`,
+              ...report.boxes.map((b) => `${b.id} at ${b.url} pinned to ${b.sha256.slice(0, 23)}…`),
+              `θ ${report.theta.slice(0, 12)}; replicas: ${Object.entries(report.replica_theta).map(([id, h]) => `${id} ${h?.slice(0, 12) ?? 'no report'}`).join(', ')}`,
+            ].join('\n'),
+      );
+      const agree = Object.values(report.replica_theta).every((h) => h === report.theta);
+      return report.failed === 0 && report.episodes > 0 && agree ? 0 : 1;
+    }
     if (env === 'web') {
       const population = flag(p.values, 'population', z.coerce.number().int().min(2).max(64));
       const tasks = flag(p.values, 'tasks', z.coerce.number().int().min(1).max(24));
