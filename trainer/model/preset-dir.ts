@@ -28,7 +28,8 @@ export function writePresetDir(dir: string, preset: PresetName, seed: number): v
 
 /**
  * The preset's directory under `root`, built there first if absent. It is written beside under a
- * process-unique name and renamed into place, so a build that dies leaves no directory that looks whole.
+ * process-unique name and renamed into place, so a build that dies leaves no directory that looks whole
+ * and two processes building at once both end up with one complete directory.
  */
 export function cachedPresetDir(preset: PresetName, seed: number, root = process.env.ESOPT_MODEL_CACHE || DEFAULT_MODEL_CACHE): string {
   const dir = join(root, `${preset}-seed${seed}`);
@@ -37,10 +38,11 @@ export function cachedPresetDir(preset: PresetName, seed: number, root = process
   rmSync(partial, { recursive: true, force: true });
   try {
     writePresetDir(partial, preset, seed);
-    rmSync(dir, { recursive: true, force: true });
     renameSync(partial, dir);
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
+    // another process built it meanwhile: theirs is as good (same preset, same seed, same bits)
+    if (existsSync(join(dir, MODEL_FILE))) return dir;
     throw new Error(`preset ${preset}: could not build it into ${dir}: ${(err as Error).message}`);
   }
   return dir;
