@@ -73,6 +73,8 @@ declare global {
   }
 
   namespace aws {
+    function getCallerIdentityOutput(args?: SstArgs): { accountId: SstOutput<string> };
+    function getPartitionOutput(args?: SstArgs): { partition: SstOutput<string> };
     namespace s3 {
       class BucketObjectv2 {
         constructor(name: string, args: SstArgs);

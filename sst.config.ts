@@ -86,6 +86,10 @@ export default $config({
       type: 'SecureString',
       value: token.value,
     });
+    // Queued evaluations' endpoint keys: SSM SecureStrings (Advanced tier, with an Expiration policy) under one
+    // path, one per evaluation; the Api function writes them, the Episode function reads them, the box deletes them.
+    const evaluationKeysPath = `/esopt/${$app.stage}/eval-keys`;
+    const evaluationKeys = $interpolate`arn:${aws.getPartitionOutput({}).partition}:ssm:${cfg.ESOPT_AWS_REGION}:${aws.getCallerIdentityOutput({}).accountId}:parameter${evaluationKeysPath}/*`;
     const trainerRole = new aws.iam.Role('TrainerRole', {
       assumeRolePolicy: JSON.stringify({
         Version: '2012-10-17',
@@ -101,6 +105,8 @@ export default $config({
           { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], Resource: [$interpolate`${bucket.arn}/*`] },
           { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
           { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
+          // An evaluation's key is deleted when the evaluation ends; the box never reads it.
+          { Effect: 'Allow', Action: ['ssm:DeleteParameter'], Resource: [evaluationKeys] },
         ],
       }),
     });
@@ -160,6 +166,8 @@ export default $config({
         ...(replicas.length ? [{ actions: ['s3:GetObject'], resources: replicas.map((r) => $interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`) }] : []),
         // Key names only: without it S3 answers 403 instead of 404 for a record that does not exist yet.
         { actions: ['s3:ListBucket'], resources: [bucket.arn] },
+        // A queued evaluation's endpoint key, decrypted with the AWS-managed key aws/ssm (no kms: statement needed).
+        { actions: ['ssm:GetParameter'], resources: [evaluationKeys] },
       ],
     });
 
@@ -288,7 +296,7 @@ systemctl enable --now ${service}
       // Validating a run config loads its environment's definition, so the same native module as Episode.
       nodejs: { install: ['isolated-vm'] },
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
-      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value },
+      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
@@ -302,6 +310,8 @@ systemctl enable --now ${service}
         // An idempotency claim whose request failed is released.
         { actions: ['s3:DeleteObject'], resources: objects('idempotency/*') },
         { actions: ['s3:ListBucket'], resources: [bucket.arn] },
+        // A keyed evaluation's endpoint key, stored for the Episode function; deleted again if it cannot be queued.
+        { actions: ['ssm:PutParameter', 'ssm:DeleteParameter'], resources: [evaluationKeys] },
       ],
     });
 

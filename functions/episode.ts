@@ -18,6 +18,9 @@ import { CostPrices, episodeCost, type CostPricesInput } from '../shared/cost.ts
 import { keys } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
+import type { SecretStore } from '../shared/ports/secret-store.ts';
+import { evaluationKeyFrom } from '../shared/secrets/evaluation-key.ts';
+import { SsmSecretStore } from '../shared/secrets/ssm.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
 import { DEFAULT_AWS_REGION } from '../shared/store/aws-region.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
@@ -29,6 +32,8 @@ import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './
 import { boundTranscript } from './episode-transcript.ts';
 import { ReplicaUrls, trainerLinkFromEnv, type TrainerPins } from './trainer-certificate.ts';
 import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
+import { cachedSecrets } from './secret-cache.ts';
+import { redactSecret } from './secret-redaction.ts';
 
 /**
  * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
@@ -57,6 +62,11 @@ export interface EpisodeHandlerOptions {
    * and an origin nobody announced is refused. Without it the trainer is called like any endpoint.
    */
   trainerPins?: TrainerPins;
+  /**
+   * Where `policy.tokenParameter` is read (SSM on Lambda): a queued evaluation's endpoint key, sent only to
+   * the origin it was stored for. Without one such requests fail.
+   */
+  secrets?: SecretStore;
   /** Memory of the worker for the cost estimate; 0 for local workers. */
   memoryMb: number;
   /** Whether each invocation pays Lambda's request price (false for the local pool). */
@@ -74,16 +84,25 @@ function describeZodError(error: z.ZodError): string {
     .join('; ');
 }
 
+/** A queued evaluation's key, from the secret store, once every URL the episode may call is on its origin. */
+async function evaluationKeyFor(request: EpisodeRequest, secrets: SecretStore | undefined): Promise<string | undefined> {
+  const parameter = request.policy.tokenParameter;
+  if (!parameter) return undefined;
+  if (request.policy.tokenEnv) throw new Error('a policy names its token by tokenEnv or by tokenParameter, not both');
+  if (!secrets) throw new Error(`this worker has no secret store to read ${parameter} from`);
+  return evaluationKeyFrom(parameter, await secrets.get(parameter), [request.policy.baseUrl, ...(request.policy.fallbackUrls ?? [])]);
+}
+
 type PinOf = (run: string, origin: string) => Promise<CertificatePin>;
 
-async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number, pinOf: PinOf | undefined): Promise<Policy> {
+async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number, pinOf: PinOf | undefined, evaluationKey?: string): Promise<Policy> {
   const scripted = SCRIPTED.exec(request.policy.baseUrl);
   if (scripted) {
     const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
     const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
     return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
   }
-  let token: string | undefined;
+  let token = evaluationKey;
   const fallbackUrls = request.policy.fallbackUrls ?? [];
   const origins = [...new Set([request.policy.baseUrl, ...fallbackUrls].map((url) => new URL(url).origin))];
   if (request.policy.tokenEnv) {
@@ -137,6 +156,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
   const prices = CostPrices.parse(options.prices ?? {});
   const log = options.log ?? pino({ name: 'esopt-episode' });
   const { store } = options;
+  const secrets = options.secrets && cachedSecrets(options.secrets);
 
   /** The transcript's key once it is in the store; null when it is not kept, or could not be written (the reward matters more). */
   async function storeTranscript(request: EpisodeRequest, result: EpisodeResult): Promise<string | null> {
@@ -163,9 +183,11 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     const started = performance.now();
     const deadline = Date.parse(request.deadline);
     let result: EpisodeResult;
+    let evaluationKey: string | undefined;
     try {
       const definition = await loadEnvironment(request.environment.name);
-      const policy = await policyFor(request, definition, options, deadline, pinOf);
+      evaluationKey = await evaluationKeyFor(request, secrets);
+      const policy = await policyFor(request, definition, options, deadline, pinOf, evaluationKey);
       result = await runEpisode({
         definition,
         task: request.task.value,
@@ -178,6 +200,8 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     } catch (err) {
       result = failedResult(err, started);
     }
+    // An endpoint that echoes its key (an error body, a reply) must not get it into the bucket or a log.
+    if (evaluationKey) result = redactSecret(result, evaluationKey);
     if (result.stopReason === 'iteration-closed') {
       log.info({ key, error: result.error }, 'iteration closed: episode stopped, no record written');
       return { ...base, closed: true, error: result.error };
@@ -269,6 +293,8 @@ export async function handler(event: unknown): Promise<EpisodeResponse> {
       tokenOrigins: link.tokenOrigins,
       trainerPins: link.pins,
       memoryMb: env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
+      // Queued evaluations' endpoint keys: SSM SecureStrings the function's role may only read (sst.config.ts).
+      secrets: new SsmSecretStore({ region: env.AWS_REGION }),
       billedPerInvocation: true,
       prices: env.ESOPT_COST_PRICES ? CostPrices.parse(JSON.parse(env.ESOPT_COST_PRICES)) : undefined,
     });

@@ -1,12 +1,16 @@
 /**
  * The API app as the Api Lambda serves it: the S3 store of the stack, the token from the function's
  * environment, and launchers that queue the work in the store for the trainer box (queued-launchers.ts).
+ * Endpoint keys of queued evaluations go to SSM (SecureString parameters under ESOPT_EVALUATION_KEYS).
  * functions/api.ts wraps it with hono/aws-lambda.
  */
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import { CostPrices } from '../../shared/cost.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { SecretStore } from '../../shared/ports/secret-store.ts';
+import { SecretName } from '../../shared/schemas/index.ts';
+import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
 import { createApiApp } from './app.ts';
@@ -16,6 +20,8 @@ export const CloudApiEnv = z.object({
   ESOPT_BUCKET: z.string().min(3),
   AWS_REGION: z.string().min(1).default(DEFAULT_AWS_REGION),
   ESOPT_TOKEN: z.string().min(16, 'ESOPT_TOKEN must be at least 16 characters'),
+  /** The SSM path under which a queued evaluation's endpoint key is stored as `<path>/<evaluation id>`. */
+  ESOPT_EVALUATION_KEYS: SecretName,
   /** JSON of CostPrices, the same variable the Episode function reads. */
   ESOPT_COST_PRICES: z.string().optional(),
   /**
@@ -26,13 +32,14 @@ export const CloudApiEnv = z.object({
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
-export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: ObjectStore, log: Logger = pino({ name: 'esopt-api' })) {
+export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: ObjectStore, log: Logger = pino({ name: 'esopt-api' }), givenSecrets?: SecretStore) {
   const env = CloudApiEnv.parse(input);
   const store = givenStore ?? openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION });
+  const secrets = givenSecrets ?? new SsmSecretStore({ region: env.AWS_REGION });
   return createApiApp({
     store,
     token: env.ESOPT_TOKEN,
-    ...storeQueueLaunchers(store),
+    ...storeQueueLaunchers(store, { secrets, path: env.ESOPT_EVALUATION_KEYS }),
     // The trainer box that picks queued work up serves base models and checkpoints.
     servesOwnModels: true,
     prices: CostPrices.parse(env.ESOPT_COST_PRICES ? JSON.parse(env.ESOPT_COST_PRICES) : {}),

@@ -3,6 +3,10 @@
  * waves: no wave starts past `maxEpisodes`, and with a `maxCostUsd` the first wave is a single episode (to
  * learn what one costs) and each later wave holds only as many episodes as the money left pays for at
  * the mean cost so far. The stop reason goes into the status, so the summary says why it stopped.
+ *
+ * A queued evaluation's endpoint key stays in the secret store: the episodes name it (`tokenParameter`),
+ * the workers read it, an episode that could not use it (gone, or bound to another origin) fails the
+ * whole evaluation after its wave, and the secret is deleted when the evaluation ends, however it ends.
  */
 import { pino, type Logger } from 'pino';
 import type { CostPrices } from '../../shared/cost.ts';
@@ -11,6 +15,8 @@ import type { EvaluationSecrets } from '../../shared/ports/launchers.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ModelHost, ServedModel } from '../../shared/ports/model-host.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { SecretStore } from '../../shared/ports/secret-store.ts';
+import { EVALUATION_KEY_ERROR } from '../../shared/secrets/evaluation-key.ts';
 import { EvaluationStatus, RewardRecord, StoredEvaluationRequest, type EvaluationStopReason, type PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { loadEnvironment, parseWith } from '../../environments/index.ts';
 import { evaluationEpisodeCost } from './evaluation-pricing.ts';
@@ -28,6 +34,8 @@ export interface EvaluationRunnerDeps {
   modelHost?: ModelHost;
   prices: CostPrices;
   log?: Logger;
+  /** Where queued evaluations' keys are (`EvaluationSecrets.apiKeyRef`): deleted here when the evaluation ends. */
+  secrets?: SecretStore;
 }
 
 async function resolveTasks(request: StoredEvaluationRequest): Promise<EvaluationPlanRecord['tasks']> {
@@ -35,6 +43,17 @@ async function resolveTasks(request: StoredEvaluationRequest): Promise<Evaluatio
   const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
   if ('split' in request.tasks) return definition.sampleTasks(request.tasks.split, request.tasks.count, request.tasks.seed, options);
   return request.tasks.tasks.map((t) => ({ id: t.id, task: parseWith(definition.taskSchema, t.task, `${definition.name} task ${t.id}`) }));
+}
+
+/** The key's secret is gone once its evaluation ends; if deleting fails, its Expiration still removes it. */
+async function deleteKey(deps: EvaluationRunnerDeps, parameter: string, log: Logger): Promise<void> {
+  try {
+    if (!deps.secrets) throw new Error('this runner has no secret store');
+    await deps.secrets.delete(parameter);
+    log.info({ parameter }, 'evaluation key deleted');
+  } catch (err) {
+    log.error({ parameter, error: (err as Error).message }, 'evaluation key not deleted: it expires by itself');
+  }
 }
 
 export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secrets: EvaluationSecrets): Promise<void> {
@@ -57,10 +76,12 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
     await writeJson(store, keys.evaluationPlan(id), plan);
     await save({ state: 'running', planned });
 
-    let endpoint: { baseUrl: string; model: string; token?: string; tokenEnv?: string; guidedDecoding?: boolean };
+    let endpoint: { baseUrl: string; model: string; token?: string; tokenEnv?: string; tokenParameter?: string; guidedDecoding?: boolean };
     if (request.model.kind === 'external') {
       const { baseUrl, model, guidedDecoding } = request.model;
-      endpoint = { baseUrl, model, guidedDecoding, ...(secrets.apiKey ? { token: secrets.apiKey } : {}) };
+      const ref = secrets.apiKeyRef;
+      if (ref && ref.origin !== new URL(baseUrl).origin) throw new Error(`${EVALUATION_KEY_ERROR} ${ref.parameter} is for ${ref.origin}, not for the endpoint ${new URL(baseUrl).origin}`);
+      endpoint = { baseUrl, model, guidedDecoding, ...(secrets.apiKey ? { token: secrets.apiKey } : {}), ...(ref ? { tokenParameter: ref.parameter } : {}) };
     } else {
       if (!deps.modelHost) throw new Error(`this deployment has no model host: it cannot serve a ${request.model.kind} model`);
       served = await deps.modelHost.serve(request.model);
@@ -71,6 +92,7 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
       model: endpoint.model,
       ...(endpoint.guidedDecoding !== undefined ? { guidedDecoding: endpoint.guidedDecoding } : {}),
       ...(endpoint.tokenEnv ? { tokenEnv: endpoint.tokenEnv } : endpoint.token ? { tokenEnv: EVALUATION_TOKEN_ENV } : {}),
+      ...(endpoint.tokenParameter ? { tokenParameter: endpoint.tokenParameter } : {}),
     };
     // A token the workers hold already (the trainer box's own) is not handed to them again.
     fanout = deps.fanoutFor(endpoint.token && !endpoint.tokenEnv ? { [EVALUATION_TOKEN_ENV]: endpoint.token } : {});
@@ -78,6 +100,7 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
     const maxCost = request.budget.maxCostUsd;
     let spent = 0;
     let priced = 0;
+    let keyError: string | null = null;
     let stopReason: EvaluationStopReason = planned < request.episodes ? 'max-episodes' : 'completed';
     for (let next = 0; next < planned; ) {
       let size = Math.min(request.concurrency, planned - next);
@@ -116,11 +139,14 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
           await writeJson(store, episode.key, lost, true);
           record = (await readJson(store, episode.key, RewardRecord)) ?? lost;
         }
+        if (record.error?.startsWith(EVALUATION_KEY_ERROR)) keyError ??= record.error;
         spent += evaluationEpisodeCost(record, request.model, prices).usd;
         priced++;
       }
       next += size;
       await save({ dispatched: next, waves: status.waves + 1 });
+      // Every later episode would meet the same missing or misbound key.
+      if (keyError) throw new Error(keyError);
       log.info({ evaluation: id, dispatched: next, planned, spentUsd: spent }, 'evaluation wave done');
     }
     await save({ state: 'finished', stopReason, finishedAt: new Date().toISOString() });
@@ -131,5 +157,6 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
   } finally {
     await fanout?.close();
     await served?.close();
+    if (secrets.apiKeyRef) await deleteKey(deps, secrets.apiKeyRef.parameter, log);
   }
 }

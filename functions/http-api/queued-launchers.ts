@@ -4,21 +4,31 @@
  * `keys.queuedWork(kind, id)` for the trainer box, whose poller (trainer/hosting/bucket-requests.ts) claims
  * and runs it. A run stays `requested` and an evaluation `queued` until then. A stop needs nothing
  * more: stop.json, which the route wrote, is the request the box watches for.
+ *
+ * An endpoint key never goes to the store: it goes to the secret store, bound to the endpoint's origin
+ * (shared/secrets/evaluation-key.ts), and the queue entry names where it is.
  */
 import { keys } from '../../shared/keys.ts';
 import type { EvaluationLauncher, RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import type { QueuedWork, WorkKind } from '../../shared/schemas/index.ts';
-import { ApiProblem } from './errors.ts';
-import { writeJson } from './store-json.ts';
+import type { SecretStore } from '../../shared/ports/secret-store.ts';
+import { storeEvaluationKey } from '../../shared/secrets/evaluation-key.ts';
+import { StoredEvaluationRequest, type EvaluationKeyRef, type QueuedWork, type WorkKind } from '../../shared/schemas/index.ts';
+import { readJson, writeJson } from './store-json.ts';
+
+/** Where queued evaluations' keys go: the secret store and the path under which each gets `<path>/<evaluation id>`. */
+export interface EvaluationKeyStore {
+  secrets: SecretStore;
+  path: string;
+}
 
 /** Create-only: the same work queued twice is one entry. */
-async function enqueue(store: ObjectStore, kind: WorkKind, id: string): Promise<void> {
-  const work: QueuedWork = { kind, id, queuedAt: new Date().toISOString() };
+async function enqueue(store: ObjectStore, kind: WorkKind, id: string, apiKey?: EvaluationKeyRef): Promise<void> {
+  const work: QueuedWork = { kind, id, queuedAt: new Date().toISOString(), ...(apiKey ? { apiKey } : {}) };
   await writeJson(store, keys.queuedWork(kind, id), work, true);
 }
 
-export function storeQueueLaunchers(store: ObjectStore): { runs: RunLauncher; evaluations: EvaluationLauncher } {
+export function storeQueueLaunchers(store: ObjectStore, keyStore: EvaluationKeyStore): { runs: RunLauncher; evaluations: EvaluationLauncher } {
   return {
     runs: {
       start: (run) => enqueue(store, 'run', run),
@@ -26,9 +36,17 @@ export function storeQueueLaunchers(store: ObjectStore): { runs: RunLauncher; ev
     },
     evaluations: {
       async start(id, secrets) {
-        // A queued request lives in the store, and an endpoint's key must never be written there.
-        if (secrets.apiKey) throw new ApiProblem(422, 'key_not_queueable', 'this deployment queues evaluations in the store, where an endpoint key may not go: evaluate keyed endpoints with the local API (esopt api)');
-        await enqueue(store, 'evaluation', id);
+        if (!secrets.apiKey) return enqueue(store, 'evaluation', id);
+        const request = await readJson(store, keys.evaluationRequest(id), StoredEvaluationRequest);
+        if (request?.model.kind !== 'external') throw new Error(`evaluation ${id} has a key but no external model in the store`);
+        const ref = await storeEvaluationKey(keyStore.secrets, keyStore.path, id, secrets.apiKey, request.model.baseUrl);
+        try {
+          await enqueue(store, 'evaluation', id, ref);
+        } catch (err) {
+          // Nobody will run it, so nobody else would delete the key.
+          await keyStore.secrets.delete(ref.parameter).catch(() => {});
+          throw err;
+        }
       },
     },
   };

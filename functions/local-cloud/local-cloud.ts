@@ -1,17 +1,23 @@
 /**
- * The cloud on one machine: s3rver as the bucket and the dev invoke endpoint as Lambda, the endpoint
- * running the real Episode handler against the real S3 adapter. What `esopt dev cloud` and
+ * The cloud on one machine: s3rver as the bucket, the dev invoke endpoint as Lambda and the dev SSM
+ * endpoint as Parameter Store, the invoke endpoint running the real Episode handler against the real S3
+ * and SSM adapters. What `esopt dev cloud` and
  * `esopt bench fanout` drive through the S3 and Lambda adapters, exactly as they would drive AWS.
  */
 import { createEpisodeHandler, EpisodeFunctionEnv, type EpisodeLog } from '../episode.ts';
 import { trainerLinkFromEnv } from '../trainer-certificate.ts';
 import { S3ObjectStore, type S3StoreConfig } from '../../shared/store/s3.ts';
+import type { SecretStore } from '../../shared/ports/secret-store.ts';
+import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import type { CostPricesInput } from '../../shared/cost.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from './invoke-endpoint.ts';
 import type { InvokeFaultsInput } from './invoke-faults.ts';
 import { startLocalS3, type LocalS3 } from './s3-server.ts';
+import { startSsmEndpoint, type SsmEndpoint } from './ssm-endpoint.ts';
 
 export const EPISODE_FUNCTION = 'Episode';
+/** The dev endpoints check no signature; the SDK still signs, so it needs some pair. */
+export const DEV_CREDENTIALS = { accessKeyId: 'ESOPTDEV', secretAccessKey: 'ESOPTDEV' };
 
 /** What the handler reported, summed over every delivery (duplicates included). */
 export interface HandlerTally {
@@ -25,6 +31,10 @@ export interface HandlerTally {
 export interface LocalCloud {
   s3: LocalS3;
   store: S3ObjectStore;
+  /** Parameter Store: where queued evaluations' keys are (read by the Episode handler through the SSM adapter). */
+  ssm: SsmEndpoint;
+  /** The SSM adapter on `ssm`, as the Api function and the trainer box use it. */
+  secrets: SsmSecretStore;
   invoke: InvokeEndpoint;
   tally: HandlerTally;
   close(): Promise<void>;
@@ -36,6 +46,8 @@ export interface EpisodeEndpointOptions {
   memoryMb?: number;
   prices?: CostPricesInput;
   log?: EpisodeLog;
+  /** Where the handler reads queued evaluations' keys. */
+  secrets?: SecretStore;
 }
 
 /** The dev invoke endpoint running the real Episode handler, which writes through the S3 adapter to `storeConfig`'s bucket. */
@@ -50,6 +62,7 @@ export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: 
     env,
     tokenOrigins: link.tokenOrigins,
     trainerPins: link.pins,
+    secrets: options.secrets,
     memoryMb: options.memoryMb ?? 1024,
     billedPerInvocation: true,
     prices: options.prices,
@@ -80,22 +93,31 @@ export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: 
   }
 }
 
-export async function startLocalCloud(options: EpisodeEndpointOptions = {}): Promise<LocalCloud> {
+/** `ssmClock`: the SSM endpoint's idea of now, so a test can move a parameter past its expiry. */
+export async function startLocalCloud(options: Omit<EpisodeEndpointOptions, 'secrets'> & { ssmClock?: () => number } = {}): Promise<LocalCloud> {
   const s3 = await startLocalS3('esopt-dev-cloud');
+  const ssm = await startSsmEndpoint(options.ssmClock);
+  const secrets = new SsmSecretStore({ endpoint: ssm.url, region: s3.storeConfig.region, credentials: DEV_CREDENTIALS });
   try {
-    const { store, invoke, tally } = await startEpisodeEndpoint(s3.storeConfig, options);
+    const { store, invoke, tally } = await startEpisodeEndpoint(s3.storeConfig, { ...options, secrets });
     return {
       s3,
       store,
+      ssm,
+      secrets,
       invoke,
       tally,
       async close() {
         await invoke.close();
         store.client.destroy();
+        secrets.client.destroy();
+        await ssm.close();
         await s3.close();
       },
     };
   } catch (err) {
+    secrets.client.destroy();
+    await ssm.close();
     await s3.close();
     throw err;
   }

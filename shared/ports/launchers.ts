@@ -10,9 +10,14 @@ export interface RunLauncher {
   stop(run: string): Promise<void>;
 }
 
-/** Secrets an evaluation needs that must never be written to the store. */
+import type { EvaluationKeyRef } from '../schemas/evaluation-key.ts';
+
+/** Secrets an evaluation needs that must never be written to the object store. */
 export interface EvaluationSecrets {
+  /** The endpoint's key itself: the local API, which runs the evaluation in its own process. */
   apiKey?: string;
+  /** Where a queued evaluation's key waits in the secret store: what the trainer box is handed. */
+  apiKeyRef?: EvaluationKeyRef;
 }
 
 export interface EvaluationLauncher {

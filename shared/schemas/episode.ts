@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SecretName } from './evaluation-key.ts';
 import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
 import { EnvironmentSpec, GenerationOptions } from './run-config.ts';
 
@@ -8,6 +9,11 @@ export const PolicyEndpoint = z.object({
   model: z.string().min(1).max(200),
   /** Name of the environment variable holding the bearer token; the token itself never travels in events. */
   tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+  /**
+   * Instead of `tokenEnv`: the secret (an SSM parameter) that holds a queued evaluation's endpoint key,
+   * bound to the one origin it may be sent to (shared/secrets/evaluation-key.ts).
+   */
+  tokenParameter: SecretName.optional(),
   /**
    * Send the environment's action constraint as vLLM's `guided_regex` / `guided_choice` (the trainer's
    * server and vLLM honour it); set false for endpoints that reject fields they do not know. Default on.

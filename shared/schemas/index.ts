@@ -7,3 +7,4 @@ export * from './metrics.ts';
 export * from './http-api.ts';
 export * from './work-queue.ts';
 export * from './replicas.ts';
+export * from './evaluation-key.ts';

@@ -4,6 +4,7 @@
  * A stop needs no queue entry: the run's stop.json is the request, and the box running it watches for it.
  */
 import { z } from 'zod';
+import { EvaluationKeyRef } from './evaluation-key.ts';
 import { Id } from './ids.ts';
 
 export const WorkKind = z.enum(['run', 'evaluation']);
@@ -15,6 +16,8 @@ export const QueuedWork = z
     /** The run id or the evaluation id; its config / request is in the store already. */
     id: Id,
     queuedAt: z.iso.datetime(),
+    /** An evaluation of a keyed endpoint: where the key is (the secret store) and the origin it is for; never the key. */
+    apiKey: EvaluationKeyRef.optional(),
   })
   .strict();
 export type QueuedWork = z.infer<typeof QueuedWork>;

@@ -2,7 +2,8 @@
  * The app as the Api Lambda builds it (createCloudApp): over an S3 store (real AWS SDK client, s3rver on
  * loopback) holding a real finished run, it answers exactly what the local API answers; POSTs queue
  * work in the store for the trainer box (test/cloud/trainer-box.test.ts runs it) and start nothing
- * here; an endpoint key is refused rather than queued.
+ * here; an endpoint key goes to the secret store, the queue entry names it (test/cloud/evaluation-key.test.ts
+ * runs such an evaluation end to end).
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -12,13 +13,15 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
-import { RunEvent } from '../../shared/schemas/index.ts';
+import { QueuedWork, RunEvent } from '../../shared/schemas/index.ts';
+import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { ApiClient } from '../../trainer/cli/api-client.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
 
 let local: TestApi;
 let s3: LocalS3;
 let cloudUrl: string;
+const secrets = new MemorySecretStore();
 let server: ReturnType<typeof serve>;
 let run: string;
 const CLOUD_TOKEN = `${TOKEN}-cloud-0123456789`;
@@ -38,7 +41,7 @@ beforeAll(async () => {
   const fs = new FsObjectStore(local.storeRoot);
   for (const key of await fs.list('')) await store.put(key, (await fs.get(key)) as Uint8Array);
   // A short events window, so the tests see streams end early and resume as a Lambda's clients do.
-  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600 }, store);
+  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, undefined, secrets);
   server = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });
@@ -88,16 +91,33 @@ describe('createCloudApp over S3', () => {
     expect(await store.list(keys.workQueue())).toEqual([keys.queuedWork('run', post.body.id)]);
   });
 
-  it('refuses to queue an endpoint key, and marks that evaluation failed', async () => {
+  it('queues an endpoint key in the secret store, bound to its origin; the queue entry names it, the bucket never holds it', async () => {
     const request = { model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x', apiKey: 'sk-never-stored' }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 };
     const post = await cloud('POST', '/evaluations', request);
-    expect(post).toMatchObject({ status: 422, body: { error: { code: 'key_not_queueable' } } });
-    const list = await cloud('GET', '/evaluations');
-    expect(list.body.evaluations).toHaveLength(1);
-    expect(list.body.evaluations[0].status.state).toBe('failed');
-    expect(JSON.stringify(list.body)).not.toContain('sk-never-stored');
-    expect(await new S3ObjectStore({ ...s3.storeConfig }).list('queue/evaluation/')).toEqual([]);
+    expect(post.status).toBe(202);
+    const id = post.body.id as string;
+    const parameter = `/esopt/test/eval-keys/${id}`;
+    expect(JSON.parse(secrets.secrets.get(parameter)!.value)).toEqual({ apiKey: 'sk-never-stored', origin: 'http://127.0.0.1:9' });
+    const store = new S3ObjectStore({ ...s3.storeConfig });
+    const entry = QueuedWork.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.queuedWork('evaluation', id)))!)));
+    expect(entry).toMatchObject({ kind: 'evaluation', id, apiKey: { parameter, origin: 'http://127.0.0.1:9' } });
+    const shown = await cloud('GET', `/evaluations/${id}`);
+    expect(shown.body).toMatchObject({ status: { state: 'queued' }, request: { model: { hasApiKey: true } } });
+    expect(JSON.stringify(shown.body)).not.toContain('sk-never-stored');
+    for (const key of await store.list('')) expect(Buffer.from((await store.get(key))!).includes('sk-never-stored'), key).toBe(false);
   });
+
+  it('a bad key is a 400 naming the field; an unkeyed evaluation stores no secret', async () => {
+    const base = { environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 };
+    const bad = await cloud('POST', '/evaluations', { ...base, model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x', apiKey: '' } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('model.apiKey');
+    const before = secrets.secrets.size;
+    const plain = await cloud('POST', '/evaluations', { ...base, model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x' } });
+    expect(plain.status).toBe(202);
+    expect(secrets.secrets.size).toBe(before);
+  });
+
   it('a stream of an unfinished run ends after the window with a retry, and the CLI client reconnects', async () => {
     const queued = (await cloud('POST', '/runs', tinyRunConfig({ name: 'waiting' }))).body.id as string;
     const started = Date.now();

@@ -48,7 +48,7 @@ beforeAll(async () => {
   store = new S3ObjectStore(s3.storeConfig);
 });
 const TOKEN = 'tok-123-api-lambda-test';
-const appOver = (s: S3ObjectStore) => createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN }, s);
+const appOver = (s: S3ObjectStore) => createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, s);
 
 afterAll(async () => {
   store?.client.destroy();

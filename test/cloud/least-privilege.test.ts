@@ -12,10 +12,12 @@ import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore, PutOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
+import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
 import { createTlsIdentity } from '../../trainer/server/tls-identity.ts';
+import { MemorySecretStore } from './helpers/memory-secrets.ts';
 import { evaluate, render } from './helpers/sst-stack.ts';
 
 interface Statement {
@@ -24,6 +26,9 @@ interface Statement {
 }
 
 const BUCKET = '${sst.aws.Bucket.Runs.arn}';
+/** The stage's evaluation keys (SSM parameters), in this account and region only. */
+const EVALUATION_KEYS = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
+const parameterArn = (name: string) => `arn:\${aws.getPartition.partition}:ssm:us-east-1:\${aws.getCallerIdentity.accountId}:parameter${name}`;
 
 async function roles(env: Record<string, string> = {}): Promise<Record<string, Statement[]>> {
   const { one, recorded } = await evaluate(env);
@@ -80,6 +85,32 @@ class EnforcingStore implements ObjectStore {
   }
 }
 
+/** A SecretStore that answers AccessDenied for what the statements do not allow (SSM checks the parameter's ARN). */
+class EnforcingSecrets implements SecretStore {
+  readonly denied: string[] = [];
+  constructor(
+    private readonly inner: SecretStore,
+    private readonly statements: Statement[],
+  ) {}
+  private check(action: string, name: string) {
+    if (allows(this.statements, action, parameterArn(name))) return;
+    this.denied.push(`${action} ${name}`);
+    throw new Error(`AccessDenied: ${action} on ${name}`);
+  }
+  async create(name: string, value: string, expiresAt: Date) {
+    this.check('ssm:PutParameter', name);
+    return this.inner.create(name, value, expiresAt);
+  }
+  async get(name: string) {
+    this.check('ssm:GetParameter', name);
+    return this.inner.get(name);
+  }
+  async delete(name: string) {
+    this.check('ssm:DeleteParameter', name);
+    return this.inner.delete(name);
+  }
+}
+
 describe('least privilege', () => {
   it("lists every role's statements: no wildcard action, the functions' by key prefix", async () => {
     const all = await roles();
@@ -90,6 +121,7 @@ describe('least privilege', () => {
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/manifest.json`] },
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/trainer/certificate.json`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
+        { actions: ['ssm:GetParameter'], resources: [EVALUATION_KEYS] },
       ],
       Api: [
         { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`) },
@@ -99,11 +131,13 @@ describe('least privilege', () => {
         },
         { actions: ['s3:DeleteObject'], resources: [`${BUCKET}/idempotency/*`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
+        { actions: ['ssm:PutParameter', 'ssm:DeleteParameter'], resources: [EVALUATION_KEYS] },
       ],
       TrainerRole: [
         { actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], resources: [`${BUCKET}/*`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
+        { actions: ['ssm:DeleteParameter'], resources: [EVALUATION_KEYS] },
         { actions: ['lambda:InvokeFunction'], resources: ['${sst.aws.Function.Episode.arn}'] },
       ],
     });
@@ -113,11 +147,23 @@ describe('least privilege', () => {
     // The certificate the Episode function pins can be written by the trainer box's role alone.
     const certificate = `${BUCKET}/${keys.trainerCertificate()}`;
     expect(Object.keys(all).filter((role) => allows(all[role], 's3:PutObject', certificate))).toEqual(['TrainerRole']);
+    // An evaluation's key: the Api writes it, the Episode function alone reads it, the box deletes it; nobody
+    // reaches another stage's keys or the trainer token's parameter through these statements.
+    const key = parameterArn('/esopt/test/eval-keys/eval-abc');
+    const who = (action: string, resource = key) => Object.keys(all).filter((role) => allows(all[role], action, resource));
+    expect(who('ssm:PutParameter')).toEqual(['Api']);
+    expect(who('ssm:GetParameter')).toEqual(['Episode']);
+    expect(who('ssm:DeleteParameter')).toEqual(['Api', 'TrainerRole']);
+    for (const other of [parameterArn('/esopt/prod/eval-keys/eval-abc'), parameterArn('/esopt/test/trainer-token')]) {
+      for (const action of ['ssm:PutParameter', 'ssm:GetParameter', 'ssm:DeleteParameter']) expect(who(action, other), `${action} ${other}`).toEqual([]);
+    }
   });
 
   it('the Api app does everything it serves within its statements, and no more is allowed', async () => {
     const store = new EnforcingStore(new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-'))), (await roles()).Api);
-    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123' }, store, (await import('pino')).pino({ level: 'silent' }));
+    const memory = new MemorySecretStore();
+    const secrets = new EnforcingSecrets(memory, (await roles()).Api);
+    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123', ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, (await import('pino')).pino({ level: 'silent' }), secrets);
     const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await app.request(path, { method, headers: { authorization: 'Bearer least-privilege-token-0123', 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json().catch(() => null)) as any };
@@ -131,7 +177,13 @@ describe('least privilege', () => {
     expect(evaluation.status).toBe(202);
     expect((await call('GET', '/evaluations')).status).toBe(200);
     expect((await call('GET', `/evaluations/${evaluation.body.id}`)).status).toBe(200);
+    const keyed = await call('POST', '/evaluations', { model: { kind: 'external', baseUrl: 'https://api.example.com/v1', model: 'x', apiKey: 'sk-iam' }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 });
+    expect(keyed.status).toBe(202);
+    expect([...memory.secrets.keys()]).toEqual([`/esopt/test/eval-keys/${keyed.body.id}`]);
     expect(store.denied).toEqual([]);
+    expect(secrets.denied).toEqual([]);
+    // It can store a key, not read one back.
+    await expect(secrets.get(`/esopt/test/eval-keys/${keyed.body.id}`)).rejects.toThrow(/AccessDenied: ssm:GetParameter/);
     // What the trainer box and the Episode function write is out of the Api's reach.
     for (const key of [keys.manifest(run.body.id, 0), keys.reward(run.body.id, 0, 0, 't'), keys.checkpointWeights(run.body.id, 0), keys.workClaim('run', run.body.id), keys.evaluationPlan(evaluation.body.id)]) {
       await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);

@@ -10,12 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
+import { CloudApiEnv } from '../../functions/http-api/cloud-app.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
 import { evaluate, recordedNames, render, stackApp } from './helpers/sst-stack.ts';
 
 type Permission = { actions: string[]; resources: string[] };
+const EVALUATION_KEYS_ARN = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
 
 describe('sst.config.ts', () => {
   it('declares the stack: secret, bucket, Episode and Api functions, the GPU trainer with its role and security group', async () => {
@@ -64,12 +66,15 @@ describe('sst.config.ts', () => {
     expect(typeof (await import('../../functions/episode.ts')).handler).toBe('function');
   });
 
-  it('lets the Episode function write rewards and transcripts and read manifests, nothing else (no bucket link)', async () => {
+  it('lets the Episode function write rewards and transcripts, read manifests and evaluation keys, nothing else (no bucket link)', async () => {
     const { one } = await evaluate();
     const episode = one('sst.aws.Function', 'Episode').args;
     const arn = render(one('sst.aws.Bucket', 'Runs').self.arn);
     expect(episode.link ?? []).toEqual([]);
-    const permissions = (episode.permissions as { actions: string[]; resources: unknown[] }[]).map((p): Permission => ({ actions: p.actions, resources: p.resources.map(render) }));
+    const all = (episode.permissions as { actions: string[]; resources: unknown[] }[]).map((p): Permission => ({ actions: p.actions, resources: p.resources.map(render) }));
+    // Besides the bucket: only reading the evaluation keys under this stage's path (least-privilege.test.ts).
+    expect(all.filter((p) => p.actions.some((a) => !a.startsWith('s3:')))).toEqual([{ actions: ['ssm:GetParameter'], resources: [EVALUATION_KEYS_ARN] }]);
+    const permissions = all.filter((p) => p.actions.every((a) => a.startsWith('s3:')));
     const actions = new Set(permissions.flatMap((p) => p.actions));
     expect([...actions].sort()).toEqual(['s3:GetObject', 's3:ListBucket', 's3:PutObject']);
     for (const p of permissions) {
@@ -95,7 +100,10 @@ describe('sst.config.ts', () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
     expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { install: ['isolated-vm'] } });
-    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TOKEN']);
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
+    // The stage's path, which the IAM statements' ARN ends in.
+    expect((api.args.environment as Record<string, unknown>).ESOPT_EVALUATION_KEYS).toBe('/esopt/test/eval-keys');
+    expect(CloudApiEnv.safeParse(Object.fromEntries(Object.entries(api.args.environment as object).map(([k, v]) => [k, k === 'ESOPT_TOKEN' ? 'a-token-of-sixteen-or-more' : render(v)]))).success).toBe(true);
     expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
     expect(api.args.link).toBeUndefined();
     expect(outputs.apiUrl).toBe(api.self.url);

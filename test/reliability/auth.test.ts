@@ -19,6 +19,7 @@ import { ApiError } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
 import { storeQueueLaunchers } from '../../functions/http-api/queued-launchers.ts';
+import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { LocalRunLauncher } from '../../trainer/hosting/local-run-launcher.ts';
 import type { Engine } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
@@ -204,8 +205,9 @@ describe('tokens in records', () => {
     const logs: string[] = [];
     const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }));
     const store = new FsObjectStore(fuzz.root);
+    const secrets = new MemorySecretStore();
     const runs = new LocalRunLauncher({ store, storeRoot: fuzz.root, log, token: INFERENCE_TOKEN, pollMs: 20 });
-    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store).evaluations, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
+    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
     try {
       const res = await app.request('/runs', {
         method: 'POST',
@@ -217,15 +219,18 @@ describe('tokens in records', () => {
       await runs.settled();
       const status = await app.request(`/runs/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
       expect(((await status.json()) as { state: string }).state).toBe('finished');
-      // An external endpoint's key: this deployment queues evaluations in the store, so it refuses the
-      // key — after the request (without the key) and its failed status were written.
+      // An external endpoint's key: this deployment queues evaluations in the store, so the key goes to the
+      // secret store (bound to the endpoint's origin) and the queue entry only names it.
       const keyed = await app.request('/evaluations', {
         method: 'POST',
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'theirs', apiKey: ENDPOINT_KEY }, environment: { name: 'sudoku' }, tasks: { split: 'eval', count: 1 }, episodes: 1 }),
       });
-      expect(keyed.status).toBe(422);
+      expect(keyed.status).toBe(202);
+      const { id: evaluation } = (await keyed.json()) as { id: string };
+      expect(JSON.parse(secrets.secrets.get(`/esopt/test/eval-keys/${evaluation}`)!.value)).toEqual({ apiKey: ENDPOINT_KEY, origin: 'http://127.0.0.1:9' });
       expect((await store.list('evaluations/')).length).toBeGreaterThanOrEqual(2);
+      expect(await store.list('queue/evaluation/')).toHaveLength(1);
 
       const files = (readdirSync(fuzz.root, { recursive: true }) as string[]).map((f) => join(fuzz.root, f)).filter((f) => !readdirSafe(f));
       // Rewards, the manifest, checkpoints, metrics, the report, the idempotency record: many objects, none holding a token.

@@ -7,7 +7,9 @@
  *     the status, metrics and checkpoints where the API's readers look and honours the run's stop.json
  *     after the iteration in flight;
  *   - an evaluation with the same runner the local API uses (functions/http-api/evaluation-runner.ts),
- *     base models and checkpoints served on the box's public port with the stack's token.
+ *     base models and checkpoints served on the box's public port with the stack's token; a keyed
+ *     external endpoint's key stays in SSM, where the queue entry names it: the Episode function reads
+ *     it, and this box deletes it when the evaluation ends (or is found not to be queued any more).
  *
  * One job at a time, oldest first: the box has one GPU and one public inference port.
  *
@@ -23,8 +25,10 @@ import { pino, type Logger } from 'pino';
 import { CostPrices, type CostPricesInput } from '../../shared/cost.ts';
 import { keys, parseQueuedWorkKey } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
+import type { SecretStore } from '../../shared/ports/secret-store.ts';
+import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import type { S3ObjectStore } from '../../shared/store/s3.ts';
-import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type WorkKind } from '../../shared/schemas/index.ts';
+import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type EvaluationKeyRef, type WorkKind } from '../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
@@ -65,6 +69,8 @@ export interface BucketPollerOptions {
   tls?: TlsIdentity;
   /** Trainer replicas in the stack, this box included (ESOPT_REPLICAS): the replica boxes follow the run named in `keys.activeRun()`. */
   replicas?: number;
+  /** Where queued evaluations' keys are, to delete them (default: SSM in the stack's region). */
+  secrets?: SecretStore;
 }
 
 export interface RanWork {
@@ -77,6 +83,9 @@ export class BucketPoller {
   private readonly log: Logger;
   private readonly runs: LocalRunLauncher;
   private readonly evaluations: EvaluationRunnerDeps;
+  private readonly secrets: SecretStore;
+  /** The SSM client this box opened itself (none when the options gave a store), closed with it. */
+  private readonly ownSecrets: SsmSecretStore | null;
   private readonly who = `${hostname()}:${process.pid}`;
   private closing = false;
   private current: RanWork | null = null;
@@ -85,6 +94,8 @@ export class BucketPoller {
 
   constructor(private readonly o: BucketPollerOptions) {
     this.store = openCloudStore(o.cloud);
+    this.ownSecrets = o.secrets ? null : new SsmSecretStore({ region: o.cloud.region });
+    this.secrets = o.secrets ?? this.ownSecrets!;
     this.log = o.log ?? pino({ name: 'esopt-trainer-box' });
     if (o.publicUrl.startsWith('https:') !== Boolean(o.tls)) throw new Error(`the public URL ${o.publicUrl} and the server must agree: https with a TLS identity, http without`);
     const server = { host: o.host, port: o.port, tls: o.tls };
@@ -101,6 +112,7 @@ export class BucketPoller {
     });
     this.evaluations = {
       store: this.store,
+      secrets: this.secrets,
       prices: CostPrices.parse(o.prices ?? {}),
       log: this.log,
       modelHost: new LocalModelHost(this.store, {
@@ -125,7 +137,12 @@ export class BucketPoller {
       const work = parseQueuedWorkKey(key);
       return work ? [{ key, ...work }] : [];
     });
-    const entries = await Promise.all(listed.map(async (e) => ({ ...e, queuedAt: (await this.readEntry(e.key))?.queuedAt ?? UNKNOWN_TIME })));
+    const entries = await Promise.all(
+      listed.map(async (e) => {
+        const queued = await this.readEntry(e.key);
+        return { ...e, queuedAt: queued?.queuedAt ?? UNKNOWN_TIME, apiKey: queued?.apiKey };
+      }),
+    );
     entries.sort((a, b) => a.queuedAt.localeCompare(b.queuedAt) || a.key.localeCompare(b.key));
     const ran: RanWork[] = [];
     for (const entry of entries) {
@@ -137,7 +154,7 @@ export class BucketPoller {
         } else {
           this.current = work;
           this.log.info(work, 'claimed: running');
-          await (work.kind === 'run' ? this.runRun(work.id) : this.runEvaluation(work.id));
+          await (work.kind === 'run' ? this.runRun(work.id) : this.runEvaluation(work.id, entry.apiKey));
           ran.push(work);
           this.log.info(work, 'done');
         }
@@ -188,6 +205,7 @@ export class BucketPoller {
     await this.loop;
     await this.runs.settled();
     this.store.client.destroy();
+    this.ownSecrets?.client.destroy();
   }
 
   private async readEntry(key: string): Promise<QueuedWork | null> {
@@ -217,12 +235,14 @@ export class BucketPoller {
     await this.runs.settled();
   }
 
-  private async runEvaluation(id: string): Promise<void> {
+  private async runEvaluation(id: string, apiKeyRef: EvaluationKeyRef | undefined): Promise<void> {
     const status = await readJson(this.store, keys.evaluationStatus(id), EvaluationStatus);
     if (status?.state !== 'queued') {
       this.log.info({ evaluation: id, state: status?.state ?? 'missing' }, 'evaluation is not queued; not run');
+      if (apiKeyRef) await this.secrets.delete(apiKeyRef.parameter);
       return;
     }
-    await runEvaluation(this.evaluations, id, {});
+    // The runner deletes the key when the evaluation ends, however it ends.
+    await runEvaluation(this.evaluations, id, apiKeyRef ? { apiKeyRef } : {});
   }
 }

@@ -46,6 +46,8 @@ Object.assign(globalThis, {
     aws: { Bucket: resource('sst.aws.Bucket', ['name', 'arn']), Function: resource('sst.aws.Function', ['name', 'arn', 'url']) },
   },
   aws: {
+    getCallerIdentityOutput: () => ({ accountId: new Placeholder('aws.getCallerIdentity.accountId') }),
+    getPartitionOutput: () => ({ partition: new Placeholder('aws.getPartition.partition') }),
     s3: { BucketObjectv2: resource('aws.s3.BucketObjectv2', ['key', 'id']) },
     ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
     iam: {

@@ -14,6 +14,7 @@ import { CostPrices } from '../../../shared/cost.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { createApiApp } from '../../../functions/http-api/app.ts';
 import { storeQueueLaunchers } from '../../../functions/http-api/queued-launchers.ts';
+import { MemorySecretStore } from '../../cloud/helpers/memory-secrets.ts';
 
 export interface FuzzedApi {
   app: OpenAPIHono;
@@ -37,7 +38,7 @@ export function apiOverTempStore(token: string): FuzzedApi {
   const app = createApiApp({
     store,
     token,
-    ...storeQueueLaunchers(store),
+    ...storeQueueLaunchers(store, { secrets: new MemorySecretStore(), path: '/esopt/test/eval-keys' }),
     servesOwnModels: true,
     prices: CostPrices.parse({}),
     log: pino({ level: 'debug' }, sink),
