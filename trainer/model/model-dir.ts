@@ -14,11 +14,14 @@ import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type Ten
 import { logitsAtLastPosition } from './logits-last.ts';
 import { isPerturbable } from './perturbable.ts';
 import { tieHead } from './tied-weights.ts';
-import { EXPORT_COMMAND, MERGED } from './export-layout.ts';
+import { EXPORT_COMMAND } from './export-layout.ts';
+import { inlineCacheBranch } from './merged-decoder.ts';
 import { fp32Master, HalfTheta } from './half-theta.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
 
-const REQUIRED = [MODEL_FILE, 'config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
+const REQUIRED = ['config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
+const MERGED_FILE = 'decoder_model_merged.onnx';
+const WITH_PAST_FILE = 'decoder_with_past_model.onnx';
 
 export interface LoadedModel {
   dir: string;
@@ -63,14 +66,10 @@ function readJson(dir: string, file: string): Record<string, unknown> {
 
 export function loadModelDir(dir: string): LoadedModel {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`model directory ${dir} does not exist`);
-  if (!existsSync(join(dir, MODEL_FILE))) {
-    if (existsSync(join(dir, 'decoder_model_merged.onnx'))) throw new Error(`${join(dir, 'decoder_model_merged.onnx')}: ${MERGED}`);
-    if (existsSync(join(dir, 'decoder_with_past_model.onnx'))) {
-      throw new Error(`model directory ${dir} has no ${MODEL_FILE} but a legacy optimum split export: rename decoder_with_past_model.onnx to ${MODEL_FILE} (its external data file keeps its name), or re-export with ${EXPORT_COMMAND}`);
-    }
-  }
-  const missing = REQUIRED.filter((f) => !existsSync(join(dir, f)));
-  if (missing.length) throw new Error(`model directory ${dir} is missing ${missing.join(', ')}`);
+  // model.onnx, else optimum's merged decoder, else the with-past half of its legacy split
+  const modelFile = [MODEL_FILE, MERGED_FILE, WITH_PAST_FILE].find((f) => existsSync(join(dir, f))) ?? MODEL_FILE;
+  const missing = [modelFile, ...REQUIRED].filter((f) => !existsSync(join(dir, f)));
+  if (missing.length) throw new Error(`model directory ${dir} is missing ${missing.join(', ')}${missing[0] === MODEL_FILE ? ` (or ${MERGED_FILE} / ${WITH_PAST_FILE}; export with ${EXPORT_COMMAND})` : ''}`);
 
   const parsed = ModelConfig.safeParse(readJson(dir, 'config.json'));
   if (!parsed.success) {
@@ -79,9 +78,10 @@ export function loadModelDir(dir: string): LoadedModel {
   const config = parsed.data;
   const tokenizer = new ChatTokenizer(readJson(dir, 'tokenizer.json'), readJson(dir, 'tokenizer_config.json'), join(dir, 'tokenizer.json'));
 
-  const modelPath = join(dir, MODEL_FILE);
+  const modelPath = join(dir, modelFile);
   const graph = decodeModel(readFileSync(modelPath), modelPath);
-  for (const t of graph.graph.initializer) loadTensorData(dir, t);
+  inlineCacheBranch(graph, modelPath);
+  for (const t of graph.graph.initializer) loadTensorData(dir, t, modelPath);
   checkDecoderGraph(graph, config, modelPath);
   const tie = tieHead(graph, config, modelPath);
   if (tie.warning) process.emitWarning(tie.warning);
@@ -105,20 +105,20 @@ const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT
  * Bring a tensor's data inline as aligned raw bytes: external data is read from its file, typed fields are
  * converted. Unsupported dtypes fail here, naming the tensor.
  */
-function loadTensorData(dir: string, t: TensorProto): void {
+function loadTensorData(dir: string, t: TensorProto, modelPath: string): void {
   const size = BYTES_PER[t.dataType];
   if (t.dataType === DataType.BFLOAT16) {
-    throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" is BFLOAT16, which onnxruntime's CPU provider has no kernels for (Where, MatMul, …); export the model in float16 or float32 (e.g. optimum-cli export onnx --dtype fp16, or fp32)`);
+    throw new Error(`${modelPath}: initializer "${t.name}" is BFLOAT16, which onnxruntime's CPU provider has no kernels for (Where, MatMul, …); export the model in float16 or float32 (e.g. optimum-cli export onnx --dtype fp16, or fp32)`);
   }
-  if (size === undefined) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has unsupported dtype ${DataTypeName[t.dataType] ?? t.dataType} (esopt reads ${Object.keys(BYTES_PER).map((k) => DataTypeName[Number(k)]).join(', ')} initializers)`);
+  if (size === undefined) throw new Error(`${modelPath}: initializer "${t.name}" has unsupported dtype ${DataTypeName[t.dataType] ?? t.dataType} (esopt reads ${Object.keys(BYTES_PER).map((k) => DataTypeName[Number(k)]).join(', ')} initializers)`);
   const count = t.dims.reduce((a, b) => a * b, 1);
   const out = new Uint8Array(count * size);
   if (t.dataLocation === 1) {
     const entry = (k: string) => t.externalData?.find((e) => e.key === k)?.value;
     const location = entry('location');
-    if (!location) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" is external but names no location`);
+    if (!location) throw new Error(`${modelPath}: initializer "${t.name}" is external but names no location`);
     const file = normalize(join(dir, location));
-    if (relative(dir, file).startsWith('..')) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" points outside the model directory (${location})`);
+    if (relative(dir, file).startsWith('..')) throw new Error(`${modelPath}: initializer "${t.name}" points outside the model directory (${location})`);
     if (!existsSync(file)) throw new Error(`${file}: missing external data file (needed by initializer "${t.name}")`);
     const offset = Number(entry('offset') ?? 0);
     const length = Number(entry('length') ?? out.length);
@@ -131,14 +131,14 @@ function loadTensorData(dir: string, t: TensorProto): void {
       closeSync(fd);
     }
   } else if (t.rawData && t.rawData.length) {
-    if (t.rawData.length !== out.length) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has ${t.rawData.length} bytes, expected ${out.length}`);
+    if (t.rawData.length !== out.length) throw new Error(`${modelPath}: initializer "${t.name}" has ${t.rawData.length} bytes, expected ${out.length}`);
     out.set(t.rawData);
   } else if (t.dataType === DataType.FLOAT && t.floatData?.length) out.set(bytesOf(Float32Array.from(t.floatData)));
   else if (t.dataType === DataType.FLOAT16 && t.int32Data?.length) out.set(new Uint8Array(Uint16Array.from(t.int32Data).buffer));
   else if (t.dataType === DataType.INT64 && t.int64Data?.length) out.set(bytesOf(BigInt64Array.from(t.int64Data.map(BigInt))));
   else if (t.dataType === DataType.INT32 && t.int32Data?.length) out.set(bytesOf(Int32Array.from(t.int32Data)));
   else if (count !== 0 && (t.dataType === DataType.BOOL || t.dataType === DataType.UINT8 || t.dataType === DataType.INT8) && t.int32Data?.length) out.set(Uint8Array.from(t.int32Data));
-  else if (count !== 0) throw new Error(`${join(dir, MODEL_FILE)}: initializer "${t.name}" has no data`);
+  else if (count !== 0) throw new Error(`${modelPath}: initializer "${t.name}" has no data`);
   t.rawData = out;
   t.dataLocation = 0;
   t.externalData = [];

@@ -33,6 +33,8 @@ export interface AttributeProto {
   i?: number;
   s?: Uint8Array;
   t?: TensorProto;
+  /** A subgraph (If's then_branch / else_branch). */
+  g?: GraphProto;
   floats?: number[];
   ints?: number[];
 }

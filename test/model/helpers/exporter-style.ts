@@ -2,7 +2,7 @@
  * Built graphs rewritten into the layouts PyTorch's ONNX exporter (optimum decoder-with-past) writes, for
  * the loader's tests: a tied head folded into a second initializer, and half-precision weights and IO.
  */
-import { DataType, type ModelProto, type NodeProto, type TensorProto } from '../../../trainer/onnx/proto.ts';
+import { DataType, type GraphProto, type ModelProto, type NodeProto, type TensorProto } from '../../../trainer/onnx/proto.ts';
 import { bf16Bits, fp16Bits } from '../../../trainer/onnx/half.ts';
 
 export type TiedStyle = 'transposed-initializer' | 'transpose-node' | 'duplicate';
@@ -56,5 +56,33 @@ export function toHalfExport(model: ModelProto, kind: 'fp16' | 'bf16'): ModelPro
     const tt = v.type?.tensorType;
     if (tt && tt.elemType === DataType.FLOAT) tt.elemType = type;
   }
+  return model;
+}
+
+/**
+ * A built graph as optimum's merged decoder: one `If` on the input `use_cache_branch` whose then_branch is
+ * the decoder (reading past_key_values) and whose else_branch is a copy of it (standing in for the
+ * no-past decoder), weights as top-level initializers, branch outputs under names of their own.
+ */
+export function toMergedDecoder(model: ModelProto): ModelProto {
+  const g = model.graph;
+  const outs = g.output.map((o) => o.name);
+  const branch = (tag: string): GraphProto => {
+    const rename = (n: string) => (outs.includes(n) ? `${tag}/${n}` : n);
+    return {
+      name: tag,
+      node: g.node.map((n) => ({ ...n, name: `${tag}/${n.name}`, input: n.input.map(rename), output: n.output.map(rename) })),
+      initializer: [],
+      input: [],
+      output: g.output.map((o) => ({ ...o, name: rename(o.name) })),
+      valueInfo: [],
+    };
+  };
+  const ifNode: NodeProto = {
+    name: 'optimum::if', opType: 'If', domain: '', input: ['use_cache_branch'], output: outs,
+    attribute: [{ name: 'then_branch', type: 5, g: branch('with_past') }, { name: 'else_branch', type: 5, g: branch('no_past') }],
+  };
+  g.node = [ifNode];
+  g.input.push({ name: 'use_cache_branch', type: { tensorType: { elemType: DataType.BOOL, shape: { dim: [{ dimValue: 1 }] } } } });
   return model;
 }
