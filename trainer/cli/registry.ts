@@ -28,6 +28,7 @@ export const registry: CommandEntry[] = [
   { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
   { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
   { name: 'experiment horizon', summary: 'base, ES, GRPO and random search by horizon and seed, same budget (docs/RESULTS.md)', load: async () => (await import('./commands/experiment-horizon.ts')).command },
+  { name: 'experiment horizon-summary', summary: "recompute a horizon experiment's summary (table, intervals, curves) from its cell files", load: async () => (await import('./commands/experiment-horizon-summary.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
   { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('../bench/all-command.ts')).command },
   ...benchmarks,

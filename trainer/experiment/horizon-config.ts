@@ -14,11 +14,14 @@ export const HorizonExperimentConfig = z
     run: RunConfig,
     horizons: z.array(z.number().int().min(1).max(80)).min(1),
     seeds: z.array(z.number().int().min(0)).min(1),
+    /** Iterations (= GRPO steps, = random-search rounds) at a horizon, where it differs from run.iterations. */
+    iterationsAt: z.record(z.string().regex(/^[1-9][0-9]*$/), z.number().int().min(1)).default({}),
     grpo: GrpoOptions,
   })
   .strict()
   .superRefine((c, ctx) => {
     if (c.run.environment.name !== 'sudoku') ctx.addIssue({ code: 'custom', path: ['run', 'environment', 'name'], message: 'the horizon experiment varies sudoku blanks; use the sudoku environment' });
+    for (const h of Object.keys(c.iterationsAt)) if (!c.horizons.includes(Number(h))) ctx.addIssue({ code: 'custom', path: ['iterationsAt', h], message: `horizon ${h} is not in horizons` });
     if (c.grpo.group !== c.run.es.population) ctx.addIssue({ code: 'custom', path: ['grpo', 'group'], message: `GRPO's group must equal the ES population (${c.run.es.population}) so both spend the same episodes` });
   });
 export type HorizonExperimentConfig = z.infer<typeof HorizonExperimentConfig>;
@@ -27,5 +30,7 @@ export type HorizonExperimentConfig = z.infer<typeof HorizonExperimentConfig>;
 export function runConfigAt(c: HorizonExperimentConfig, horizon: number, seed: number): RunConfig {
   const options: Record<string, unknown> = { ...(c.run.environment.options as Record<string, unknown>), blanks: horizon, slack: 0 };
   delete options.horizon;
-  return RunConfig.parse({ ...c.run, name: `${c.name}-h${horizon}-s${seed}`, seed, environment: { ...c.run.environment, options } });
+  const iterations = c.iterationsAt[String(horizon)] ?? c.run.iterations;
+  // Evaluation at 0 and at the end only; checkpoints at the end.
+  return RunConfig.parse({ ...c.run, name: `${c.name}-h${horizon}-s${seed}`, seed, iterations, evalInterval: iterations, checkpointInterval: iterations, environment: { ...c.run.environment, options } });
 }

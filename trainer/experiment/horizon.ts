@@ -1,10 +1,12 @@
 /**
  * `esopt experiment horizon`: at each horizon H and seed, the base agent, ES (the project's loop), GRPO
  * (trainer/grpo) and best-of-N random search (trainer/demo/random-search.ts), all from the same θ₀ with the
- * same training tasks and episode budget, judged greedily on the same held-out tasks. Each (H, seed) cell
- * is written as raw JSON as soon as it finishes, so a partial run still leaves its results.
+ * same training tasks and episode budget, judged greedily on the same held-out tasks. Each (H, seed) cell's
+ * JSON is rewritten as soon as each of its methods finishes, and the summary after every cell, so a run
+ * cut short still leaves every finished result.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
@@ -12,45 +14,52 @@ import { localRunTarget } from '../fanout/local-target.ts';
 import { runEmbedded, serveModel } from '../loop/embedded-run.ts';
 import { silentProgress } from '../loop/progress.ts';
 import { randomSearch } from '../demo/random-search.ts';
-import { runGrpo, type GrpoStepRecord } from '../grpo/grpo.ts';
+import { runGrpo } from '../grpo/grpo.ts';
 import { runConfigAt, type HorizonExperimentConfig } from './horizon-config.ts';
-
-export const METHODS = ['base', 'es', 'grpo', 'randomSearch'] as const;
-export type Method = (typeof METHODS)[number];
-
-export interface HorizonCell {
-  horizon: number;
-  seed: number;
-  tasks: string[];
-  /** Per held-out task: solved (reward ≥ threshold, no error). */
-  solved: Record<Method, boolean[]>;
-  trainingEpisodes: Record<Exclude<Method, 'base'>, number>;
-  /** ES: held-out success at each evaluation; GRPO: mean training reward per step. */
-  curves: { es: Array<{ iteration: number; successRate: number }>; esReward: Array<{ iteration: number; meanReward: number | null }>; grpo: GrpoStepRecord[] };
-  wallMs: Record<Exclude<Method, 'base'>, number>;
-}
+import type { HorizonCell } from './horizon-cell.ts';
 
 function solved(e: EvaluationResult, threshold: number): boolean[] {
   return e.perTask.map((p) => p.error === null && p.reward >= threshold);
 }
 
-async function runCell(c: HorizonExperimentConfig, config: RunConfig, storeRoot: string, log: (s: string) => void): Promise<HorizonCell> {
+const load = () => loadavg()[0].toFixed(1);
+
+async function runCell(c: HorizonExperimentConfig, config: RunConfig, storeRoot: string, save: (cell: HorizonCell) => void, log: (s: string) => void): Promise<HorizonCell> {
   const run = config.name!;
-  let t = performance.now();
-  const es = await runEmbedded({ config, run, storeRoot, progress: silentProgress });
-  const esMs = performance.now() - t;
-  const before = es.result.evaluations.find((e) => e.iteration === 0);
-  const after = es.result.evaluations.find((e) => e.iteration === config.iterations);
-  if (!before || !after) throw new Error(`run ${run} has no evaluation of θ_0 or θ_${config.iterations}`);
-  log(`${run}: ES ${before.successRate.toFixed(3)} → ${after.successRate.toFixed(3)} (${(esMs / 1000).toFixed(0)} s)`);
+  const th = config.successThreshold;
+  const perIteration = config.es.population * config.tasks.trainPerIteration;
   const environment = await loadEnvironment(config.environment.name);
   const options = environment.optionsSchema.parse(config.environment.options);
   const heldOut = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((x) => ({ id: x.id, task: x.task }));
-  if (heldOut.some((x, i) => x.id !== before.perTask[i]?.task)) throw new Error('held-out tasks differ from the ES run\'s evaluation tasks');
+  const cell: HorizonCell = {
+    horizon: Number((options as { blanks: number }).blanks),
+    seed: config.seed,
+    tasks: heldOut.map((x) => x.id),
+    solved: {},
+    trainingEpisodes: {},
+    curves: {},
+    wallMs: {},
+  };
+
+  let t = performance.now();
+  log(`${run}: ES starts (${config.iterations} iterations, load ${load()})`);
+  const es = await runEmbedded({ config, run, storeRoot, progress: silentProgress });
+  cell.wallMs.es = performance.now() - t;
+  const before = es.result.evaluations.find((e) => e.iteration === 0);
+  const after = es.result.evaluations.find((e) => e.iteration === config.iterations);
+  if (!before || !after) throw new Error(`run ${run} has no evaluation of θ_0 or θ_${config.iterations}`);
+  if (heldOut.some((x, i) => x.id !== before.perTask[i]?.task)) throw new Error("held-out tasks differ from the ES run's evaluation tasks");
+  cell.solved.base = solved(before, th);
+  cell.solved.es = solved(after, th);
+  cell.trainingEpisodes.es = es.report.totals.episodes;
+  cell.curves.es = es.result.rows.filter((r) => r.successRate !== null).map((r) => ({ episodes: (r.iteration + 1) * perIteration, successRate: r.successRate! }));
+  save(cell);
+  log(`${run}: ES ${before.successRate.toFixed(3)} → ${after.successRate.toFixed(3)} (${(cell.wallMs.es / 1000).toFixed(0)} s, load ${load()})`);
 
   t = performance.now();
   const served = await serveModel(config);
   const target = localRunTarget(storeRoot, { workers: config.workers });
+  const rsCurve: Array<{ episodes: number; successRate: number }> = [];
   let rs;
   try {
     rs = await randomSearch({
@@ -63,44 +72,49 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, storeRoot:
       policy: { baseUrl: `${served.server.url}/v1` },
       environment,
       evalTasks: heldOut,
+      onRound: (round, best) => rsCurve.push({ episodes: (round + 1) * perIteration, successRate: best.reward }),
     });
   } finally {
     await target.close();
     await served.close();
   }
-  const rsMs = performance.now() - t;
-  log(`${run}: random search → ${rs.evaluation.successRate.toFixed(3)} (${(rsMs / 1000).toFixed(0)} s)`);
+  cell.wallMs.randomSearch = performance.now() - t;
+  cell.solved.randomSearch = solved(rs.evaluation, th);
+  cell.trainingEpisodes.randomSearch = rs.episodes;
+  cell.curves.randomSearch = rsCurve;
+  save(cell);
+  log(`${run}: random search → ${rs.evaluation.successRate.toFixed(3)} (${(cell.wallMs.randomSearch / 1000).toFixed(0)} s, load ${load()})`);
 
   t = performance.now();
-  const grpo = await runGrpo({ config, grpo: c.grpo, run: `${run}-grpo`, storeRoot, evalTasks: heldOut });
-  const grpoMs = performance.now() - t;
-  log(`${run}: GRPO → ${grpo.evaluation.successRate.toFixed(3)} (${(grpoMs / 1000).toFixed(0)} s)`);
-
-  const th = config.successThreshold;
-  return {
-    horizon: config.environment.options ? Number((config.environment.options as { blanks: number }).blanks) : 0,
-    seed: config.seed,
-    tasks: heldOut.map((x) => x.id),
-    solved: { base: solved(before, th), es: solved(after, th), grpo: solved(grpo.evaluation, th), randomSearch: solved(rs.evaluation, th) },
-    trainingEpisodes: { es: es.report.totals.episodes, grpo: grpo.episodes, randomSearch: rs.episodes },
-    curves: {
-      es: es.result.evaluations.map((e) => ({ iteration: e.iteration, successRate: e.successRate })),
-      esReward: es.result.rows.map((m) => ({ iteration: m.iteration, meanReward: m.meanReward })),
-      grpo: grpo.history,
-    },
-    wallMs: { es: esMs, grpo: grpoMs, randomSearch: rsMs },
-  };
+  const grpo = await runGrpo({
+    config,
+    grpo: c.grpo,
+    run: `${run}-grpo`,
+    storeRoot,
+    evalTasks: heldOut,
+    onStep: (s) => log(`${run}: GRPO step ${s.step} reward ${s.meanReward.toFixed(3)}, ${s.merged}/${s.sequences} sequences, rollouts ${(s.rolloutMs / 1000).toFixed(1)} s, gradient ${(s.gradientMs / 1000).toFixed(1)} s`),
+  });
+  cell.wallMs.grpo = performance.now() - t;
+  cell.solved.grpo = solved(grpo.evaluation, th);
+  cell.trainingEpisodes.grpo = grpo.episodes;
+  cell.curves.grpo = grpo.history.map((s) => ({ episodes: (s.step + 1) * c.grpo.group * config.tasks.trainPerIteration, successRate: s.meanReward }));
+  save(cell);
+  log(`${run}: GRPO → ${grpo.evaluation.successRate.toFixed(3)} (${(cell.wallMs.grpo / 1000).toFixed(0)} s, load ${load()})`);
+  return cell;
 }
 
-export async function runHorizonExperiment(c: HorizonExperimentConfig, o: { out: string; storeRoot: string; log: (s: string) => void }): Promise<HorizonCell[]> {
+export async function runHorizonExperiment(
+  c: HorizonExperimentConfig,
+  o: { out: string; storeRoot: string; log: (s: string) => void; onCell?: (cells: readonly HorizonCell[]) => void },
+): Promise<HorizonCell[]> {
   mkdirSync(o.out, { recursive: true });
   const cells: HorizonCell[] = [];
   // Seeds outermost: a run cut short still has every horizon at its first seeds.
   for (const seed of c.seeds) {
     for (const horizon of c.horizons) {
-      const cell = await runCell(c, runConfigAt(c, horizon, seed), o.storeRoot, o.log);
-      writeFileSync(join(o.out, `h${horizon}-s${seed}.json`), JSON.stringify(cell, null, 1));
-      cells.push(cell);
+      const save = (cell: HorizonCell) => writeFileSync(join(o.out, `h${horizon}-s${seed}.json`), JSON.stringify(cell, null, 1));
+      cells.push(await runCell(c, runConfigAt(c, horizon, seed), o.storeRoot, save, o.log));
+      o.onCell?.(cells);
     }
   }
   return cells;

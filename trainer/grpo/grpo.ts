@@ -40,6 +40,12 @@ export interface GrpoStepRecord {
   meanReward: number;
   informative: number;
   gradNorm: number;
+  /** Turn sequences of the step, and how many distinct ones its gradient ran on. */
+  sequences: number;
+  merged: number;
+  /** Wall time of the step's G × tasks rollouts and of its gradient + Adam step. */
+  rolloutMs: number;
+  gradientMs: number;
 }
 
 export interface GrpoResult {
@@ -77,6 +83,7 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
       const tasks = environment.sampleTasks('train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, step), options);
       const trajectories: Trajectory[] = [];
       let rewardSum = 0;
+      const started = performance.now();
       for (const [t, sampled] of tasks.entries()) {
         const group = await Promise.all(
           Array.from({ length: grpo.group }, async (_, g) => {
@@ -94,12 +101,14 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
         rewardSum += group.reduce((a, x) => a + x.reward, 0);
         episodes += group.length;
       }
+      const rolled = performance.now();
       const stats = policyGradientStep(model, adam, trajectories, grpo.clipNorm);
+      const stepped = performance.now();
       await engine.withRestoredWeights((segments) => {
         for (const s of segments) s.data.set(byName.get(s.name)!.data);
       });
       await engine.commitUpdate();
-      const record = { step, meanReward: rewardSum / trajectories.length, informative: stats.informative, gradNorm: stats.gradNorm };
+      const record = { step, meanReward: rewardSum / trajectories.length, informative: stats.informative, gradNorm: stats.gradNorm, sequences: stats.sequences, merged: stats.merged, rolloutMs: rolled - started, gradientMs: stepped - rolled };
       history.push(record);
       o.onStep?.(record);
     }

@@ -29,28 +29,51 @@ export function policyGradientSequences(t: Trajectory): LossSequence[] {
     });
 }
 
+/**
+ * The batch's sequences with identical (ids, targets) merged by summing their weights: the loss is linear in
+ * each target's weight, so the merged batch has exactly the same loss and gradient. Rollouts of a group
+ * that took the same early actions share those turns' sequences.
+ */
+export function mergeSequences(seqs: readonly LossSequence[]): LossSequence[] {
+  const merged = new Map<string, { ids: readonly number[]; targets: readonly number[]; weights: number[] }>();
+  for (const s of seqs) {
+    const key = `${s.ids.join(',')}|${s.targets.join(',')}`;
+    const weights = s.weights ?? s.targets.map(() => 1);
+    const m = merged.get(key);
+    if (m) weights.forEach((w, r) => (m.weights[r] += w));
+    else merged.set(key, { ids: s.ids, targets: s.targets, weights: [...weights] });
+  }
+  return [...merged.values()].filter((m) => m.weights.some((w) => w !== 0));
+}
+
 export interface PolicyGradientStats {
   /** Surrogate loss before the step. */
   loss: number;
   gradNorm: number;
   /** Trajectories with a non-zero advantage. */
   informative: number;
+  /** Turn sequences before and after merging identical ones (the forward/backward passes run). */
+  sequences: number;
+  merged: number;
 }
 
 export function policyGradientStep(model: DecoderGradient, adam: Adam, trajectories: readonly Trajectory[], clipNorm: number): PolicyGradientStats {
   const grads = model.zeroGradients();
   let loss = 0;
   let informative = 0;
+  const all: LossSequence[] = [];
   for (const t of trajectories) {
     const seqs = policyGradientSequences(t);
     if (seqs.length) informative++;
-    for (const s of seqs) loss += model.accumulate(s, grads).loss;
+    all.push(...seqs);
   }
+  const merged = mergeSequences(all);
+  for (const s of merged) loss += model.accumulate(s, grads).loss;
   const n = Math.max(1, trajectories.length);
   let norm = 0;
   for (const g of grads) for (let i = 0; i < g.length; i++) norm += (g[i] /= n) ** 2;
   norm = Math.sqrt(norm);
   if (clipNorm > 0 && norm > clipNorm) for (const g of grads) for (let i = 0; i < g.length; i++) g[i] *= clipNorm / norm;
   if (informative > 0) adam.step(grads);
-  return { loss: loss / n, gradNorm: norm, informative };
+  return { loss: loss / n, gradNorm: norm, informative, sequences: all.length, merged: merged.length };
 }

@@ -39,10 +39,10 @@ interface LayerCache {
   act: Vec; // [S, F]
 }
 
-/** X [S, n] · W [n, m] → [S, m]. */
-function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number): Vec {
+/** X [S, n] · W [n, m] → [S, m], rows from `from` on (earlier rows stay zero). */
+function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number, from = 0): Vec {
   const out = new Float64Array(S * m);
-  for (let s = 0; s < S; s++) {
+  for (let s = from; s < S; s++) {
     const o = s * m;
     for (let i = 0; i < n; i++) {
       const xi = x[s * n + i];
@@ -54,11 +54,18 @@ function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number): Vec {
   return out;
 }
 
+/** Whether row s of a [S, m] matrix is all zero (rows no scored position depends on carry no gradient). */
+function zeroRow(x: Vec, s: number, m: number): boolean {
+  for (let j = s * m, end = j + m; j < end; j++) if (x[j] !== 0) return false;
+  return true;
+}
+
 /** dY [S, m] · Wᵀ → [S, n] (W is [n, m]). */
 function matmulT(dy: Vec, S: number, m: number, w: Float32Array, n: number): Vec {
   const out = new Float64Array(S * n);
   for (let s = 0; s < S; s++) {
     const o = s * m;
+    if (zeroRow(dy, s, m)) continue;
     for (let i = 0; i < n; i++) {
       const row = i * m;
       let acc = 0;
@@ -73,6 +80,7 @@ function matmulT(dy: Vec, S: number, m: number, w: Float32Array, n: number): Vec
 function accumulateOuter(dw: Vec, x: Vec, S: number, n: number, dy: Vec, m: number): void {
   for (let s = 0; s < S; s++) {
     const o = s * m;
+    if (zeroRow(dy, s, m)) continue;
     for (let i = 0; i < n; i++) {
       const xi = x[s * n + i];
       if (xi === 0) continue;
@@ -82,10 +90,10 @@ function accumulateOuter(dw: Vec, x: Vec, S: number, n: number, dy: Vec, m: numb
   }
 }
 
-function rmsNormForward(x: Vec, S: number, D: number, g: Float32Array, eps: number): { y: Vec; inv: Vec } {
+function rmsNormForward(x: Vec, S: number, D: number, g: Float32Array, eps: number, from = 0): { y: Vec; inv: Vec } {
   const y = new Float64Array(S * D);
   const inv = new Float64Array(S);
-  for (let s = 0; s < S; s++) {
+  for (let s = from; s < S; s++) {
     let ms = 0;
     for (let d = 0; d < D; d++) ms += x[s * D + d] ** 2;
     const r = 1 / Math.sqrt(ms / D + eps);
@@ -209,10 +217,15 @@ export class DecoderGradient {
     let x: Vec = new Float64Array(S * D);
     for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) x[s * D + d] = embed[ids[s] * D + d];
     const caches: LayerCache[] = [];
+    // The last layer's rows before the first scored position reach the loss only through its keys and
+    // values: its queries, attention output and MLP are computed from that row on (the rest stay zero,
+    // and the backward pass skips rows whose gradient is zero).
+    const firstTarget = seq.targets.length ? Math.min(...seq.targets) : S;
     for (let l = 0; l < L; l++) {
       const p = `model.layers.${l}`;
+      const from = l === L - 1 ? firstTarget : 0;
       const n1 = rmsNormForward(x, S, D, this.w(`${p}.input_layernorm.weight`), eps);
-      const q = matmul(n1.y, S, D, this.w(`${p}.self_attn.q_proj.weight`), D);
+      const q = matmul(n1.y, S, D, this.w(`${p}.self_attn.q_proj.weight`), D, from);
       const k = matmul(n1.y, S, D, this.w(`${p}.self_attn.k_proj.weight`), D);
       const v = matmul(n1.y, S, D, this.w(`${p}.self_attn.v_proj.weight`), D);
       rotate(q, S, H, hd, rope, false);
@@ -222,7 +235,7 @@ export class DecoderGradient {
       const ctx = new Float64Array(S * D);
       for (let h = 0; h < H; h++) {
         const o = h * hd;
-        for (let s = 0; s < S; s++) {
+        for (let s = from; s < S; s++) {
           const row = (h * S + s) * S;
           let max = -Infinity;
           for (let j = 0; j <= s; j++) {
@@ -239,17 +252,17 @@ export class DecoderGradient {
           }
         }
       }
-      const attnOut = matmul(ctx, S, D, this.w(`${p}.self_attn.o_proj.weight`), D);
+      const attnOut = matmul(ctx, S, D, this.w(`${p}.self_attn.o_proj.weight`), D, from);
       const xMid = new Float64Array(S * D);
-      for (let i = 0; i < xMid.length; i++) xMid[i] = x[i] + attnOut[i];
-      const n2 = rmsNormForward(xMid, S, D, this.w(`${p}.post_attention_layernorm.weight`), eps);
-      const gate = matmul(n2.y, S, D, this.w(`${p}.mlp.gate_proj.weight`), F);
-      const up = matmul(n2.y, S, D, this.w(`${p}.mlp.up_proj.weight`), F);
+      for (let i = from * D; i < xMid.length; i++) xMid[i] = x[i] + attnOut[i];
+      const n2 = rmsNormForward(xMid, S, D, this.w(`${p}.post_attention_layernorm.weight`), eps, from);
+      const gate = matmul(n2.y, S, D, this.w(`${p}.mlp.gate_proj.weight`), F, from);
+      const up = matmul(n2.y, S, D, this.w(`${p}.mlp.up_proj.weight`), F, from);
       const act = new Float64Array(S * F);
-      for (let i = 0; i < act.length; i++) act[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i];
-      const mlpOut = matmul(act, S, F, this.w(`${p}.mlp.down_proj.weight`), D);
+      for (let i = from * F; i < act.length; i++) act[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i];
+      const mlpOut = matmul(act, S, F, this.w(`${p}.mlp.down_proj.weight`), D, from);
       const xOut = new Float64Array(S * D);
-      for (let i = 0; i < xOut.length; i++) xOut[i] = xMid[i] + mlpOut[i];
+      for (let i = from * D; i < xOut.length; i++) xOut[i] = xMid[i] + mlpOut[i];
       caches.push({ xIn: x, inv1: n1.inv, h: n1.y, q, k, v, p: probs, ctx, xMid, inv2: n2.inv, h2: n2.y, gate, up, act });
       x = xOut;
     }
@@ -322,6 +335,7 @@ export class DecoderGradient {
         const o = h * hd;
         for (let s = 0; s < S; s++) {
           const row = (h * S + s) * S;
+          if (zeroRow(dCtx, s, D)) continue;
           let dot = 0;
           for (let j = 0; j <= s; j++) {
             let a = 0;

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { HorizonExperimentConfig } from '../../experiment/horizon-config.ts';
 import { runHorizonExperiment } from '../../experiment/horizon.ts';
+import { writeSummary } from '../../experiment/horizon-report.ts';
 import { summarizeHorizon } from '../../experiment/horizon-summary.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
@@ -23,10 +23,13 @@ export const command: Command = {
     const parsed = HorizonExperimentConfig.safeParse(json);
     if (!parsed.success) throw new UsageError(`--config: ${path} is not a valid horizon experiment config:\n${z.prettifyError(parsed.error)}`);
     const out = flag(p.values, 'out', z.string().min(1));
-    const cells = await runHorizonExperiment(parsed.data, { out, storeRoot: flag(p.values, 'store', z.string().min(1)), log: (s) => io.stderr(s) });
+    const cells = await runHorizonExperiment(parsed.data, {
+      out,
+      storeRoot: flag(p.values, 'store', z.string().min(1)),
+      log: (s) => io.stderr(`${new Date().toISOString()} ${s}`),
+      onCell: (done) => writeSummary(out, done),
+    });
     const summary = summarizeHorizon(cells);
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(join(out, 'summary.json'), JSON.stringify(summary, null, 1));
     io.stdout(p.json ? JSON.stringify(summary) : summary.table);
     return 0;
   },

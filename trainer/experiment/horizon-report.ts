@@ -1,0 +1,38 @@
+/**
+ * The horizon experiment's results directory: the per-cell JSON files (`h{H}-s{seed}.json`) read back and
+ * validated, and the summary written beside them (summary.json, summary.md) from whichever cells exist.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { HorizonCell } from './horizon-cell.ts';
+import { summarizeHorizon, type HorizonSummary } from './horizon-summary.ts';
+
+const CELL_FILE = /^h(\d+)-s(\d+)\.json$/;
+
+export function readCells(dir: string): HorizonCell[] {
+  const files = readdirSync(dir).filter((f) => CELL_FILE.test(f)).sort();
+  return files.map((f) => {
+    const parsed = HorizonCell.safeParse(JSON.parse(readFileSync(join(dir, f), 'utf8')));
+    if (!parsed.success) throw new Error(`${join(dir, f)} is not a horizon cell:\n${z.prettifyError(parsed.error)}`);
+    return parsed.data;
+  });
+}
+
+export function writeSummary(dir: string, cells: readonly HorizonCell[]): HorizonSummary {
+  const summary = summarizeHorizon(cells);
+  writeFileSync(join(dir, 'summary.json'), JSON.stringify(summary, null, 1));
+  const md = [
+    '# Horizon experiment summary',
+    '',
+    'Held-out success in % pooled over the seeds that finished each method: rate [Wilson 95%] (per seed).',
+    'Differences: paired mean over the same (seed, task) pairs ± its standard error, in points.',
+    '',
+    summary.table,
+    '',
+    `Cells: ${summary.cells.map((c) => `H${c.horizon}/s${c.seed} (${c.methods.join(', ')})`).join('; ')}`,
+    '',
+  ].join('\n');
+  writeFileSync(join(dir, 'summary.md'), md);
+  return summary;
+}
