@@ -30,50 +30,66 @@ function weights() {
 
 const seq: LossSequence = { ids: [1, 5, 2, 9, 12, 0, 7, 7, 3], targets: [0, 2, 4, 5, 7], weights: [0.25, 1, 1, 2, 1] };
 
+// Targets only at the end, one weight negative (GRPO's shape): the last layer runs from the first target on.
+const suffix: LossSequence = { ids: [3, 1, 4, 1, 5, 9, 2, 6, 5], targets: [5, 6, 7], weights: [1, -0.5, 2] };
+
+function referenceLoss(s: LossSequence): number {
+  const logits = referenceForward(config, weights(), s.ids);
+  let expected = 0;
+  s.targets.forEach((t, r) => {
+    const row = logits[t];
+    const max = Math.max(...row);
+    const lse = Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0)) + max;
+    expected += (s.weights?.[r] ?? 1) * (lse - row[s.ids[t + 1]]);
+  });
+  return expected;
+}
+
+/** Compares `picks` entries of every tensor's gradient with central finite differences; returns how many. */
+function checkGradient(s: LossSequence, picks: number): void {
+  const w = weights();
+  const model = new DecoderGradient(config, w);
+  const grads = model.zeroGradients();
+  model.accumulate(s, grads);
+  let checked = 0;
+  w.forEach((t, ti) => {
+    // A spread of entries per tensor, including an embedding row the sequence actually reads.
+    const at = new Set<number>();
+    for (let k = 0; k < picks; k++) at.add((k * 7919 + ti * 31) % t.data.length);
+    if (t.name === 'model.embed_tokens.weight') at.add(5 * config.hidden_size + 3);
+    for (const i of at) {
+      const original = t.data[i];
+      const h = 1e-3;
+      t.data[i] = original + h;
+      const up = t.data[i];
+      const lossUp = model.loss(s);
+      t.data[i] = original - h;
+      const down = t.data[i];
+      const lossDown = model.loss(s);
+      t.data[i] = original;
+      const numeric = (lossUp - lossDown) / (up - down);
+      const analytic = grads[ti][i];
+      expect(Math.abs(analytic - numeric), `${t.name}[${i}]: analytic ${analytic}, numeric ${numeric}`).toBeLessThan(1e-4 + 1e-3 * Math.abs(numeric));
+      checked++;
+    }
+  });
+  expect(checked).toBeGreaterThan(picks * 15);
+  // The check would pass vacuously if everything were zero.
+  expect(grads.filter((g) => g.some((v) => Math.abs(v) > 1e-3)).length).toBe(w.length);
+}
+
 describe('decoder gradient', () => {
   it('the loss matches cross-entropy on the reference forward pass logits', () => {
-    const w = weights();
-    const logits = referenceForward(config, w, seq.ids);
-    let expected = 0;
-    seq.targets.forEach((t, r) => {
-      const row = logits[t];
-      const max = Math.max(...row);
-      const lse = Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0)) + max;
-      expected += seq.weights![r] * (lse - row[seq.ids[t + 1]]);
-    });
-    expect(new DecoderGradient(config, w).loss(seq)).toBeCloseTo(expected, 9);
+    expect(new DecoderGradient(config, weights()).loss(seq)).toBeCloseTo(referenceLoss(seq), 9);
+    expect(new DecoderGradient(config, weights()).loss(suffix)).toBeCloseTo(referenceLoss(suffix), 8);
   });
 
   it('every tensor gradient matches central finite differences', () => {
-    const w = weights();
-    const model = new DecoderGradient(config, w);
-    const grads = model.zeroGradients();
-    model.accumulate(seq, grads);
-    let checked = 0;
-    w.forEach((t, ti) => {
-      // A spread of entries per tensor, including the embedding rows the sequence actually reads.
-      const picks = new Set<number>();
-      for (let k = 0; k < 6; k++) picks.add((k * 7919 + ti * 31) % t.data.length);
-      if (t.name === 'model.embed_tokens.weight') picks.add(5 * config.hidden_size + 3);
-      for (const i of picks) {
-        const original = t.data[i];
-        const h = 1e-3;
-        t.data[i] = original + h;
-        const up = t.data[i];
-        const lossUp = model.loss(seq);
-        t.data[i] = original - h;
-        const down = t.data[i];
-        const lossDown = model.loss(seq);
-        t.data[i] = original;
-        const numeric = (lossUp - lossDown) / (up - down);
-        const analytic = grads[ti][i];
-        expect(Math.abs(analytic - numeric), `${t.name}[${i}]: analytic ${analytic}, numeric ${numeric}`).toBeLessThan(1e-4 + 1e-3 * Math.abs(numeric));
-        checked++;
-      }
-    });
-    expect(checked).toBeGreaterThan(100);
-    // The check would pass vacuously if everything were zero.
-    expect(grads.filter((g) => g.some((v) => Math.abs(v) > 1e-3)).length).toBe(w.length);
+    checkGradient(seq, 6);
+  });
+
+  it('matches finite differences when only the last positions are scored', () => {
+    checkGradient(suffix, 3);
   });
 
   it('rejects a target outside the sequence', () => {

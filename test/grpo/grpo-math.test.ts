@@ -4,7 +4,7 @@ import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { DecoderGradient } from '../../trainer/pretrain/decoder-gradient.ts';
 import { Adam } from '../../trainer/grpo/adam.ts';
 import { groupAdvantages } from '../../trainer/grpo/advantages.ts';
-import { policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
+import { mergeSequences, policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
 
 const config: ModelConfig = {
   model_type: 'llama',
@@ -43,6 +43,31 @@ describe('group-relative advantages', () => {
       { ids: [6, 7, 8], targets: [0, 1], weights: [0.5, 0.5] },
     ]);
     expect(policyGradientSequences({ ...t, advantage: 0 })).toEqual([]);
+  });
+});
+
+describe('merging identical turn sequences', () => {
+  const a = { ids: [1, 2, 3, 4], targets: [2], weights: [0.5] };
+  const b = { ids: [1, 2, 3, 5], targets: [2], weights: [-0.25] };
+
+  it('sums the weights of identical sequences and keeps distinct ones apart', () => {
+    const merged = mergeSequences([a, b, { ...a, weights: [0.25] }]);
+    expect(merged).toEqual([{ ids: a.ids, targets: a.targets, weights: [0.75] }, b]);
+    // The same ids scored at other positions is another sequence.
+    expect(mergeSequences([a, { ids: a.ids, targets: [1, 2], weights: [1, 1] }])).toHaveLength(2);
+    // Weights that cancel exactly contribute nothing.
+    expect(mergeSequences([a, { ...a, weights: [-0.5] }])).toEqual([]);
+  });
+
+  it('gives the same gradient as the unmerged batch', () => {
+    const model = new DecoderGradient(config, initDecoderWeights(config, 2));
+    const batch = [a, b, { ...a, weights: [1.5] }, { ...b, weights: [0.75] }];
+    const separate = model.zeroGradients();
+    for (const s of batch) model.accumulate(s, separate);
+    const merged = model.zeroGradients();
+    for (const s of mergeSequences(batch)) model.accumulate(s, merged);
+    separate.forEach((g, k) => g.forEach((v, i) => expect(merged[k][i]).toBeCloseTo(v, 12)));
+    expect(separate.some((g) => g.some((v) => v !== 0))).toBe(true);
   });
 });
 

@@ -1,11 +1,13 @@
 /**
  * The horizon experiment's results directory: the per-cell JSON files (`h{H}-s{seed}.json`) read back and
- * validated, and the summary written beside them (summary.json, summary.md) from whichever cells exist.
+ * validated, and the summary written beside them (summary.json, summary.md, curves-h{H}.svg) from whichever
+ * cells exist.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { HorizonCell } from './horizon-cell.ts';
+import { renderHorizonCurves } from './horizon-curves-svg.ts';
 import { summarizeHorizon, type HorizonSummary } from './horizon-summary.ts';
 
 const CELL_FILE = /^h(\d+)-s(\d+)\.json$/;
@@ -30,9 +32,12 @@ export function writeSummary(dir: string, cells: readonly HorizonCell[]): Horizo
     '',
     summary.table,
     '',
+    ...summary.rows.map((r) => `![H = ${r.horizon}](curves-h${r.horizon}.svg)`),
+    '',
     `Cells: ${summary.cells.map((c) => `H${c.horizon}/s${c.seed} (${c.methods.join(', ')})`).join('; ')}`,
     '',
   ].join('\n');
   writeFileSync(join(dir, 'summary.md'), md);
+  for (const r of summary.rows) writeFileSync(join(dir, `curves-h${r.horizon}.svg`), renderHorizonCurves(r, cells.filter((c) => c.horizon === r.horizon)));
   return summary;
 }

@@ -5,7 +5,7 @@
  * JSON is rewritten as soon as each of its methods finishes, and the summary after every cell, so a run
  * cut short still leaves every finished result.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
@@ -16,7 +16,7 @@ import { silentProgress } from '../loop/progress.ts';
 import { randomSearch } from '../demo/random-search.ts';
 import { runGrpo } from '../grpo/grpo.ts';
 import { runConfigAt, type HorizonExperimentConfig } from './horizon-config.ts';
-import type { HorizonCell } from './horizon-cell.ts';
+import { HorizonCell, type TrainedMethod } from './horizon-cell.ts';
 
 function solved(e: EvaluationResult, threshold: number): boolean[] {
   return e.perTask.map((p) => p.error === null && p.reward >= threshold);
@@ -24,7 +24,23 @@ function solved(e: EvaluationResult, threshold: number): boolean[] {
 
 const load = () => loadavg()[0].toFixed(1);
 
-async function runCell(c: HorizonExperimentConfig, config: RunConfig, storeRoot: string, save: (cell: HorizonCell) => void, log: (s: string) => void): Promise<HorizonCell> {
+/**
+ * The cell with the methods of an earlier file of the same cell that this run does not redo (a run with
+ * `methods` adds its methods to cells another run wrote; the held-out tasks must be the same).
+ */
+export function mergeCell(earlier: HorizonCell | null, cell: HorizonCell): HorizonCell {
+  if (!earlier) return cell;
+  if (earlier.horizon !== cell.horizon || earlier.seed !== cell.seed || earlier.tasks.join() !== cell.tasks.join()) throw new Error(`the existing file of cell H${cell.horizon}/s${cell.seed} has other held-out tasks`);
+  return {
+    ...cell,
+    solved: { ...earlier.solved, ...cell.solved },
+    trainingEpisodes: { ...earlier.trainingEpisodes, ...cell.trainingEpisodes },
+    curves: { ...earlier.curves, ...cell.curves },
+    wallMs: { ...earlier.wallMs, ...cell.wallMs },
+  };
+}
+
+async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: ReadonlySet<TrainedMethod>, storeRoot: string, save: (cell: HorizonCell) => void, log: (s: string) => void): Promise<HorizonCell> {
   const run = config.name!;
   const th = config.successThreshold;
   const perIteration = config.es.population * config.tasks.trainPerIteration;
@@ -42,41 +58,44 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, storeRoot:
   };
 
   let t = performance.now();
-  log(`${run}: ES starts (${config.iterations} iterations, load ${load()})`);
-  const es = await runEmbedded({ config, run, storeRoot, progress: silentProgress });
-  cell.wallMs.es = performance.now() - t;
-  const before = es.result.evaluations.find((e) => e.iteration === 0);
-  const after = es.result.evaluations.find((e) => e.iteration === config.iterations);
-  if (!before || !after) throw new Error(`run ${run} has no evaluation of θ_0 or θ_${config.iterations}`);
-  if (heldOut.some((x, i) => x.id !== before.perTask[i]?.task)) throw new Error("held-out tasks differ from the ES run's evaluation tasks");
-  cell.solved.base = solved(before, th);
-  cell.solved.es = solved(after, th);
-  cell.trainingEpisodes.es = es.report.totals.episodes;
-  cell.curves.es = es.result.rows.filter((r) => r.successRate !== null).map((r) => ({ episodes: (r.iteration + 1) * perIteration, successRate: r.successRate! }));
-  save(cell);
-  log(`${run}: ES ${before.successRate.toFixed(3)} → ${after.successRate.toFixed(3)} (${(cell.wallMs.es / 1000).toFixed(0)} s, load ${load()})`);
+  if (methods.has('es')) {
+    log(`${run}: ES starts (${config.iterations} iterations, load ${load()})`);
+    const es = await runEmbedded({ config, run, storeRoot, progress: silentProgress });
+    cell.wallMs.es = performance.now() - t;
+    const before = es.result.evaluations.find((e) => e.iteration === 0);
+    const after = es.result.evaluations.find((e) => e.iteration === config.iterations);
+    if (!before || !after) throw new Error(`run ${run} has no evaluation of θ_0 or θ_${config.iterations}`);
+    if (heldOut.some((x, i) => x.id !== before.perTask[i]?.task)) throw new Error("held-out tasks differ from the ES run's evaluation tasks");
+    cell.solved.base = solved(before, th);
+    cell.solved.es = solved(after, th);
+    cell.trainingEpisodes.es = es.report.totals.episodes;
+    cell.curves.es = es.result.rows.filter((r) => r.successRate !== null).map((r) => ({ episodes: (r.iteration + 1) * perIteration, successRate: r.successRate! }));
+    save(cell);
+    log(`${run}: ES ${before.successRate.toFixed(3)} → ${after.successRate.toFixed(3)} (${(cell.wallMs.es / 1000).toFixed(0)} s, load ${load()})`);
+  }
 
-  t = performance.now();
-  const served = await serveModel(config);
-  const target = localRunTarget(storeRoot, { workers: config.workers });
-  const rsCurve: Array<{ episodes: number; successRate: number }> = [];
-  let rs;
-  try {
-    rs = await randomSearch({
-      run: `${run}-random-search`,
-      config,
-      store: target.store,
-      fanout: target.fanout,
-      engine: served.engine,
-      population: served.server.service,
-      policy: { baseUrl: `${served.server.url}/v1` },
-      environment,
-      evalTasks: heldOut,
-      onRound: (round, best) => rsCurve.push({ episodes: (round + 1) * perIteration, successRate: best.reward }),
-    });
-  } finally {
-    await target.close();
-    await served.close();
+  if (methods.has('randomSearch')) {
+    t = performance.now();
+    const served = await serveModel(config);
+    const target = localRunTarget(storeRoot, { workers: config.workers });
+    const rsCurve: Array<{ episodes: number; successRate: number }> = [];
+    let rs;
+    try {
+      rs = await randomSearch({
+        run: `${run}-random-search`,
+        config,
+        store: target.store,
+        fanout: target.fanout,
+        engine: served.engine,
+        population: served.server.service,
+        policy: { baseUrl: `${served.server.url}/v1` },
+        environment,
+        evalTasks: heldOut,
+        onRound: (round, best) => rsCurve.push({ episodes: (round + 1) * perIteration, successRate: best.reward }),
+      });
+    } finally {
+      await target.close();
+      await served.close();
   }
   cell.wallMs.randomSearch = performance.now() - t;
   cell.solved.randomSearch = solved(rs.evaluation, th);
@@ -84,36 +103,45 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, storeRoot:
   cell.curves.randomSearch = rsCurve;
   save(cell);
   log(`${run}: random search → ${rs.evaluation.successRate.toFixed(3)} (${(cell.wallMs.randomSearch / 1000).toFixed(0)} s, load ${load()})`);
+  }
 
-  t = performance.now();
-  const grpo = await runGrpo({
-    config,
-    grpo: c.grpo,
-    run: `${run}-grpo`,
-    storeRoot,
-    evalTasks: heldOut,
-    onStep: (s) => log(`${run}: GRPO step ${s.step} reward ${s.meanReward.toFixed(3)}, ${s.merged}/${s.sequences} sequences, rollouts ${(s.rolloutMs / 1000).toFixed(1)} s, gradient ${(s.gradientMs / 1000).toFixed(1)} s`),
-  });
-  cell.wallMs.grpo = performance.now() - t;
-  cell.solved.grpo = solved(grpo.evaluation, th);
-  cell.trainingEpisodes.grpo = grpo.episodes;
-  cell.curves.grpo = grpo.history.map((s) => ({ episodes: (s.step + 1) * c.grpo.group * config.tasks.trainPerIteration, successRate: s.meanReward }));
-  save(cell);
-  log(`${run}: GRPO → ${grpo.evaluation.successRate.toFixed(3)} (${(cell.wallMs.grpo / 1000).toFixed(0)} s, load ${load()})`);
+  if (methods.has('grpo')) {
+    t = performance.now();
+    const grpo = await runGrpo({
+      config,
+      grpo: c.grpo,
+      run: `${run}-grpo`,
+      storeRoot,
+      evalTasks: heldOut,
+      onStep: (s) => log(`${run}: GRPO step ${s.step} reward ${s.meanReward.toFixed(3)}, ${s.merged}/${s.sequences} sequences, rollouts ${(s.rolloutMs / 1000).toFixed(1)} s, gradient ${(s.gradientMs / 1000).toFixed(1)} s`),
+    });
+    cell.wallMs.grpo = performance.now() - t;
+    cell.solved.grpo = solved(grpo.evaluation, th);
+    cell.trainingEpisodes.grpo = grpo.episodes;
+    cell.curves.grpo = grpo.history.map((s) => ({ episodes: (s.step + 1) * c.grpo.group * config.tasks.trainPerIteration, successRate: s.meanReward }));
+    save(cell);
+    log(`${run}: GRPO → ${grpo.evaluation.successRate.toFixed(3)} (${(cell.wallMs.grpo / 1000).toFixed(0)} s, load ${load()})`);
+  }
   return cell;
 }
 
 export async function runHorizonExperiment(
   c: HorizonExperimentConfig,
-  o: { out: string; storeRoot: string; log: (s: string) => void; onCell?: (cells: readonly HorizonCell[]) => void },
+  o: { out: string; storeRoot: string; log: (s: string) => void; methods?: readonly TrainedMethod[]; onCell?: (cells: readonly HorizonCell[]) => void },
 ): Promise<HorizonCell[]> {
   mkdirSync(o.out, { recursive: true });
   const cells: HorizonCell[] = [];
   // Seeds outermost: a run cut short still has every horizon at its first seeds.
   for (const seed of c.seeds) {
     for (const horizon of c.horizons) {
-      const save = (cell: HorizonCell) => writeFileSync(join(o.out, `h${horizon}-s${seed}.json`), JSON.stringify(cell, null, 1));
-      cells.push(await runCell(c, runConfigAt(c, horizon, seed), o.storeRoot, save, o.log));
+      const file = join(o.out, `h${horizon}-s${seed}.json`);
+      const earlier = existsSync(file) ? HorizonCell.parse(JSON.parse(readFileSync(file, 'utf8'))) : null;
+      let merged: HorizonCell | null = null;
+      const save = (cell: HorizonCell) => writeFileSync(file, JSON.stringify((merged = mergeCell(earlier, cell)), null, 1));
+      const methods = new Set(o.methods ?? (['es', 'randomSearch', 'grpo'] as const));
+      await runCell(c, runConfigAt(c, horizon, seed), methods, o.storeRoot, save, o.log);
+      if (!merged) throw new Error('no method ran');
+      cells.push(merged);
       o.onCell?.(cells);
     }
   }

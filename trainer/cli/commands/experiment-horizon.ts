@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { TRAINED } from '../../experiment/horizon-cell.ts';
 import { HorizonExperimentConfig } from '../../experiment/horizon-config.ts';
 import { runHorizonExperiment } from '../../experiment/horizon.ts';
-import { writeSummary } from '../../experiment/horizon-report.ts';
+import { readCells, writeSummary } from '../../experiment/horizon-report.ts';
 import { summarizeHorizon } from '../../experiment/horizon-summary.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
@@ -10,9 +11,9 @@ import { UsageError } from '../../command/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon',
-  usage: 'esopt experiment horizon --config configs/experiment-horizon.json --out DIR [--store DIR] [--json]',
+  usage: 'esopt experiment horizon --config configs/experiment-horizon.json --out DIR [--store DIR] [--methods es,randomSearch,grpo] [--json]',
   async run(argv, io) {
-    const p = parseFlags(argv, { config: { type: 'string' }, out: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
+    const p = parseFlags(argv, { config: { type: 'string' }, out: { type: 'string' }, store: { type: 'string', default: '.esopt/store' }, methods: { type: 'string', default: TRAINED.join(',') } });
     const path = flag(p.values, 'config', z.string().min(1));
     let json: unknown;
     try {
@@ -23,11 +24,14 @@ export const command: Command = {
     const parsed = HorizonExperimentConfig.safeParse(json);
     if (!parsed.success) throw new UsageError(`--config: ${path} is not a valid horizon experiment config:\n${z.prettifyError(parsed.error)}`);
     const out = flag(p.values, 'out', z.string().min(1));
+    // Methods to run; each is written into the cell files beside the methods an earlier run left there.
+    const methods = flag(p.values, 'methods', z.string().transform((s) => s.split(',')).pipe(z.array(z.enum(TRAINED)).min(1)));
     const cells = await runHorizonExperiment(parsed.data, {
       out,
       storeRoot: flag(p.values, 'store', z.string().min(1)),
+      methods,
       log: (s) => io.stderr(`${new Date().toISOString()} ${s}`),
-      onCell: (done) => writeSummary(out, done),
+      onCell: () => writeSummary(out, readCells(out)),
     });
     const summary = summarizeHorizon(cells);
     io.stdout(p.json ? JSON.stringify(summary) : summary.table);

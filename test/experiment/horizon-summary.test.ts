@@ -1,0 +1,115 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../../trainer/cli/main.ts';
+import type { HorizonCell } from '../../trainer/experiment/horizon-cell.ts';
+import { readCells, writeSummary } from '../../trainer/experiment/horizon-report.ts';
+import { summarizeHorizon } from '../../trainer/experiment/horizon-summary.ts';
+
+const T = true;
+const F = false;
+const tasks = ['a', 'b', 'c', 'd'];
+
+// Seed 1 finished every method but random search; seed 2 was cut after ES.
+const cells: HorizonCell[] = [
+  {
+    horizon: 8,
+    seed: 1,
+    tasks,
+    solved: { base: [T, F, F, T], es: [T, T, F, T], grpo: [T, F, T, T] },
+    trainingEpisodes: { es: 32, grpo: 32 },
+    curves: { es: [{ episodes: 16, successRate: 0.5 }, { episodes: 32, successRate: 0.75 }], grpo: [{ episodes: 16, successRate: 0.25 }, { episodes: 32, successRate: 0.5 }] },
+    wallMs: { es: 1, grpo: 1 },
+  },
+  {
+    horizon: 8,
+    seed: 2,
+    tasks,
+    solved: { base: [T, T, F, F], es: [T, T, T, F] },
+    trainingEpisodes: { es: 32 },
+    curves: { es: [{ episodes: 16, successRate: 0.25 }, { episodes: 32, successRate: 0.25 }] },
+    wallMs: { es: 1 },
+  },
+];
+
+describe('the horizon summary', () => {
+  const [row] = summarizeHorizon(cells).rows;
+
+  it('pools each method over the seeds that finished it, with Wilson 95% intervals and per-seed rates', () => {
+    expect(row.methods.base).toMatchObject({ seeds: [1, 2], tasks: 8, successes: 4, successRate: 0.5, perSeed: [0.5, 0.5] });
+    // Wilson 95% for 4/8: (0.2152, 0.7848).
+    expect(row.methods.base!.low).toBeCloseTo(0.2152, 4);
+    expect(row.methods.base!.high).toBeCloseTo(0.7848, 4);
+    expect(row.methods.es).toMatchObject({ successes: 6, successRate: 0.75, perSeed: [0.75, 0.75] });
+    expect(row.methods.grpo).toMatchObject({ seeds: [1], tasks: 4, successRate: 0.75 });
+    expect(row.methods.randomSearch).toBeUndefined();
+    expect(row.episodes).toEqual({ es: [32, 32], grpo: [32] });
+  });
+
+  it('pairs differences over the (seed, task) pairs both methods have, with the paired standard error', () => {
+    // ES − base: d = [0,1,0,0, 0,0,1,0], mean 0.25, sample variance 1.5/7, SE √(1.5/7/8).
+    expect(row.differences.esMinusBase!.pairs).toBe(8);
+    expect(row.differences.esMinusBase!.improvement).toBeCloseTo(0.25, 12);
+    expect(row.differences.esMinusBase!.standardError).toBeCloseTo(Math.sqrt(1.5 / 7 / 8), 12);
+    // ES − GRPO on seed 1 only: d = [0, 1, −1, 0], mean 0, variance 2/3, SE √(2/3/4).
+    expect(row.differences.esMinusGrpo).toMatchObject({ pairs: 4, improvement: 0 });
+    expect(row.differences.esMinusGrpo!.standardError).toBeCloseTo(Math.sqrt(2 / 3 / 4), 12);
+    expect(row.differences.esMinusRandomSearch).toBeUndefined();
+  });
+
+  it('writes a table row per horizon, a dash where a method has no result', () => {
+    const { table } = summarizeHorizon(cells);
+    const line = table.split('\n')[2];
+    expect(line).toMatch(/^\| 8 \| 2 × 4 \| 32 \| 50\.0 \[21\.5, 78\.5\] \(50\.0, 50\.0\) \| 75\.0 /);
+    expect(line).toContain('+25.0 ± 16.4');
+    expect(line.split('|').map((s) => s.trim())).toContain('—');
+  });
+
+  it('refuses cells of one horizon evaluated on different tasks', () => {
+    expect(() => summarizeHorizon([cells[0], { ...cells[1], tasks: ['a', 'b', 'c', 'e'] }])).toThrow(/different held-out tasks/);
+  });
+});
+
+describe('a results directory', () => {
+  const dirs: string[] = [];
+  afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const dir = () => {
+    const d = mkdtempSync(join(tmpdir(), 'horizon-'));
+    dirs.push(d);
+    return d;
+  };
+
+  it('is summarised from its cell files into summary.json, summary.md and one SVG per horizon', async () => {
+    const d = dir();
+    cells.forEach((c) => writeFileSync(join(d, `h${c.horizon}-s${c.seed}.json`), JSON.stringify(c)));
+    writeFileSync(join(d, 'notes.json'), '{}');
+    expect(readCells(d)).toEqual(cells);
+    let out = '';
+    const code = await main(['experiment', 'horizon-summary', '--dir', d, '--json'], { stdout: (t) => void (out += t), stderr: () => {}, readStdin: async () => '' });
+    expect(code).toBe(0);
+    expect(JSON.parse(out).rows[0].differences.esMinusBase.pairs).toBe(8);
+    expect(JSON.parse(readFileSync(join(d, 'summary.json'), 'utf8')).cells).toEqual([
+      { horizon: 8, seed: 1, methods: ['base', 'es', 'grpo'] },
+      { horizon: 8, seed: 2, methods: ['base', 'es'] },
+    ]);
+    expect(readFileSync(join(d, 'summary.md'), 'utf8')).toContain('![H = 8](curves-h8.svg)');
+    const svg = readFileSync(join(d, 'curves-h8.svg'), 'utf8');
+    expect(svg.startsWith('<svg')).toBe(true);
+    // Held-out dots for base, ES and GRPO (no random search), and a training line for ES and GRPO.
+    expect(svg.match(/<circle [^>]*r="4"/g)).toHaveLength(3 + 4);
+    expect(svg.match(/<path /g)).toHaveLength(2);
+  });
+
+  it('names a malformed cell file and its field', () => {
+    const d = dir();
+    writeFileSync(join(d, 'h8-s1.json'), JSON.stringify({ ...cells[0], solved: { base: [T] } }));
+    expect(() => readCells(d)).toThrow(/h8-s1\.json is not a horizon cell[\s\S]*solved\.base/);
+    const e = dir();
+    const err: string[] = [];
+    return main(['experiment', 'horizon-summary', '--dir', e], { stdout: () => {}, stderr: (t) => void err.push(t), readStdin: async () => '' }).then((code) => {
+      expect(code).toBe(2);
+      expect(err.join('\n')).toContain('holds no cell files');
+    });
+  });
+});
