@@ -36,3 +36,19 @@ export const HorizonCell = z
     }
   });
 export type HorizonCell = z.infer<typeof HorizonCell>;
+
+/**
+ * The cell with the methods of an earlier file of the same cell that this run does not redo (a run with
+ * `methods` adds its methods to cells another run wrote; the held-out tasks must be the same).
+ */
+export function mergeCell(earlier: HorizonCell | null, cell: HorizonCell): HorizonCell {
+  if (!earlier) return cell;
+  if (earlier.horizon !== cell.horizon || earlier.seed !== cell.seed || earlier.tasks.join() !== cell.tasks.join()) throw new Error(`the existing file of cell H${cell.horizon}/s${cell.seed} has other held-out tasks`);
+  return {
+    ...cell,
+    solved: { ...earlier.solved, ...cell.solved },
+    trainingEpisodes: { ...earlier.trainingEpisodes, ...cell.trainingEpisodes },
+    curves: { ...earlier.curves, ...cell.curves },
+    wallMs: { ...earlier.wallMs, ...cell.wallMs },
+  };
+}

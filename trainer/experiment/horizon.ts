@@ -16,29 +16,13 @@ import { silentProgress } from '../loop/progress.ts';
 import { randomSearch } from '../demo/random-search.ts';
 import { runGrpo } from '../grpo/grpo.ts';
 import { runConfigAt, type HorizonExperimentConfig } from './horizon-config.ts';
-import { HorizonCell, type TrainedMethod } from './horizon-cell.ts';
+import { HorizonCell, mergeCell, type TrainedMethod } from './horizon-cell.ts';
 
 function solved(e: EvaluationResult, threshold: number): boolean[] {
   return e.perTask.map((p) => p.error === null && p.reward >= threshold);
 }
 
 const load = () => loadavg()[0].toFixed(1);
-
-/**
- * The cell with the methods of an earlier file of the same cell that this run does not redo (a run with
- * `methods` adds its methods to cells another run wrote; the held-out tasks must be the same).
- */
-export function mergeCell(earlier: HorizonCell | null, cell: HorizonCell): HorizonCell {
-  if (!earlier) return cell;
-  if (earlier.horizon !== cell.horizon || earlier.seed !== cell.seed || earlier.tasks.join() !== cell.tasks.join()) throw new Error(`the existing file of cell H${cell.horizon}/s${cell.seed} has other held-out tasks`);
-  return {
-    ...cell,
-    solved: { ...earlier.solved, ...cell.solved },
-    trainingEpisodes: { ...earlier.trainingEpisodes, ...cell.trainingEpisodes },
-    curves: { ...earlier.curves, ...cell.curves },
-    wallMs: { ...earlier.wallMs, ...cell.wallMs },
-  };
-}
 
 async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: ReadonlySet<TrainedMethod>, storeRoot: string, save: (cell: HorizonCell) => void, log: (s: string) => void): Promise<HorizonCell> {
   const run = config.name!;
