@@ -1,6 +1,8 @@
 /** `esopt dev cloud` end to end through the CLI entry point, faults on: the counts must add up. */
 import { describe, expect, it } from 'vitest';
+import { sudoku } from '../../environments/sudoku/definition.ts';
 import { main } from '../../trainer/cli/main.ts';
+import { startAgentServer } from '../api/agent-server.ts';
 
 function capture() {
   const out: string[] = [];
@@ -56,6 +58,30 @@ describe('esopt dev cloud', () => {
     expect(replica.sha256).not.toBe(coordinator.sha256);
   }, 120_000);
 
+  it('--evaluate: a keyed evaluation through the Api app, SSM, the trainer box and the Episode handler; the key found nowhere', async () => {
+    const key = 'sk-dev-cloud-4b8e0c1f9a';
+    const tasks = sudoku.sampleTasks('eval', 3, 2, sudoku.optionsSchema.parse({ size: 4, blanks: 2 }));
+    const agent = await startAgentServer(key, tasks, () => true);
+    const saved = process.env.ESOPT_EVAL_KEY;
+    process.env.ESOPT_EVAL_KEY = key;
+    try {
+      const { out, io } = capture();
+      const code = await main(['dev', 'cloud', '--evaluate', agent.baseUrl, '--model', 'theirs', '--episodes', '3', '--seed', '2', '--json'], io);
+      const report = JSON.parse(out.join(''));
+      expect(report).toMatchObject({ state: 'finished', error: null, episodes: 3, failed: 0, mean_reward: 1, ssm: { put: 1, delete: 1, left: 0 }, key_found_in: [] });
+      expect(report.ssm.get).toBeGreaterThanOrEqual(1);
+      expect(report.objects_searched).toBeGreaterThan(5);
+      expect(code).toBe(0);
+      // The agent answers 401 to anything but its key.
+      expect(agent.unauthorized).toBe(0);
+      expect(agent.calls.length).toBeGreaterThanOrEqual(3);
+    } finally {
+      if (saved === undefined) delete process.env.ESOPT_EVAL_KEY;
+      else process.env.ESOPT_EVAL_KEY = saved;
+      await agent.close();
+    }
+  }, 120_000);
+
   it('rejects a bad flag with exit code 2, naming it', async () => {
     const { err, io } = capture();
     expect(await main(['dev', 'cloud', '--episodes', '0'], io)).toBe(2);
@@ -64,5 +90,15 @@ describe('esopt dev cloud', () => {
     expect(err.join('')).toMatch(/--env/);
     expect(await main(['dev', 'cloud', '--replicas', '1'], io)).toBe(2);
     expect(err.join('')).toMatch(/--replicas/);
+    expect(await main(['dev', 'cloud', '--evaluate', 'http://127.0.0.1:9/v1'], io)).toBe(2);
+    expect(err.join('')).toMatch(/--model is required/);
+    const saved = process.env.ESOPT_EVAL_KEY;
+    delete process.env.ESOPT_EVAL_KEY;
+    try {
+      expect(await main(['dev', 'cloud', '--evaluate', 'http://127.0.0.1:9/v1', '--model', 'm'], io)).toBe(2);
+      expect(err.join('')).toMatch(/ESOPT_EVAL_KEY is not set/);
+    } finally {
+      if (saved !== undefined) process.env.ESOPT_EVAL_KEY = saved;
+    }
   });
 });

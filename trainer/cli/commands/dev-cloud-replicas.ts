@@ -7,7 +7,6 @@
  * Every episode's server is pinned to the certificate its own box announced.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
@@ -16,15 +15,8 @@ import { runEmbedded } from '../../loop/embedded-run.ts';
 import { silentProgress } from '../../loop/progress.ts';
 import { getJson, putJson } from '../../loop/stored-json.ts';
 import { ReplicaBox } from '../../replicas/replica-box.ts';
+import { freeLoopbackPort } from '../../server/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
-
-async function freeLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface DevCloudReplicasReport {
   replicas: number;

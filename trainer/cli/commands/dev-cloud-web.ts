@@ -6,22 +6,14 @@
  * Chromium (ESOPT_CHROMIUM=lambda unless set) and writes its record through the S3 adapter.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';
 import { runEmbedded } from '../../loop/embedded-run.ts';
 import { silentProgress } from '../../loop/progress.ts';
+import { freeLoopbackPort } from '../../server/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
-
-async function freeLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface DevCloudWebReport {
   env: 'web';

@@ -3,7 +3,8 @@
  * the Lambda adapter (Event invokes) → the dev invoke endpoint → the Episode handler → the S3 adapter
  * → s3rver → the reward collector. With --faults the endpoint throttles, fails, dawdles and delivers
  * twice, and `counted` must still be the number of distinct (member, task) pairs that succeeded.
- * `--env web` runs a real ES iteration of web episodes instead (dev-cloud-web.ts).
+ * `--env web` runs a real ES iteration of web episodes instead (dev-cloud-web.ts); `--evaluate URL` a keyed
+ * evaluation of that endpoint through the Api app, SSM and the trainer box (dev-cloud-keyed.ts).
  */
 import { z } from 'zod';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
@@ -14,6 +15,8 @@ import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
+import { devCloudKeyed } from './dev-cloud-keyed.ts';
 import { devCloudReplicas } from './dev-cloud-replicas.ts';
 import { devCloudWeb } from './dev-cloud-web.ts';
 
@@ -30,7 +33,8 @@ export const command: Command = {
   usage:
     'esopt dev cloud [--episodes N] [--faults] [--seed S] [--policy oracle|random|URL] [--per-invocation K] [--json]\n' +
     'esopt dev cloud --env web [--population N] [--tasks N] [--seed S] [--json]: one ES iteration of web episodes, a tiny model served over TLS (pinned), the Lambda Chromium\n' +
-    'esopt dev cloud --replicas R [--population N] [--iterations N] [--seed S] [--json]: a sudoku run over R trainer boxes on loopback, replica boxes following the coordinator, each pinned to its own certificate',
+    'esopt dev cloud --replicas R [--population N] [--iterations N] [--seed S] [--json]: a sudoku run over R trainer boxes on loopback, replica boxes following the coordinator, each pinned to its own certificate\n' +
+    'esopt dev cloud --evaluate URL --model M [--episodes N] [--seed S] [--json]: a keyed evaluation of an OpenAI-compatible endpoint (key from ESOPT_EVAL_KEY) through the Api app, SSM, the trainer box and the Episode handler; then the bucket and the logs are searched for the key',
   async run(argv, io) {
     const p = parseFlags(argv, {
       episodes: { type: 'string', default: '16' },
@@ -43,6 +47,8 @@ export const command: Command = {
       tasks: { type: 'string', default: '2' },
       replicas: { type: 'string' },
       iterations: { type: 'string', default: '2' },
+      evaluate: { type: 'string' },
+      model: { type: 'string' },
     });
     const env = flag(p.values, 'env', z.enum(['sudoku', 'web']));
     const episodes = flag(p.values, 'episodes', z.coerce.number().int().min(1).max(10_000));
@@ -52,6 +58,23 @@ export const command: Command = {
     const log = (m: string) => {
       if (!p.json) io.stderr(m);
     };
+    if (p.values.evaluate !== undefined) {
+      const baseUrl = flag(p.values, 'evaluate', z.url({ protocol: /^https?$/ }));
+      const model = flag(p.values, 'model', z.string().min(1).max(200));
+      // Never a flag: a command line is visible to every user of the machine.
+      const apiKey = process.env.ESOPT_EVAL_KEY;
+      if (!apiKey) throw new UsageError("ESOPT_EVAL_KEY is not set (the endpoint's API key)");
+      const report = await devCloudKeyed({ baseUrl, model, apiKey, episodes: Math.min(episodes, 64), seed, log });
+      io.stdout(
+        p.json
+          ? JSON.stringify(report)
+          : [
+              `evaluation ${report.evaluation} ${report.state}${report.error ? `: ${report.error}` : ''}; episodes ${report.episodes}  failed ${report.failed}  mean reward ${report.mean_reward ?? 'n/a'}`,
+              `SSM: put ${report.ssm.put}, get ${report.ssm.get}, delete ${report.ssm.delete}, left ${report.ssm.left}; key found in ${report.key_found_in.length ? report.key_found_in.join(', ') : 'nothing'} (${report.objects_searched} objects, ${report.log_lines_searched} log lines searched)`,
+            ].join('\n'),
+      );
+      return report.state === 'finished' && report.failed === 0 && report.key_found_in.length === 0 && report.ssm.left === 0 ? 0 : 1;
+    }
     if (p.values.replicas !== undefined) {
       const replicas = flag(p.values, 'replicas', z.coerce.number().int().min(2).max(8));
       const population = flag(p.values, 'population', z.coerce.number().int().min(2).max(64));
