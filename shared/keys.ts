@@ -11,6 +11,7 @@
  *   runs/{run}/metrics/{k}.json | evaluations/{k}.json | report.json | curve.svg
  *   runs/{run}/replicas/{replica}.json                     ← a trainer replica's address (announced when caught up)
  *   runs/{run}/replica-reports/{k}/{replica}.json          ← its θ hash before iteration k (create-only)
+ *   runs/{run}/coordinator/{epoch}.json                    ← the coordinator's lease (create-only per epoch)
  *   runs/{run}/status.json | stop.json                     ← the API's view of a run, and a stop request
  *   evaluations/{id}/request.json | status.json | plan.json ← a pay-per-episode evaluation (records: runs/{id}/…)
  *   idempotency/{sha256}.json                               ← a POST's stored response, by Idempotency-Key
@@ -61,6 +62,8 @@ export const keys = {
   replica: (run: string, replica: string) => `${keys.replicas(run)}${id(replica, 'replica id')}.json`,
   replicaReports: (run: string, k: number) => `${keys.run(run)}replica-reports/${iter(k)}/`,
   replicaReport: (run: string, k: number, replica: string) => `${keys.replicaReports(run, k)}${id(replica, 'replica id')}.json`,
+  coordinatorLeases: (run: string) => `${keys.run(run)}coordinator/`,
+  coordinatorLease: (run: string, epoch: number) => `${keys.coordinatorLeases(run)}${iter(epoch)}.json`,
   report: (run: string) => `${keys.run(run)}report.json`,
   curve: (run: string) => `${keys.run(run)}curve.svg`,
   evaluation: (evaluation: string) => `evaluations/${id(evaluation, 'evaluation id')}/`,

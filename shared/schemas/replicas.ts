@@ -48,3 +48,18 @@ export const ActiveRun = z.object({
   startedAt: z.iso.datetime(),
 });
 export type ActiveRun = z.infer<typeof ActiveRun>;
+
+/**
+ * A coordinator's lease on a run (`keys.coordinatorLease(run, epoch)`, created create-only): the holder of the
+ * newest epoch coordinates; it renews its own object, and a contender takes epoch + 1 only once it expired.
+ */
+export const CoordinatorLease = z.object({
+  epoch: z.number().int().min(0),
+  /** Who holds it (host:pid), for the error a contender sees. */
+  holder: z.string().min(1).max(300),
+  /** Random per acquisition: tells the holder's own object from a racing writer's. */
+  token: z.string().regex(/^[0-9a-f]{32}$/),
+  acquiredAt: z.iso.datetime(),
+  expiresAt: z.iso.datetime(),
+});
+export type CoordinatorLease = z.infer<typeof CoordinatorLease>;

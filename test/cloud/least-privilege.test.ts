@@ -211,6 +211,7 @@ describe('least privilege', () => {
     expect(writers(keys.replicaReport('r1', 4, 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.trainerCertificate())).toEqual(['TrainerRole']);
     expect(writers(keys.activeRun())).toEqual(['TrainerRole']);
+    expect(writers(keys.coordinatorLease('r1', 0))).toEqual(['TrainerRole']);
     for (const key of [keys.manifest('r1', 0), keys.update('r1', 0), keys.checkpointWeights('r1', 0), keys.log('r1'), keys.runStatus('r1'), keys.reward('r1', 0, 0, 't')]) {
       expect(writers(key).filter((r) => r.startsWith('Replica')), key).toEqual([]);
     }

@@ -21,6 +21,7 @@ import { buildReport, type TrainingReport } from './report.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
 import { train, type TrainingResult } from './training.ts';
 import { ReplicaSet } from './replica-set.ts';
+import { acquireCoordinatorLease, type HeldLease } from './coordinator-lease.ts';
 
 interface RunOptionsCommon {
   config: RunConfig;
@@ -37,7 +38,7 @@ interface RunOptionsCommon {
    * Share the members' inference with trainer replicas (trainer/replicas/replica.ts) that follow this run
    * in the same store; they are started separately and found through their announcements.
    */
-  replicas?: { syncTimeoutMs: number; expected?: number; onLost?: (info: { iteration: number; replica: string }) => void };
+  replicas?: { syncTimeoutMs: number; expected?: number; onLost?: (info: { iteration: number; replica: string }) => void; leaseTtlMs?: number };
 }
 
 /**
@@ -82,7 +83,10 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
   const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token });
   const { store, fanout } = target;
   let served: ServedModel | undefined;
+  let lease: HeldLease | undefined;
   try {
+    // With replicas, one coordinator per run: a second trainer of this run stops here (coordinator-lease.ts).
+    if (o.replicas) lease = await acquireCoordinatorLease(store, run, { ttlMs: o.replicas.leaseTtlMs ?? 60_000 });
     const environment = await loadEnvironment(config.environment.name);
     served = await serveModel(config, o);
     const { engine, server } = served;
@@ -91,7 +95,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     await target.warm?.();
     if (o.replicas && config.policy !== 'model') throw new Error(`replicas serve the model's members; this run's policy is ${config.policy}`);
     const replicas = o.replicas
-      ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, expected: o.replicas.expected, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost })
+      ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, expected: o.replicas.expected, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost, lease })
       : undefined;
     const result = await train({
       replicas,
@@ -117,6 +121,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     return { report, result };
   } finally {
     o.progress.stop();
+    await lease?.release();
     await target.close();
     await served?.close();
   }

@@ -23,6 +23,8 @@ export interface ReplicaSetOptions {
   expected?: number;
   /** A replica that served the previous iteration and did not report in time (dropped from routing until it reports again). */
   onLost?: (info: { iteration: number; replica: string }) => void;
+  /** The coordinator's lease on the run (coordinator-lease.ts), checked before each iteration is planned. */
+  lease?: { check(): Promise<void> };
 }
 
 const decoder = new TextDecoder();
@@ -56,6 +58,7 @@ export class ReplicaSet {
    * another θ.
    */
   async plan(k: number, thetaHash: string, members: readonly Member[]): Promise<MemberRoutes> {
+    await this.o.lease?.check();
     const agreeing = await this.check(k, thetaHash);
     const announced = await this.announcements();
     const replicas = [this.o.self, ...agreeing.filter((id) => announced.has(id)).sort().map((id) => ({ id, baseUrl: announced.get(id)!.baseUrl }))];
