@@ -8,5 +8,6 @@ export const command = benchCommand({
   rename: { 'full-weights': 'fullModeWeights' },
   load: () => import('./memory.ts'),
   indent: true,
-  text: (out) => `peak RSS train ${out.train_peak_rss_mib.toFixed(1)} MiB ÷ generate ${out.generate_peak_rss_mib.toFixed(1)} MiB = ratio ${out.ratio.toFixed(3)} (target ≤ 1.05)`,
+  text: (out) => `peak RSS train ${out.train_peak_rss_mib.toFixed(1)} MiB ÷ generate ${out.generate_peak_rss_mib.toFixed(1)} MiB = ratio ${out.ratio.toFixed(3)} (target ≤ 1.05)` +
+    (out.fp16_theta?.fp16Elements ? `; fp16 θ: ${out.fp16_theta.fp16Elements} elements held as fp32 masters (${out.fp16_theta.masterMiB.toFixed(1)} MiB, in both children) beside ${out.fp16_theta.fp16MiB.toFixed(1)} MiB of fp16` : ''),
 });

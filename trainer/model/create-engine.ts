@@ -24,7 +24,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 }
 
 export async function createOnnxEngine(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
-  const what = `${model.dir}/model.onnx`;
+  const what = model.file ?? `${model.dir}/model.onnx`;
   const hasPositionIds = model.graph.graph.input.some((i) => i.name === 'position_ids');
   // a session from the graph reads an fp16 export's weights as written from their fp32 masters
   const fromGraph = (graph: ModelProto) => () => (model.half ? model.half.withInitializers(model.weights, () => createSession(graph, options, what)) : createSession(graph, options, what));

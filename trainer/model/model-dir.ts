@@ -25,6 +25,8 @@ const WITH_PAST_FILE = 'decoder_with_past_model.onnx';
 
 export interface LoadedModel {
   dir: string;
+  /** The graph's file, when loaded (model.onnx, or the merged or with-past decoder found instead). */
+  file?: string;
   config: ModelConfig;
   tokenizer: ChatTokenizer;
   /** The graph with every initializer's data inline (external data read in). */
@@ -96,7 +98,7 @@ export function loadModelDir(dir: string): LoadedModel {
     weights.push({ name: t.name, dims: t.dims, data: t.dataType === DataType.FLOAT16 ? fp32Master(t) : new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4) });
   }
   if (weights.length === 0) throw new Error(`${modelPath}: no perturbable weights found (fp32 or fp16 MatMul/Gemm weights, Gather tables, *.weight/*.bias)`);
-  return { dir, config, tokenizer, graph, weights, ...(half.size ? { half: new HalfTheta(graph.graph.initializer, half) } : {}) };
+  return { dir, file: modelPath, config, tokenizer, graph, weights, ...(half.size ? { half: new HalfTheta(graph.graph.initializer, half) } : {}) };
 }
 
 const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT16]: 2, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };
