@@ -123,7 +123,7 @@ export const EvaluationModel = z.discriminatedUnion('kind', [
       /** Up to the API version, e.g. https://api.example.com/v1. */
       baseUrl: z.url(),
       model: z.string().min(1).max(200),
-      /** Sent as the bearer token; stored nowhere, never returned. */
+      /** Sent as the bearer token, to this origin only; never in the bucket, a log or an answer (the deployed stack holds it in SSM while the evaluation waits and runs). */
       apiKey: z.string().min(1).max(4000).optional(),
       /** Forward environments' action constraints as `guided_regex` / `guided_choice` (vLLM-style servers only). */
       guidedDecoding: z.boolean().default(false),

@@ -215,6 +215,26 @@ describe('a keyed evaluation on the deployed code paths', () => {
     }
   }, 60_000);
 
+  it('the key is deleted when the evaluation cannot be queued, and when the box finds it no longer queued', async () => {
+    // The queue entry's write fails: the Api function deletes the key it stored a moment before.
+    const failing = Object.create(cloud.store, { put: { value: (key: string, ...rest: unknown[]) => (key.startsWith('queue/') ? Promise.reject(new Error('SlowDown')) : (cloud.store.put as Function).call(cloud.store, key, ...rest)) } });
+    const broken = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH }, failing, pino({ level: 'silent' }), cloud.secrets);
+    const res = await broken.request('/evaluations', { method: 'POST', headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(request(agent.baseUrl)) });
+    expect(res.status).toBe(500);
+    expect(cloud.ssm.names()).toEqual([]);
+    expect(cloud.ssm.requests.slice(-2).map((r) => r.action)).toEqual(['PutParameter', 'DeleteParameter']);
+
+    // Queued, then failed by something else before the box claimed it: the box deletes the key and runs nothing.
+    const id = (await call('POST', '/evaluations', request(agent.baseUrl))).body.id as string;
+    expect(cloud.ssm.names()).toEqual([`${PATH}/${id}`]);
+    const status = JSON.parse(new TextDecoder().decode((await cloud.store.get(keys.evaluationStatus(id)))!));
+    await cloud.store.put(keys.evaluationStatus(id), JSON.stringify({ ...status, state: 'failed', error: 'cancelled' }));
+    const calls = agent.calls.length;
+    expect(await box.pollOnce()).toEqual([{ kind: 'evaluation', id }]);
+    expect(cloud.ssm.names()).toEqual([]);
+    expect(agent.calls.length).toBe(calls);
+  }, 60_000);
+
   it('a key that expired before the box got to it fails the evaluation with a clear error, at once', async () => {
     const calls = agent.calls.length;
     const id = (await call('POST', '/evaluations', request(agent.baseUrl, { episodes: 6 }))).body.id as string;
@@ -229,5 +249,6 @@ describe('a keyed evaluation on the deployed code paths', () => {
     expect(view.status.dispatched).toBe(2);
     expect(agent.calls.length).toBe(calls);
     expect(cloud.ssm.names()).toEqual([]);
+    expect(await leaks([view])).toEqual([]);
   }, 60_000);
 });
