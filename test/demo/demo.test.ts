@@ -2,8 +2,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RunConfig } from '../../shared/schemas/index.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
+import { keys } from '../../shared/keys.ts';
+import { RewardRecord } from '../../shared/schemas/index.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { loadEnvironment } from '../../environments/index.ts';
+import { DemoConfig } from '../../trainer/demo/demo-config.ts';
+import { demoSummary } from '../../trainer/demo/demo-summary.ts';
 import { DemoReport, runDemo } from '../../trainer/demo/demo.ts';
 import { PretrainConfig, pretrain, savePretrained } from '../../trainer/pretrain/pretrain.ts';
 import { loadModelDir } from '../../trainer/model/model-dir.ts';
@@ -31,27 +36,69 @@ describe('demo', () => {
     loaded.weights.forEach((w, i) => expect(Array.from(w.data)).toEqual(Array.from(a.weights[i].data)));
   });
 
-  it('runs ES and the same-budget random search end to end and writes the report', async () => {
-    const demo = RunConfig.parse(JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8')));
-    const config = RunConfig.parse({
-      ...demo,
-      model: { dir: join(root, 'model') },
-      tasks: { ...demo.tasks, trainPerIteration: 1, evalCount: 3 },
-      es: { ...demo.es, population: 2 },
-      iterations: 2,
-      evalInterval: 2,
-      workers: 1,
+  it('runs ES, random search and GRPO on one budget; the report matches the workers\' episode records', async () => {
+    const demo = DemoConfig.parse(JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8')));
+    const config = DemoConfig.parse({
+      run: {
+        ...demo.run,
+        // Fewer blanks: shorter episodes, the same machinery.
+        environment: { ...demo.run.environment, options: { ...demo.run.environment.options, blanks: 4 } },
+        model: { dir: join(root, 'model') },
+        tasks: { ...demo.run.tasks, trainPerIteration: 1, evalCount: 4 },
+        es: { ...demo.run.es, population: 2 },
+        iterations: 2,
+        evalInterval: 2,
+        workers: 1,
+      },
+      grpo: { ...demo.grpo, group: 2 },
     });
-    const report = await runDemo({ config, run: 'demo-test', storeRoot: join(root, 'store'), progress: silentProgress, showBaselineProgress: false });
+    const storeRoot = join(root, 'store');
+    const report = await runDemo({ demo: config, run: 'demo-test', storeRoot, progress: silentProgress, showBaselineProgress: false });
     expect(DemoReport.parse(report)).toEqual(report);
-    // Same training budget for both arms: iterations × population × tasks per iteration.
+    // Same training budget for all three: iterations × population × tasks per iteration.
     expect(report.es.trainingEpisodes).toBe(2 * 2 * 1);
     expect(report.randomSearch.trainingEpisodes).toBe(report.es.trainingEpisodes);
+    expect(report.grpo.trainingEpisodes).toBe(report.es.trainingEpisodes);
     expect(report.randomSearch.candidates).toBe(4);
-    expect(report.heldOut.tasks).toBe(3);
-    expect(report.passed).toBe(report.es.difference.standardError > 0 && report.es.difference.improvement > 3 * report.es.difference.standardError);
+    expect(report.grpo.trainReward).toHaveLength(2);
+
+    // Every figure is recounted here from the per-episode records the workers wrote (not from the report's
+    // own arithmetic): held-out task ids from the environment, one record per (θ, task).
+    const store = new FsObjectStore(storeRoot);
+    const sudoku = await loadEnvironment('sudoku');
+    const tasks = sudoku.sampleTasks('eval', 4, config.run.tasks.seed, sudoku.optionsSchema.parse(config.run.environment.options));
+    const solved = async (run: string, k: number) =>
+      Promise.all(tasks.map(async (t) => {
+        const r = RewardRecord.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.reward(run, k, 'base', t.id)))!)));
+        return r.error === null && r.reward >= config.run.successThreshold;
+      }));
+    const before = await solved('demo-test', 0);
+    const arms = { es: await solved('demo-test', 2), randomSearch: await solved(report.runs.randomSearch, 2), grpo: await solved(report.runs.grpo, 2) };
+    const count = (xs: boolean[]) => xs.filter(Boolean).length;
+    expect(report.heldOut.tasks).toBe(4);
+    expect(report.before.successes).toBe(count(before));
+    for (const arm of ['es', 'randomSearch', 'grpo'] as const) {
+      expect(report[arm].after.successes, arm).toBe(count(arms[arm]));
+      const d = arms[arm].map((a, i) => Number(a) - Number(before[i]));
+      const mean = d.reduce((x, y) => x + y, 0) / d.length;
+      const se = Math.sqrt(d.reduce((x, y) => x + (y - mean) ** 2, 0) / (d.length - 1) / d.length);
+      expect(report[arm].difference.improvement, arm).toBeCloseTo(mean, 12);
+      expect(report[arm].difference.standardError, arm).toBeCloseTo(se, 12);
+    }
+    expect(report.esVersusGrpo.improvement).toBeCloseTo((count(arms.es) - count(arms.grpo)) / 4, 12);
+    expect(report.esVersusRandomSearch.improvement).toBeCloseTo((count(arms.es) - count(arms.randomSearch)) / 4, 12);
+
+    const summary = demoSummary(report);
+    for (const line of ['after ES', 'after random search', 'after GRPO', 'ES − GRPO', 'ES − random search', 'paired standard errors']) expect(summary).toContain(line);
     for (const f of Object.values(report.files)) expect(existsSync(f), f).toBe(true);
     expect(readFileSync(report.files.curve, 'utf8')).toContain('<svg');
     expect(JSON.parse(readFileSync(report.files.demoReport, 'utf8'))).toEqual(JSON.parse(JSON.stringify(report)));
   }, 120_000);
+
+  it('refuses a demo config whose GRPO group differs from the ES population, naming the field', () => {
+    const demo = JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8'));
+    const r = DemoConfig.safeParse({ ...demo, grpo: { ...demo.grpo, group: demo.run.es.population + 1 } });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues[0].path).toEqual(['grpo', 'group']);
+  });
 });

@@ -1,4 +1,7 @@
-/** The demo's closing lines: before, after ES, after random search, the verdict in standard errors, seeds, files. */
+/**
+ * The demo's closing lines: each method's held-out success with its interval, each improvement in paired
+ * standard errors, ES against each baseline, the verdict, which method came out best, seeds, files.
+ */
 import type { DemoReport } from './demo.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -12,19 +15,35 @@ function diff(d: DemoReport['es']['difference']): string {
   return `${d.improvement >= 0 ? '+' : ''}${(d.improvement * 100).toFixed(1)} points, paired SE ${(d.standardError * 100).toFixed(1)} → ${z} SE (unpaired SE ${(d.unpairedStandardError * 100).toFixed(1)}; ${d.gained} tasks gained, ${d.lost} lost)`;
 }
 
+/** The method(s) with the most held-out successes after training. */
+function best(r: DemoReport): string {
+  const all = [
+    ['ES', r.es.after.successes],
+    ['random search', r.randomSearch.after.successes],
+    ['GRPO', r.grpo.after.successes],
+  ] as const;
+  const top = Math.max(...all.map(([, s]) => s));
+  return all.filter(([, s]) => s === top).map(([m]) => m).join(' = ');
+}
+
 export function demoSummary(r: DemoReport): string {
-  const env = r.config.environment;
+  const env = r.config.run.environment;
+  const options = Object.entries(env.options).map(([k, v]) => `${k} ${String(v)}`).join(', ');
   return [
-    `held-out ${env.name} tasks (eval split, never trained on): ${r.heldOut.tasks}`,
+    `setting: ${env.name} (${options}); held-out tasks (eval split, never trained on): ${r.heldOut.tasks}`,
     `before (θ₀):                 ${rate(r.before)}`,
-    `after ES (${r.es.trainingEpisodes} training episodes):   ${rate(r.es.after)}`,
+    `after ES (${r.es.trainingEpisodes} training episodes): ${rate(r.es.after)}`,
     `after random search (${r.randomSearch.trainingEpisodes} episodes, best of ${r.randomSearch.candidates}): ${rate(r.randomSearch.after)}`,
+    `after GRPO (${r.grpo.trainingEpisodes} episodes, G = ${r.config.grpo.group}): ${rate(r.grpo.after)}`,
     `ES improvement:              ${diff(r.es.difference)}`,
     `random-search improvement:   ${diff(r.randomSearch.difference)}`,
+    `GRPO improvement:            ${diff(r.grpo.difference)}`,
     `ES − random search:          ${diff(r.esVersusRandomSearch)}`,
-    `${r.passed ? 'PASSED' : 'NOT PASSED'}: the ES improvement ${r.passed ? 'exceeds' : 'does not exceed'} ${r.requiredStandardErrors} standard errors`,
+    `ES − GRPO:                   ${diff(r.esVersusGrpo)}`,
+    `${r.passed ? 'PASSED' : 'NOT PASSED'}: the ES improvement ${r.passed ? 'exceeds' : 'does not exceed'} ${r.requiredStandardErrors} paired standard errors`,
+    `most held-out successes: ${best(r)}`,
     `seeds: run ${r.seeds.run}, tasks ${r.seeds.tasks}, model ${r.seeds.model}`,
-    `wall time: ${(r.wallMs / 1000).toFixed(0)} s (ES ${(r.es.wallMs / 1000).toFixed(0)} s, random search ${(r.randomSearch.wallMs / 1000).toFixed(0)} s)`,
+    `wall time: ${(r.wallMs / 1000).toFixed(0)} s (ES ${(r.es.wallMs / 1000).toFixed(0)} s, random search ${(r.randomSearch.wallMs / 1000).toFixed(0)} s, GRPO ${(r.grpo.wallMs / 1000).toFixed(0)} s)`,
     `demo report: ${r.files.demoReport}`,
     `ES report:   ${r.files.esReport}`,
     `curve:       ${r.files.curve}`,

@@ -1,21 +1,23 @@
 /**
  * What `npm start` runs: the ES training run of a config through the embedded trainer (store, inference
- * server, local worker pool, ES loop), then the random-search control with the same training-episode
- * budget on a fresh copy of θ₀, then one report comparing both on the held-out tasks with paired standard
- * errors. The ES run's own report and curve are written by the loop (trainer/loop/embedded-run.ts); this
- * adds `demo-report.json` next to them.
+ * server, local worker pool, ES loop), then two baselines with the same training-episode budget, each from
+ * a fresh copy of θ₀ — best-of-N random search (random-search.ts) and GRPO (trainer/grpo) — then one report
+ * comparing all three on the same held-out tasks with paired standard errors. The ES run's own report and
+ * curve are written by the loop (trainer/loop/embedded-run.ts); this adds `demo-report.json` next to them.
  */
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
-import { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
+import type { EvaluationResult } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
+import { runGrpo } from '../grpo/grpo.ts';
 import { runEmbedded, serveModel } from '../loop/embedded-run.ts';
 import type { TrainingProgress } from '../loop/progress.ts';
+import { DemoConfig } from './demo-config.ts';
 import { pairedDifference, type PairedDifference } from './paired-difference.ts';
 import { randomSearch } from './random-search.ts';
 
@@ -36,8 +38,8 @@ const Difference = z.object({
 
 export const DemoReport = z.object({
   run: z.string(),
-  baselineRun: z.string(),
-  config: RunConfig,
+  runs: z.object({ randomSearch: z.string(), grpo: z.string() }),
+  config: DemoConfig,
   seeds: z.object({ run: z.number().int(), tasks: z.number().int(), model: z.union([z.number().int(), z.string()]) }),
   heldOut: z.object({ tasks: z.number().int(), split: z.literal('eval') }),
   before: Rate,
@@ -51,8 +53,18 @@ export const DemoReport = z.object({
     best: z.object({ round: z.number().int(), member: z.number().int(), trainReward: z.number() }),
     wallMs: z.number(),
   }),
+  grpo: z.object({
+    after: Rate,
+    difference: Difference,
+    trainingEpisodes: z.number().int(),
+    /** Mean sampled training reward per step (the rollouts GRPO learned from). */
+    trainReward: z.array(z.number()),
+    wallMs: z.number(),
+  }),
   /** ES after − random search after, paired on the same held-out tasks. */
   esVersusRandomSearch: Difference,
+  /** ES after − GRPO after, paired on the same held-out tasks. */
+  esVersusGrpo: Difference,
   requiredStandardErrors: z.number(),
   passed: z.boolean(),
   files: z.object({ demoReport: z.string(), esReport: z.string(), curve: z.string() }),
@@ -61,11 +73,11 @@ export const DemoReport = z.object({
 export type DemoReport = z.infer<typeof DemoReport>;
 
 export interface DemoOptions {
-  config: RunConfig;
+  demo: DemoConfig;
   run: string;
   storeRoot: string;
   progress: TrainingProgress;
-  /** Show the random-search rounds as a bar on stderr. */
+  /** Show the random-search rounds and GRPO steps as bars on stderr. */
   showBaselineProgress: boolean;
 }
 
@@ -89,8 +101,13 @@ function difference(d: PairedDifference): z.infer<typeof Difference> {
   };
 }
 
+function progressBar(show: boolean, format: string): cliProgress.SingleBar | null {
+  return show ? new cliProgress.SingleBar({ stream: process.stderr, format, noTTYOutput: true, notTTYSchedule: 5000, hideCursor: true }, cliProgress.Presets.shades_classic) : null;
+}
+
 export async function runDemo(o: DemoOptions): Promise<DemoReport> {
-  const { config, run, storeRoot } = o;
+  const { demo, run, storeRoot } = o;
+  const config = demo.run;
   const started = performance.now();
   const es = await runEmbedded({ config, run, storeRoot, progress: o.progress });
   const evaluations = es.result.evaluations;
@@ -100,7 +117,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   const esMs = performance.now() - started;
 
   // The control: same budget, same members and tasks per round, a fresh θ₀, nothing learned.
-  const baselineRun = `${run}-random-search`;
+  const runs = { randomSearch: `${run}-random-search`, grpo: `${run}-grpo` };
   const environment = await loadEnvironment(config.environment.name);
   // The loop's held-out sample, drawn again the same way (deterministic in the seed), checked by id.
   const options = environment.optionsSchema.parse(config.environment.options);
@@ -108,18 +125,13 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   if (heldOut.some((t, i) => t.id !== before.perTask[i]?.task)) throw new Error('the held-out tasks drawn for the control differ from the ES run\'s evaluation tasks');
   const { engine, server, close } = await serveModel(config);
   const target = localRunTarget(storeRoot, { workers: config.workers });
-  const bar = o.showBaselineProgress
-    ? new cliProgress.SingleBar(
-        { stream: process.stderr, format: 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}', noTTYOutput: true, notTTYSchedule: 5000, hideCursor: true },
-        cliProgress.Presets.shades_classic,
-      )
-    : null;
+  const bar = progressBar(o.showBaselineProgress, 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}');
   const baselineStarted = performance.now();
   let baseline;
   try {
     bar?.start(config.iterations, 0, { best: '–' });
     baseline = await randomSearch({
-      run: baselineRun,
+      run: runs.randomSearch,
       config,
       store: target.store,
       fanout: target.fanout,
@@ -137,16 +149,30 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   }
   const baselineMs = performance.now() - baselineStarted;
 
+  // The gradient baseline: GRPO steps on the same training tasks, G = population rollouts of each.
+  const grpoBar = progressBar(o.showBaselineProgress, 'GRPO |{bar}| step {value}/{total} | sampled train reward {reward} | ETA {eta_formatted}');
+  const grpoStarted = performance.now();
+  let grpo;
+  try {
+    grpoBar?.start(config.iterations, 0, { reward: '–' });
+    grpo = await runGrpo({ config, grpo: demo.grpo, run: runs.grpo, storeRoot, evalTasks: heldOut, onStep: (s) => grpoBar?.update(s.step + 1, { reward: s.meanReward.toFixed(3) }) });
+  } finally {
+    grpoBar?.stop();
+  }
+  const grpoMs = performance.now() - grpoStarted;
+
   const threshold = config.successThreshold;
   const b = successes(before, threshold);
   const esDiff = pairedDifference(b, successes(after, threshold));
   const rsDiff = pairedDifference(b, successes(baseline.evaluation, threshold));
+  const gDiff = pairedDifference(b, successes(grpo.evaluation, threshold));
   const esVsRs = pairedDifference(successes(baseline.evaluation, threshold), successes(after, threshold));
+  const esVsGrpo = pairedDifference(successes(grpo.evaluation, threshold), successes(after, threshold));
   const demoKey = `${keys.run(run)}demo-report.json`;
   const report = DemoReport.parse({
     run,
-    baselineRun,
-    config,
+    runs,
+    config: demo,
     seeds: { run: config.seed, tasks: config.tasks.seed, model: 'preset' in config.model ? config.model.seed : config.model.dir },
     heldOut: { tasks: before.tasks, split: 'eval' },
     before: rate(before),
@@ -166,7 +192,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       best: { round: baseline.best.round, member: baseline.best.member.index, trainReward: baseline.best.reward },
       wallMs: baselineMs,
     },
+    grpo: {
+      after: rate(grpo.evaluation),
+      difference: difference(gDiff),
+      trainingEpisodes: grpo.episodes,
+      trainReward: grpo.history.map((h) => h.meanReward),
+      wallMs: grpoMs,
+    },
     esVersusRandomSearch: difference(esVsRs),
+    esVersusGrpo: difference(esVsGrpo),
     requiredStandardErrors: REQUIRED_STANDARD_ERRORS,
     passed: esDiff.standardError > 0 && esDiff.improvement > REQUIRED_STANDARD_ERRORS * esDiff.standardError,
     files: { demoReport: join(storeRoot, demoKey), esReport: es.report.files.report, curve: es.report.files.curve },

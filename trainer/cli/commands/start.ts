@@ -2,11 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
 import { demoSummary } from '../../demo/demo-summary.ts';
+import { readDemoConfig } from '../../demo/demo-config.ts';
 import { runDemo } from '../../demo/demo.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
-import { readConfigFile } from './train.ts';
+import { UsageError } from '../../command/usage-error.ts';
 
 const DEMO = fileURLToPath(new URL('../../../configs/demo.json', import.meta.url));
 
@@ -15,11 +16,17 @@ export const command: Command = {
   usage: 'esopt start [--config FILE] [--run ID] [--store DIR] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, { config: { type: 'string', default: DEMO }, run: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
-    const config = readConfigFile(flag(p.values, 'config', z.string().min(1)));
+    let demo;
+    try {
+      demo = readDemoConfig(flag(p.values, 'config', z.string().min(1)));
+    } catch (err) {
+      throw new UsageError(`--config: ${(err as Error).message}`);
+    }
+    const config = demo.run;
     const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
     const run = p.values.run === undefined ? `${config.name ?? config.environment.name}-${stamp}` : flag(p.values, 'run', Id);
     const report = await runDemo({
-      config,
+      demo,
       run,
       storeRoot: flag(p.values, 'store', z.string().min(1)),
       progress: p.json ? silentProgress : progressBar(config.iterations),
