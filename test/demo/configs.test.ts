@@ -10,6 +10,7 @@ import type { z } from 'zod';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { ThroughputRecords } from '../../shared/decode-throughput.ts';
 import { loadEnvironment } from '../../environments/index.ts';
+import { GrpoOptions } from '../../trainer/grpo/grpo.ts';
 import { DemoConfig } from '../../trainer/demo/demo-config.ts';
 import { HorizonExperimentConfig } from '../../trainer/experiment/horizon-config.ts';
 import { loadModelDir } from '../../trainer/model/model-dir.ts';
@@ -21,7 +22,8 @@ const read = (file: string): unknown => JSON.parse(readFileSync(repo(`configs/${
 /** Each config file's schema; a new file must be added here (the first test fails until it is). */
 const SCHEMAS: Record<string, z.ZodType> = {
   'decode-throughput.json': ThroughputRecords,
-  'demo.json': DemoConfig,
+  'demo.json': RunConfig,
+  'demo-grpo.json': GrpoOptions,
   'experiment-horizon.json': HorizonExperimentConfig,
   'pretrain-sudoku-4x4-demo.json': PretrainConfig,
   'pretrain-sudoku-6x6-grid.json': PretrainConfig,
@@ -38,13 +40,16 @@ const files = readdirSync(repo('configs')).filter((f) => f.endsWith('.json')).so
 
 /** The run configs inside a parsed config file. */
 function runConfigs(file: string, parsed: unknown): RunConfig[] {
-  if (SCHEMAS[file] === DemoConfig) return [(parsed as DemoConfig).run];
   if (SCHEMAS[file] === HorizonExperimentConfig) return [(parsed as HorizonExperimentConfig).run];
   if (SCHEMAS[file] === RunConfig) return [parsed as RunConfig];
   return [];
 }
 
 describe('configs/', () => {
+  it('the demo\'s two files make a valid demo config (GRPO group = ES population)', () => {
+    DemoConfig.parse({ run: read('demo.json'), grpo: read('demo-grpo.json') });
+  });
+
   it('has a schema for every file', () => {
     expect(files.filter((f) => !(f in SCHEMAS))).toEqual([]);
     expect(Object.keys(SCHEMAS).filter((f) => !files.includes(f))).toEqual([]);

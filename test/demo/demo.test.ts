@@ -1,13 +1,14 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { keys } from '../../shared/keys.ts';
 import { RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { DemoConfig } from '../../trainer/demo/demo-config.ts';
+import { DemoConfig, readDemoConfig } from '../../trainer/demo/demo-config.ts';
 import { demoSummary } from '../../trainer/demo/demo-summary.ts';
 import { DemoReport, runDemo } from '../../trainer/demo/demo.ts';
 import { PretrainConfig, pretrain, savePretrained } from '../../trainer/pretrain/pretrain.ts';
@@ -37,7 +38,7 @@ describe('demo', () => {
   });
 
   it('runs ES, random search and GRPO on one budget; the report matches the workers\' episode records', async () => {
-    const demo = DemoConfig.parse(JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8')));
+    const demo = readDemoConfig(fileURLToPath(new URL('../../configs/demo.json', import.meta.url)), fileURLToPath(new URL('../../configs/demo-grpo.json', import.meta.url)));
     const config = DemoConfig.parse({
       run: {
         ...demo.run,
@@ -96,8 +97,9 @@ describe('demo', () => {
   }, 120_000);
 
   it('refuses a demo config whose GRPO group differs from the ES population, naming the field', () => {
-    const demo = JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8'));
-    const r = DemoConfig.safeParse({ ...demo, grpo: { ...demo.grpo, group: demo.run.es.population + 1 } });
+    const run = JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8'));
+    const grpo = JSON.parse(readFileSync(new URL('../../configs/demo-grpo.json', import.meta.url), 'utf8'));
+    const r = DemoConfig.safeParse({ run, grpo: { ...grpo, group: run.es.population + 1 } });
     expect(r.success).toBe(false);
     expect(r.error!.issues[0].path).toEqual(['grpo', 'group']);
   });

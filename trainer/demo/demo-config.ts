@@ -1,7 +1,8 @@
 /**
- * The demo's config (`configs/demo.json`): the ES run config, and GRPO's own options for the gradient
- * baseline. GRPO's group must equal the ES population so that ES, GRPO and random search spend the same
- * training episodes (iterations × population × tasks per iteration).
+ * The demo's config: the ES run config (`configs/demo.json`, an ordinary RunConfig that `esopt train` and
+ * `runs start` take too) and GRPO's own options for the gradient baseline (`configs/demo-grpo.json`).
+ * GRPO's group must equal the ES population so that ES, GRPO and random search spend the same training
+ * episodes (iterations × population × tasks per iteration).
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -20,15 +21,17 @@ export const DemoConfig = z
   });
 export type DemoConfig = z.infer<typeof DemoConfig>;
 
-/** Reads and validates a demo config file; the error names the file and the bad fields. */
-export function readDemoConfig(path: string): DemoConfig {
-  let json: unknown;
+function readJson(path: string): unknown {
   try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
+    return JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
-    throw new Error(`cannot read demo config ${path}: ${(err as Error).message}`);
+    throw new Error(`cannot read ${path}: ${(err as Error).message}`);
   }
-  const r = DemoConfig.safeParse(json);
-  if (!r.success) throw new Error(`${path} is not a valid demo config:\n${z.prettifyError(r.error)}`);
+}
+
+/** Reads and validates the run config and GRPO options files; the error names the files and the bad fields. */
+export function readDemoConfig(runPath: string, grpoPath: string): DemoConfig {
+  const r = DemoConfig.safeParse({ run: readJson(runPath), grpo: readJson(grpoPath) });
+  if (!r.success) throw new Error(`${runPath} + ${grpoPath} are not a valid demo config (run = ${runPath}, grpo = ${grpoPath}):\n${z.prettifyError(r.error)}`);
   return r.data;
 }

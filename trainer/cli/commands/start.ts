@@ -10,15 +10,16 @@ import type { Command } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 
 const DEMO = fileURLToPath(new URL('../../../configs/demo.json', import.meta.url));
+const DEMO_GRPO = fileURLToPath(new URL('../../../configs/demo-grpo.json', import.meta.url));
 
 export const command: Command = {
   name: 'start',
-  usage: 'esopt start [--config FILE] [--run ID] [--store DIR] [--json]',
+  usage: 'esopt start [--config RUN.json] [--grpo GRPO.json] [--run ID] [--store DIR] [--json]',
   async run(argv, io) {
-    const p = parseFlags(argv, { config: { type: 'string', default: DEMO }, run: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
+    const p = parseFlags(argv, { config: { type: 'string', default: DEMO }, grpo: { type: 'string', default: DEMO_GRPO }, run: { type: 'string' }, store: { type: 'string', default: '.esopt/store' } });
     let demo;
     try {
-      demo = readDemoConfig(flag(p.values, 'config', z.string().min(1)));
+      demo = readDemoConfig(flag(p.values, 'config', z.string().min(1)), flag(p.values, 'grpo', z.string().min(1)));
     } catch (err) {
       throw new UsageError(`--config: ${(err as Error).message}`);
     }

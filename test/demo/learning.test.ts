@@ -1,0 +1,94 @@
+/**
+ * The learning test: a small fixed-seed ES run through the real loop (ONNX engine holding θ, inference
+ * server, local worker pool playing sudoku episodes, sparse terminal rewards, the ES update) must raise
+ * held-out success by LEARNING_MARGIN within a few iterations; the same run with the update's sign flipped,
+ * and the same run with σ = 0 (every member is θ, so no reward difference to follow), must not. The margin
+ * is judged on the stored evaluations, not on any verdict the code computes.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RunConfig } from '../../shared/schemas/index.ts';
+import { loadEnvironment } from '../../environments/index.ts';
+import { localRunTarget } from '../../trainer/fanout/local-target.ts';
+import { serveModel } from '../../trainer/loop/embedded-run.ts';
+import { train, type PopulationHost, type WeightHost } from '../../trainer/loop/training.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'esopt-learning-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Held-out successes (out of evalCount) ES must add; the broken variants must stay below it. */
+const LEARNING_MARGIN = 10;
+
+// The 4×4 `next-cell` setting on its committed base (configs/pretrain-sudoku-4x4-demo.json) with the dense
+// reward (fraction of blanks right), so every iteration has members to tell apart, and α ≈ 3σ, so one
+// update moves θ a good part of the way to its best members: 3 iterations × 16 members × 8 tasks.
+const config = RunConfig.parse({
+  environment: { name: 'sudoku', options: { size: 4, blanks: 6, invalidMove: 'waste', observation: 'next-cell', constrainActions: true, shapedReward: true } },
+  tasks: { seed: 1, trainPerIteration: 8, evalCount: 32 },
+  model: { dir: fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url)) },
+  es: { population: 16, sigma: 0.03, alpha: 0.1, antithetic: true, shaping: 'zscore' },
+  generation: { temperature: 0, maxTokens: 12 },
+  iterations: 3,
+  evalInterval: 3,
+  checkpointInterval: 3,
+  workers: 2,
+  seed: 7,
+});
+
+type Variant = 'es' | 'flipped-sign' | 'zero-sigma';
+
+async function learn(variant: Variant): Promise<{ before: number; after: number }> {
+  const run = `learn-${variant}`;
+  const storeRoot = join(root, variant);
+  const environment = await loadEnvironment(config.environment.name);
+  const { engine, server, close } = await serveModel(config);
+  const target = localRunTarget(storeRoot, { workers: config.workers });
+  try {
+    await target.warm?.();
+    const weights: WeightHost =
+      variant === 'flipped-sign'
+        ? {
+            segments: () => engine.segments(),
+            commitUpdate: () => engine.commitUpdate(),
+            applyUpdate: (u) => engine.applyUpdate({ ...u, coefficients: u.coefficients.map((c) => ({ ...c, coef: -c.coef })) }),
+          }
+        : engine;
+    // σ = 0 where the members are served: the manifest keeps the config's σ, every member plays θ itself.
+    const population: PopulationHost = variant === 'zero-sigma' ? { setPopulation: (p) => server.service.setPopulation(p && { ...p, sigma: 0 }) } : server.service;
+    const result = await train({ run, config, store: target.store, fanout: target.fanout, weights, population, policy: { baseUrl: `${server.url}/v1` }, environment, pollMs: 20 });
+    const at = (k: number) => result.evaluations.find((e) => e.iteration === k)!;
+    const solved = (k: number) => at(k).perTask.filter((p) => p.error === null && p.reward >= config.successThreshold).length;
+    expect(at(0).tasks).toBe(config.tasks.evalCount);
+    return { before: solved(0), after: solved(config.iterations) };
+  } finally {
+    await target.close();
+    await close();
+  }
+}
+
+describe('ES learns, and fails to when learning is broken', () => {
+  const outcomes = new Map<Variant, { before: number; after: number }>();
+
+  it('raises held-out success by the margin within a few iterations', async () => {
+    const r = await learn('es');
+    outcomes.set('es', r);
+    expect(r.after - r.before, JSON.stringify(r)).toBeGreaterThanOrEqual(LEARNING_MARGIN);
+  }, 300_000);
+
+  it('with the update\'s sign flipped, does not', async () => {
+    const r = await learn('flipped-sign');
+    outcomes.set('flipped-sign', r);
+    expect(r.after - r.before, JSON.stringify(r)).toBeLessThan(LEARNING_MARGIN);
+  }, 300_000);
+
+  it('with σ = 0, does not (and θ is left as it was)', async () => {
+    const r = await learn('zero-sigma');
+    expect(r.after - r.before, JSON.stringify(r)).toBeLessThan(LEARNING_MARGIN);
+    expect(r.after).toBe(r.before);
+    // All three started from the same θ₀ on the same held-out tasks.
+    for (const o of outcomes.values()) expect(o.before).toBe(r.before);
+  }, 300_000);
+});
