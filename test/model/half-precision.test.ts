@@ -16,7 +16,7 @@ import { halfPrecisionCost } from '../../trainer/model/half-theta.ts';
 import { loadModelDir, saveModelDir } from '../../trainer/model/model-dir.ts';
 import { referenceForward } from '../../trainer/model/reference-forward.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { fp16Bits, fp16Value } from '../../trainer/onnx/half.ts';
+import { bf16Bits, bf16Value, fp16Bits, fp16Value, fromHalf, toHalf } from '../../trainer/onnx/half.ts';
 import type { NamedTensor } from '../../trainer/onnx/named-tensor.ts';
 import { toHalfExport } from './helpers/exporter-style.ts';
 import { argmax, fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
@@ -114,5 +114,30 @@ describe('fp16 exports', () => {
 
   it('bf16 is refused, naming the tensor and what to export instead', () => {
     expect(() => loadModelDir(exported('bf16'))).toThrow(/model\.onnx: initializer "[^"]+" is BFLOAT16, which onnxruntime's CPU provider has no kernels for .*export the model in float16 or float32/);
+  });
+});
+
+describe('half-precision conversions', () => {
+  it('every fp16 and bf16 value round-trips, and the bulk fp16 cast equals the scalar rule (round to nearest even)', () => {
+    const all = Uint16Array.from({ length: 65536 }, (_, h) => h);
+    const asFloat = new Float32Array(65536);
+    for (const kind of ['fp16', 'bf16'] as const) {
+      fromHalf(all, asFloat, kind);
+      const back = new Uint16Array(65536);
+      toHalf(asFloat, back, kind);
+      const value = kind === 'fp16' ? fp16Value : bf16Value;
+      const wrong = all.filter((h) => (Number.isNaN(value(h)) ? !Number.isNaN(asFloat[h]) : back[h] !== h));
+      expect(wrong.length, kind).toBe(0);
+    }
+    // random words and the edges of each path: ties to even, overflow to infinity, subnormals, underflow
+    const src = new Float32Array(200_000);
+    const words = new Uint32Array(src.buffer);
+    for (let i = 0; i < words.length; i++) words[i] = Math.imul(i + 1, 0x9e3779b1) >>> 0;
+    [65504, 65519.99, 65520, 2 ** -14, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 2049, -0].forEach((v, i) => (src[i] = v));
+    const bulk = new Uint16Array(src.length);
+    toHalf(src, bulk, 'fp16');
+    expect(src.filter((v, i) => !Number.isNaN(v) && bulk[i] !== fp16Bits(v)).length).toBe(0);
+    expect([fp16Bits(65520), fp16Bits(1 + 2 ** -11), fp16Bits(1 + 3 * 2 ** -11), fp16Bits(2 ** -25), fp16Bits(3 * 2 ** -26)]).toEqual([0x7c00, 0x3c00, 0x3c02, 0x0000, 0x0001]);
+    expect([bf16Bits(1 + 2 ** -8), bf16Bits(1 + 3 * 2 ** -8)]).toEqual([0x3f80, 0x3f82]);
   });
 });

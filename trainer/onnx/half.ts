@@ -58,8 +58,22 @@ export function bf16Value(h: number): number {
 
 /** Writes `src` into `dst` as half-precision bits (`dst.length` = `src.length`). */
 export function toHalf(src: Float32Array, dst: Uint16Array, kind: 'fp16' | 'bf16'): void {
-  const bits = kind === 'fp16' ? fp16Bits : bf16Bits;
-  for (let i = 0; i < src.length; i++) dst[i] = bits(src[i]);
+  if (kind === 'bf16') {
+    for (let i = 0; i < src.length; i++) dst[i] = bf16Bits(src[i]);
+    return;
+  }
+  // fp16Bits over the words in place: the normal range (most weights) is one add and shift, the rest
+  // (subnormals, overflow, inf / NaN) goes through fp16Bits
+  const words = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < words.length; i++) {
+    const x = words[i];
+    const exp = (x >>> 23) & 0xff;
+    if (exp > 112 && exp < 143) {
+      // round to nearest even on the 13 dropped bits; a carry into the exponent is still right
+      const rounded = x + 0xfff + ((x >>> 13) & 1);
+      dst[i] = ((x >>> 16) & 0x8000) | ((((rounded >>> 23) & 0xff) - 112) << 10) | ((rounded >>> 13) & 0x3ff);
+    } else dst[i] = fp16Bits(src[i]);
+  }
 }
 
 /** Reads half-precision bits into fp32 (exact: every fp16 and bf16 value is an fp32 value). */
