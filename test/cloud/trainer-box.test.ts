@@ -15,7 +15,7 @@ import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
 import { StoredTranscript } from '../../functions/episode-transcript.ts';
 import { keys } from '../../shared/keys.ts';
-import { EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
+import { ActiveRun, EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
 import { BucketPoller } from '../../trainer/hosting/bucket-requests.ts';
 import { createTlsIdentity, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
@@ -109,6 +109,8 @@ describe('runs through the cloud API and the trainer box', () => {
     expect(ran).toEqual([{ kind: 'run', id: run }]);
     // The box published the certificate the Episode handler pinned for every call to it.
     expect(TrainerCertificate.parse(decode(await cloud.store.get(keys.trainerCertificate())))).toMatchObject({ certificate: identity.cert, sha256: identity.sha256 });
+    // It named the run for the stack's replica boxes to follow (trainer/replicas/replica-box.ts).
+    expect(ActiveRun.parse(decode(await cloud.store.get(keys.activeRun()))).run).toBe(run);
 
     const shown = await detail(run);
     expect(shown).toMatchObject({ state: 'finished', completedIterations: 2, iterations: 2, current: null, stopRequested: false });

@@ -4,6 +4,7 @@ import { FsObjectStore } from '../../../shared/store/fs.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { startReplica } from '../../replicas/replica.ts';
+import { tlsFor } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
@@ -24,7 +25,7 @@ export const command: Command = {
   name: 'replica',
   usage:
     'esopt replica --run RUN [--id ID] [--store DIR | --cloud] [--host H] [--port P] [--public-url URL] [--json]\n' +
-    '  exits once the run\'s last update is applied; --public-url is the address workers reach this replica at (default its loopback URL)',
+    '  exits once the run\'s last update is applied; --public-url is the address workers reach this replica at (default its loopback URL); https: TLS, its certificate announced under the run',
   async run(argv, io) {
     const p = parseFlags(argv, {
       run: { type: 'string' },
@@ -47,7 +48,8 @@ export const command: Command = {
       run,
       id,
       token: process.env.ESOPT_TOKEN || undefined,
-      server: { host, port },
+      // An https public URL means TLS: a certificate made now, announced with the address for the Episode function's pin.
+      server: { host, port, tls: publicUrl ? await tlsFor(publicUrl) : undefined },
       publicUrl,
       onProgress: (e) => say({ replica: id, ...e }, `replica ${id}: ${e.kind} at iteration ${e.iteration}, θ ${e.thetaHash}`),
     });
