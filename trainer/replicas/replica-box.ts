@@ -53,7 +53,7 @@ export class ReplicaBox {
         try {
           await this.pollOnce();
         } catch (err) {
-          this.o.log.error({ error: (err as Error).message }, 'reading the active run failed; retrying');
+          this.o.log.error({ error: (err as Error).message }, 'following the active run failed; polling again');
         }
         await this.pause();
       }
