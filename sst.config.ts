@@ -146,7 +146,8 @@ export default $config({
       // Installed next to the bundle, not bundled: the heuristic environment's isolate (a native module), and
       // the web environment's browser: the Lambda build of Chromium (brotli-packed, inflated to /tmp on first
       // use; environments/web/chromium-executable.ts picks it on Lambda by itself) with playwright-core, which drives it.
-      // 113 MB unzipped in all (test/cloud/episode-lambda-chromium.test.ts), within Lambda's 250 MB.
+      // 113 MB unzipped in all (test/cloud/episode-lambda-chromium.test.ts), within Lambda's 250 MB: SST uploads the
+      // ~83 MB zip to S3 and creates the function from there, so the 50 MB direct-upload limit does not apply.
       nodejs: { install: ['isolated-vm', '@sparticuz/chromium', 'playwright-core'] },
       environment: {
         ESOPT_BUCKET: bucket.name,
