@@ -9,7 +9,8 @@
  *   npx sst deploy --stage <stage>
  *
  * Deploy-time settings come from the environment (ESOPT_*; see `DeployConfig` below and docs/CLOUD.md).
- * SST evaluates this file itself, so nothing is imported at the top; zod is loaded inside `run`.
+ * SST evaluates this file itself, so nothing is imported at the top (zod is loaded inside `run`), which is why the
+ * whole stack is this one file, past the usual 300 lines.
  * test/cloud/sst-config.test.ts evaluates it with recorded stand-ins and asserts the topology.
  */
 export default $config({
