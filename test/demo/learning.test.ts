@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../../trainer/fanout/local-target.ts';
 import { serveModel } from '../../trainer/loop/embedded-run.ts';
@@ -40,7 +41,14 @@ const config = RunConfig.parse({
 
 type Variant = 'es' | 'flipped-sign' | 'zero-sigma';
 
-async function learn(variant: Variant): Promise<{ before: number; after: number }> {
+interface Outcome {
+  before: number;
+  after: number;
+  /** θ's hash before and after the run. */
+  theta: { before: string; after: string };
+}
+
+async function learn(variant: Variant): Promise<Outcome> {
   const run = `learn-${variant}`;
   const storeRoot = join(root, variant);
   const environment = await loadEnvironment(config.environment.name);
@@ -48,6 +56,7 @@ async function learn(variant: Variant): Promise<{ before: number; after: number 
   const target = localRunTarget(storeRoot, { workers: config.workers });
   try {
     await target.warm?.();
+    const thetaBefore = hashTheta(engine.segments());
     const weights: WeightHost =
       variant === 'flipped-sign'
         ? {
@@ -62,7 +71,7 @@ async function learn(variant: Variant): Promise<{ before: number; after: number 
     const at = (k: number) => result.evaluations.find((e) => e.iteration === k)!;
     const solved = (k: number) => at(k).perTask.filter((p) => p.error === null && p.reward >= config.successThreshold).length;
     expect(at(0).tasks).toBe(config.tasks.evalCount);
-    return { before: solved(0), after: solved(config.iterations) };
+    return { before: solved(0), after: solved(config.iterations), theta: { before: thetaBefore, after: result.thetaHash } };
   } finally {
     await target.close();
     await close();
@@ -70,7 +79,7 @@ async function learn(variant: Variant): Promise<{ before: number; after: number 
 }
 
 describe('ES learns, and fails to when learning is broken', () => {
-  const outcomes = new Map<Variant, { before: number; after: number }>();
+  const outcomes = new Map<Variant, Outcome>();
 
   it('raises held-out success by the margin within a few iterations', async () => {
     const r = await learn('es');
@@ -87,8 +96,12 @@ describe('ES learns, and fails to when learning is broken', () => {
   it('with σ = 0, does not (and θ is left as it was)', async () => {
     const r = await learn('zero-sigma');
     expect(r.after - r.before, JSON.stringify(r)).toBeLessThan(LEARNING_MARGIN);
-    expect(r.after).toBe(r.before);
-    // All three started from the same θ₀ on the same held-out tasks.
-    for (const o of outcomes.values()) expect(o.before).toBe(r.before);
+    // Every member played θ, so every reward was the same and the update was zero.
+    expect(r.theta.after).toBe(r.theta.before);
+    // All three started from the same θ₀; the working ones moved it.
+    for (const o of outcomes.values()) {
+      expect(o.theta.before).toBe(r.theta.before);
+      expect(o.theta.after).not.toBe(o.theta.before);
+    }
   }, 300_000);
 });
