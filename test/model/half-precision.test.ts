@@ -1,6 +1,7 @@
 /**
  * fp16 exports: θ is an fp32 master (perturbation, exact restore and the update in fp32) and sessions are
- * fed fp16, in full mode (θ as inputs and rebuild-session) and low-rank mode; bf16 is refused by name.
+ * fed fp16, in full mode (θ as inputs and rebuild-session) and low-rank mode; bf16 exports load widened to
+ * fp32 (the masters are the bf16 values, the graph computes in fp32 on them).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { referenceForward } from '../../trainer/model/reference-forward.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { bf16Bits, bf16Value, fp16Bits, fp16Value, fromHalf, toHalf } from '../../trainer/onnx/half.ts';
 import type { NamedTensor } from '../../trainer/onnx/named-tensor.ts';
+import { DataType, type ModelProto } from '../../trainer/onnx/proto.ts';
 import { toHalfExport } from './helpers/exporter-style.ts';
 import { argmax, fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
 
@@ -31,11 +33,27 @@ const rounded = (ws: readonly NamedTensor[]) => ws.map((w) => ({ ...w, data: w.d
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+/**
+ * A bf16 export as PyTorch writes one around an fp32 island: the embedding's output cast to FLOAT and back
+ * to BFLOAT16 (value-preserving), the intermediate declared in value_info.
+ */
+function withCastPair(m: ModelProto): ModelProto {
+  const g = m.graph;
+  const gather = g.node.findIndex((n) => n.opType === 'Gather' && n.input[0] === 'model.embed_tokens.weight');
+  const x = g.node[gather].output[0];
+  for (const n of g.node) n.input = n.input.map((i) => (i === x ? 'embed/bf16' : i));
+  const cast = (from: string, to: string, type: number) => ({ name: `cast/${to}`, opType: 'Cast', domain: '', input: [from], output: [to], attribute: [{ name: 'to', type: 2, i: type }] });
+  g.node.splice(gather + 1, 0, cast(x, 'embed/fp32', DataType.FLOAT), cast('embed/fp32', 'embed/bf16', DataType.BFLOAT16));
+  g.valueInfo.push({ name: 'embed/bf16', type: { tensorType: { elemType: DataType.BFLOAT16 } } });
+  return m;
+}
+
 function exported(kind: 'fp16' | 'bf16'): string {
   const dir = mkdtempSync(join(tmpdir(), `esopt-${kind}-`));
   dirs.push(dir);
   const copy = weights.map((w) => ({ ...w, data: Float32Array.from(w.data) }));
-  saveModelDir(dir, { config: c, graph: toHalfExport(buildDecoder(c, copy), kind), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+  const graph = toHalfExport(buildDecoder(c, copy), kind);
+  saveModelDir(dir, { config: c, graph: kind === 'bf16' ? withCastPair(graph) : graph, tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
   return dir;
 }
 
@@ -111,10 +129,57 @@ describe('fp16 exports', () => {
       }
     });
   }
+});
 
-  it('bf16 is refused, naming the tensor and what to export instead', () => {
-    expect(() => loadModelDir(exported('bf16'))).toThrow(/model\.onnx: initializer "[^"]+" is BFLOAT16, which onnxruntime's CPU provider has no kernels for .*export the model in float16 or float32/);
+const bf16Rounded = (ws: readonly NamedTensor[]) => ws.map((w) => ({ ...w, data: w.data.map((v) => bf16Value(bf16Bits(v))) }));
+
+describe('bf16 exports', () => {
+  it('load widened to fp32: masters equal the bf16 values, one θ entry a parameter, no BFLOAT16 left in the graph', () => {
+    const loaded = loadModelDir(exported('bf16'));
+    expect(loaded.half).toBeUndefined();
+    expect(loaded.weights.map((w) => w.name)).toEqual(weights.map((w) => w.name));
+    expect(loaded.weights.reduce((a, w) => a + w.data.length, 0)).toBe(weights.reduce((a, w) => a + w.data.length, 0));
+    const expected = bf16Rounded(weights);
+    // bf16 keeps fewer bits than fp32: the rounding is visible, and the masters hold exactly the bf16 values
+    expect(expected.some((w, i) => w.data.some((v, j) => v !== weights[i].data[j]))).toBe(true);
+    loaded.weights.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
+    const g = loaded.graph.graph;
+    expect(g.initializer.filter((t) => t.dataType === DataType.BFLOAT16)).toEqual([]);
+    expect([...g.input, ...g.output, ...g.valueInfo].filter((v) => v.type?.tensorType?.elemType !== DataType.FLOAT && v.type?.tensorType?.elemType !== DataType.INT64)).toEqual([]);
+    expect(g.node.filter((n) => n.opType === 'Cast' && n.name?.startsWith('cast/embed')).map((n) => n.attribute[0].i)).toEqual([DataType.FLOAT, DataType.FLOAT]);
   });
+
+  for (const mode of ['full', 'lowrank'] as const) {
+    it(`${mode}: decodes like the reference on the bf16 values, restores θ exactly, and applies one update`, { timeout: 60_000 }, async () => {
+      const dir = exported('bf16');
+      const loaded = loadModelDir(dir);
+      const engine = await createOnnxEngine(loaded, { model: { dir }, mode });
+      try {
+        const master = loaded.weights.map((w) => Float32Array.from(w.data));
+        const [base] = await engine.generate([row]);
+        expect(base.tokenIds).toEqual(referenceGreedy(bf16Rounded(weights), prompt, 4));
+        engine.setPopulation(population);
+        const members = await engine.generate(population.members.map((m) => ({ ...row, member: { kind: 'member' as const, iteration: 1, index: m.index } })));
+        expect(members.map((m) => m.tokenIds)).not.toEqual([base.tokenIds, base.tokenIds]);
+        engine.segments().forEach((s, i) => expect(bits(s.data).equals(bits(master[i])), s.name).toBe(true));
+
+        const update = { runSeed: 3, iteration: 1, rank: 2, coefficients: [{ noiseIndex: 0, coef: 0.5 }] };
+        await engine.applyUpdate(update);
+        const updated = await engine.withRestoredWeights((segs) => segs.map((s, i) => ({ ...loaded.weights[i], data: Float32Array.from(s.data) })));
+        if (mode === 'full') {
+          const expected = master.map((m, i) => ({ ...loaded.weights[i], data: Float32Array.from(m) }));
+          applyDenseUpdate(layoutSegments(expected), 3, 1, update.coefficients, { decay: 0 });
+          updated.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
+        }
+        // the update is kept in fp32, off bf16's grid
+        expect(updated.some((w) => w.data.some((v) => bf16Value(bf16Bits(v)) !== v))).toBe(true);
+        const [after] = await engine.generate([row]);
+        expect(after.tokenIds).toEqual(referenceGreedy(updated, prompt, 4));
+      } finally {
+        await engine.close();
+      }
+    });
+  }
 });
 
 describe('half-precision conversions', () => {

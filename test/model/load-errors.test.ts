@@ -46,7 +46,13 @@ interface Case {
 const CASES: Case[] = [
   { name: 'unknown op', at: 'session', change: graph((m) => void (m.graph.node.find((n) => n.opType === 'Softmax')!.opType = 'SoftMaxx')), error: /unknown-op\/model\.onnx: onnxruntime could not create a session .*SoftMaxx.*esopt runs the ops onnxruntime-node \S+ implements for the cpu provider/s },
   { name: 'op domain', at: 'load', change: graph((m) => void (m.graph.node.find((n) => n.opType === 'Softmax')!.domain = 'org.example')), error: /op-domain\/model\.onnx: node "Softmax_\d+" uses op org\.example\.Softmax, .*supported: the default ONNX domain and com\.microsoft/ },
-  { name: 'bf16', at: 'load', change: graph((m) => void (m.graph.initializer.find((t) => t.name === 'model.norm.weight')!.dataType = DataType.BFLOAT16)), error: /bf16\/model\.onnx: initializer "model\.norm\.weight" is BFLOAT16.*export the model in float16 or float32/ },
+  // bf16 exports load widened to fp32 (bf16-widening.ts); a dtype attribute it does not know is refused
+  {
+    name: 'bf16 dtype attribute', at: 'load',
+    change: graph((m) => void m.graph.node.find((n) => n.opType === 'Softmax')!.attribute.push({ name: 'dtype', type: 2, i: DataType.BFLOAT16 })),
+    error: /bf16-dtype-attribute\/model\.onnx: node "Softmax_\d+" \(Softmax\) sets dtype = BFLOAT16, which esopt cannot widen to float32 \(it widens Cast\.to, .*export the model in float16 or float32/,
+  },
+  { name: 'bf16 size', at: 'load', change: graph((m) => void (m.graph.initializer.find((t) => t.name === 'model.norm.weight')!.dataType = DataType.BFLOAT16)), error: /bf16-size\/model\.onnx_data: initializer "model\.norm\.weight" has 256 bytes of external data, expected 128 for dims \[64\]/ },
   { name: 'uint16', at: 'load', change: graph((m) => void (m.graph.initializer.find((t) => t.name === 'model.norm.weight')!.dataType = 4)), error: /uint16\/model\.onnx: initializer "model\.norm\.weight" has unsupported dtype UINT16 \(esopt reads FLOAT, .*FLOAT16/ },
   { name: 'io dtype', at: 'load', change: graph((m) => void (m.graph.input.find((i) => i.name === 'input_ids')!.type!.tensorType!.elemType = DataType.INT32)), error: /io-dtype\/model\.onnx: input "input_ids" is INT32, expected INT64/ },
   { name: 'missing config key', at: 'load', change: config((c) => delete c.num_hidden_layers), error: /missing-config-key\/config\.json: num_hidden_layers: / },

@@ -17,6 +17,7 @@ import { tieHead } from './tied-weights.ts';
 import { EXPORT_COMMAND } from './export-layout.ts';
 import { inlineCacheBranch } from './merged-decoder.ts';
 import { fp32Master, HalfTheta } from './half-theta.ts';
+import { widenBf16 } from './bf16-widening.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 const REQUIRED = ['config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
@@ -84,6 +85,8 @@ export function loadModelDir(dir: string): LoadedModel {
   const graph = decodeModel(readFileSync(modelPath), modelPath);
   inlineCacheBranch(graph, modelPath);
   for (const t of graph.graph.initializer) loadTensorData(dir, t, modelPath);
+  // bf16 runs as fp32 (bf16-widening.ts): its weights load as fp32 initializers, i.e. plain fp32 θ
+  widenBf16(graph, modelPath);
   checkDecoderGraph(graph, config, modelPath);
   const tie = tieHead(graph, config, modelPath);
   if (tie.warning) process.emitWarning(tie.warning);
@@ -101,7 +104,7 @@ export function loadModelDir(dir: string): LoadedModel {
   return { dir, file: modelPath, config, tokenizer, graph, weights, ...(half.size ? { half: new HalfTheta(graph.graph.initializer, half) } : {}) };
 }
 
-const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT16]: 2, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };
+const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT16]: 2, [DataType.BFLOAT16]: 2, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };
 
 /**
  * Bring a tensor's data inline as aligned raw bytes: external data is read from its file, typed fields are
@@ -109,9 +112,6 @@ const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT
  */
 function loadTensorData(dir: string, t: TensorProto, modelPath: string): void {
   const size = BYTES_PER[t.dataType];
-  if (t.dataType === DataType.BFLOAT16) {
-    throw new Error(`${modelPath}: initializer "${t.name}" is BFLOAT16, which onnxruntime's CPU provider has no kernels for (Where, MatMul, …); export the model in float16 or float32 (e.g. optimum-cli export onnx --dtype fp16, or fp32)`);
-  }
   if (size === undefined) throw new Error(`${modelPath}: initializer "${t.name}" has unsupported dtype ${DataTypeName[t.dataType] ?? t.dataType} (esopt reads ${Object.keys(BYTES_PER).map((k) => DataTypeName[Number(k)]).join(', ')} initializers)`);
   const count = t.dims.reduce((a, b) => a * b, 1);
   const out = new Uint8Array(count * size);
@@ -136,7 +136,7 @@ function loadTensorData(dir: string, t: TensorProto, modelPath: string): void {
     if (t.rawData.length !== out.length) throw new Error(`${modelPath}: initializer "${t.name}" has ${t.rawData.length} bytes, expected ${out.length}`);
     out.set(t.rawData);
   } else if (t.dataType === DataType.FLOAT && t.floatData?.length) out.set(bytesOf(Float32Array.from(t.floatData)));
-  else if (t.dataType === DataType.FLOAT16 && t.int32Data?.length) out.set(new Uint8Array(Uint16Array.from(t.int32Data).buffer));
+  else if ((t.dataType === DataType.FLOAT16 || t.dataType === DataType.BFLOAT16) && t.int32Data?.length) out.set(new Uint8Array(Uint16Array.from(t.int32Data).buffer));
   else if (t.dataType === DataType.INT64 && t.int64Data?.length) out.set(bytesOf(BigInt64Array.from(t.int64Data.map(BigInt))));
   else if (t.dataType === DataType.INT32 && t.int32Data?.length) out.set(bytesOf(Int32Array.from(t.int32Data)));
   else if (count !== 0 && (t.dataType === DataType.BOOL || t.dataType === DataType.UINT8 || t.dataType === DataType.INT8) && t.int32Data?.length) out.set(Uint8Array.from(t.int32Data));
