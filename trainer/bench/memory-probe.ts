@@ -3,6 +3,9 @@
  *   train     per iteration: every member generates (perturb, run, restore / per-row factors), rewards are
  *             folded in with the shared ES core, and the update is applied to θ in place.
  *   generate  the same generate calls with the same shapes, all on the base model, no update.
+ *   grpo      per iteration: the same rows sampled on the base model (G = population rollouts of `batch`
+ *             prompts), then one policy-gradient step as trainer/grpo takes it: a copy of θ for the decoder
+ *             gradient, float64 gradients, forward + backward over every rollout, Adam's two moments.
  * Usage: node --import tsx trainer/bench/memory-probe.ts '<json options>'
  */
 import { z } from 'zod';
@@ -11,9 +14,14 @@ import { FullModeWeights } from '../../shared/schemas/index.ts';
 import type { GenerateRow, MemberSelector } from '../engine.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { modelSpecFlag } from '../command/model-flags.ts';
+import { openModel } from '../model/open-model.ts';
+import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
+import { Adam } from '../grpo/adam.ts';
+import { groupAdvantages } from '../grpo/advantages.ts';
+import { policyGradientStep, type Trajectory } from '../grpo/policy-gradient.ts';
 
 const Options = z.object({
-  workload: z.enum(['train', 'generate']),
+  workload: z.enum(['train', 'generate', 'grpo']),
   mode: z.enum(['full', 'lowrank']),
   /** A preset's name or an export directory (model-flags.ts). */
   model: z.string().min(1),
@@ -28,8 +36,9 @@ const Options = z.object({
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
 const engine = await createEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights });
+const prompt = (b: number) => Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256);
 const row = (member: MemberSelector, b: number): GenerateRow => ({
-  promptIds: Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256),
+  promptIds: prompt(b),
   member,
   sampling: { temperature: 1, topP: 1, topK: 0, seed: b },
   maxNewTokens: o.newTokens,
@@ -37,17 +46,35 @@ const row = (member: MemberSelector, b: number): GenerateRow => ({
   ignoreEos: true,
 });
 const sigma = 0.001;
+// GRPO's own state, made before the first step as trainer/grpo/grpo.ts makes it.
+const opened = o.workload === 'grpo' ? openModel(modelSpecFlag(o.model, 0)) : null;
+const gradient = opened ? new DecoderGradient(opened.config, opened.weights) : null;
+const adam = gradient ? new Adam(gradient.weights.map((w) => w.data), 1e-4) : null;
 for (let iteration = 0; iteration < o.iterations; iteration++) {
   const members = ask({ population: o.population, antithetic: true });
   if (o.workload === 'train') engine.setPopulation({ runSeed: 1, iteration, sigma, rank: 1, members });
   const select = (index: number): MemberSelector => (o.workload === 'train' ? { kind: 'member', iteration, index } : { kind: 'base' });
   const rewards = new Map<number, number[]>();
+  const completions = new Map<number, number[][]>();
   // full mode serves one member at a time; low-rank serves the whole population in one batch
   const calls = o.mode === 'full' ? members.map((m) => [m.index]) : [members.map((m) => m.index)];
   for (const call of calls) {
     const rows = call.flatMap((index) => Array.from({ length: o.batch }, (_, b) => ({ index, row: row(select(index), b) })));
     const results = await engine.generate(rows.map((r) => r.row));
-    rows.forEach((r, k) => rewards.set(r.index, [...(rewards.get(r.index) ?? []), results[k].tokenIds.filter((t) => t % 2 === 0).length]));
+    rows.forEach((r, k) => {
+      rewards.set(r.index, [...(rewards.get(r.index) ?? []), results[k].tokenIds.filter((t) => t % 2 === 0).length]);
+      completions.set(r.index, [...(completions.get(r.index) ?? []), results[k].tokenIds]);
+    });
+  }
+  if (gradient && adam) {
+    // Every row is one trajectory; stand-in advantages ±1 (group-normalised rewards of a group that alternates
+    // between 1 and 0), so every step has a gradient and Adam writes all of its moments.
+    const trajectories: Trajectory[] = [];
+    for (let b = 0; b < o.batch; b++) {
+      const advantages = groupAdvantages(members.map((_, k) => (k % 2 === 0 ? 1 : 0)), 0);
+      members.forEach((m, k) => trajectories.push({ turns: [{ promptIds: prompt(b), completionIds: completions.get(m.index)![b]! }], advantage: advantages[k] }));
+    }
+    policyGradientStep(gradient, adam, trajectories, 1);
   }
   if (o.workload === 'train') {
     const { coefficients } = tell(members, rewards, { alpha: 0.01, shaping: 'zscore' });

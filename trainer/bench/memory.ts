@@ -1,6 +1,8 @@
 /**
  * `esopt bench memory`: peak RSS of a child process that trains (perturb, generate, restore, update) ÷ one
- * that only generates the same calls (memory-probe.ts), so neither sees the other's allocations.
+ * that only generates the same calls (memory-probe.ts), so neither sees the other's allocations. With
+ * `--vs grpo` the second child takes GRPO steps (the same rollouts, then trainer/grpo's gradient step and
+ * Adam) instead of generating only: GRPO's peak RSS ÷ ES's on the same model and calls.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -26,9 +28,11 @@ export const options = z.object({
   switchThreads: int(1, 256).optional(),
   // full mode's weights (the engine's `fullModeWeights`): rebuild-session holds prepacked session copies beside θ
   fullModeWeights: FullModeWeights.default('inputs'),
+  // the workload ES is measured against: generation only (the default), or GRPO's step
+  vs: z.enum(['generate', 'grpo']).default('generate'),
 });
 
-function runChild(probeOptions: z.output<typeof options> & { workload: 'train' | 'generate' }): Promise<number> {
+function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workload: 'train' | 'generate' | 'grpo' }): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', probe, JSON.stringify(probeOptions)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -45,13 +49,32 @@ function runChild(probeOptions: z.output<typeof options> & { workload: 'train' |
   });
 }
 
-export async function run(o: z.output<typeof options>, log: Log) {
+export async function run(all: z.output<typeof options>, log: Log) {
+  const { vs, ...o } = all;
+  if (vs === 'grpo') {
+    log(`child 1/2: ES (${o.iterations} iterations: perturb, generate, restore, update)`);
+    const es = await runChild({ ...o, workload: 'train' });
+    log(`child 2/2: GRPO (${o.iterations} steps: the same rollouts, forward + backward, Adam)`);
+    // A model the decoder gradient cannot differentiate (GQA, q/k norms, a tied head) still gets ES's figure, and the reason.
+    const grpo = await runChild({ ...o, workload: 'grpo' }).catch((err: Error) => err);
+    const measured = typeof grpo === 'number';
+    return {
+      ...o,
+      vs,
+      es_peak_rss_mib: es / 1024,
+      grpo_peak_rss_mib: measured ? grpo / 1024 : null,
+      grpo_over_es: measured ? grpo / es : null,
+      grpo_error: measured ? null : grpo.message,
+      machine: machineInfo(),
+    };
+  }
   log(`child 1/2: generate only (${o.iterations} iterations × ${o.population} members' worth of calls)`);
   const generate = await runChild({ ...o, workload: 'generate' });
   log('child 2/2: train (perturb, generate, restore, update)');
   const train = await runChild({ ...o, workload: 'train' });
   return {
     ...o,
+    vs,
     train_peak_rss_mib: train / 1024,
     generate_peak_rss_mib: generate / 1024,
     ratio: train / generate,

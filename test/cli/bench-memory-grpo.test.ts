@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { main } from '../../trainer/cli/main.ts';
+
+function run(argv: string[]) {
+  let out = '';
+  let err = '';
+  const io = { stdout: (t: string) => void (out += `${t}\n`), stderr: (t: string) => void (err += `${t}\n`), readStdin: async () => '' };
+  return main(argv, io).then((code) => ({ code, out, err }));
+}
+
+describe('esopt bench memory --vs grpo', () => {
+  it('rejects an unknown comparison by its flag', async () => {
+    expect(await run(['bench', 'memory', '--vs', 'sgd'])).toMatchObject({ code: 2, err: expect.stringContaining('--vs: Invalid option') });
+  });
+
+  it('measures an ES iteration and a GRPO step in two children and prints both peaks', { timeout: 120_000 }, async () => {
+    const r = await run(['bench', 'memory', '--vs', 'grpo', '--model', 'tiny', '--population', '2', '--batch', '1', '--prompt-tokens', '4', '--new-tokens', '4', '--iterations', '1', '--json']);
+    expect(r.code, r.err).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out).toMatchObject({ vs: 'grpo', model: 'tiny', population: 2, grpo_error: null });
+    expect(out.es_peak_rss_mib).toBeGreaterThan(10);
+    expect(out.grpo_peak_rss_mib).toBeGreaterThan(10);
+    expect(out.grpo_over_es).toBeCloseTo(out.grpo_peak_rss_mib / out.es_peak_rss_mib, 12);
+    expect(out).not.toHaveProperty('ratio');
+  });
+});
