@@ -2,7 +2,8 @@
  * The horizon experiment's config: one ES run config (model, population, σ, α, tasks per iteration,
  * iterations, evaluation tasks), the horizons it is repeated at (sudoku blanks = moves, with slack 0), the
  * seeds (ES noise, GRPO sampling, random-search draws), and GRPO's own options (G = the ES population keeps
- * the episode budget equal).
+ * the episode budget equal). Each cell evaluates θ_0 and θ_final only (run.evalInterval and
+ * checkpointInterval are set to the iterations).
  */
 import { z } from 'zod';
 import { RunConfig } from '../../shared/schemas/index.ts';
@@ -14,14 +15,11 @@ export const HorizonExperimentConfig = z
     run: RunConfig,
     horizons: z.array(z.number().int().min(1).max(80)).min(1),
     seeds: z.array(z.number().int().min(0)).min(1),
-    /** Iterations (= GRPO steps, = random-search rounds) at a horizon, where it differs from run.iterations. */
-    iterationsAt: z.record(z.string().regex(/^[1-9][0-9]*$/), z.number().int().min(1)).default({}),
     grpo: GrpoOptions,
   })
   .strict()
   .superRefine((c, ctx) => {
     if (c.run.environment.name !== 'sudoku') ctx.addIssue({ code: 'custom', path: ['run', 'environment', 'name'], message: 'the horizon experiment varies sudoku blanks; use the sudoku environment' });
-    for (const h of Object.keys(c.iterationsAt)) if (!c.horizons.includes(Number(h))) ctx.addIssue({ code: 'custom', path: ['iterationsAt', h], message: `horizon ${h} is not in horizons` });
     if (c.grpo.group !== c.run.es.population) ctx.addIssue({ code: 'custom', path: ['grpo', 'group'], message: `GRPO's group must equal the ES population (${c.run.es.population}) so both spend the same episodes` });
   });
 export type HorizonExperimentConfig = z.infer<typeof HorizonExperimentConfig>;
@@ -30,7 +28,7 @@ export type HorizonExperimentConfig = z.infer<typeof HorizonExperimentConfig>;
 export function runConfigAt(c: HorizonExperimentConfig, horizon: number, seed: number): RunConfig {
   const options: Record<string, unknown> = { ...(c.run.environment.options as Record<string, unknown>), blanks: horizon, slack: 0 };
   delete options.horizon;
-  const iterations = c.iterationsAt[String(horizon)] ?? c.run.iterations;
-  // Evaluation at 0 and at the end only; checkpoints at the end.
-  return RunConfig.parse({ ...c.run, name: `${c.name}-h${horizon}-s${seed}`, seed, iterations, evalInterval: iterations, checkpointInterval: iterations, environment: { ...c.run.environment, options } });
+  const iterations = c.run.iterations;
+  // θ_0 and θ_final are what the table compares: evaluated at 0 and at the end only, checkpointed at the end.
+  return RunConfig.parse({ ...c.run, name: `${c.name}-h${horizon}-s${seed}`, seed, evalInterval: iterations, checkpointInterval: iterations, environment: { ...c.run.environment, options } });
 }
