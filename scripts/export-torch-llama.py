@@ -7,6 +7,7 @@ cache, so test/model/torch-export.test.ts compares the loader against the framew
 The LM head shares the embedding Parameter (`lm_head.weight = embed_tokens.weight`), as transformers ties it.
 
     python3 scripts/export-torch-llama.py test/fixtures/torch-llama-tied   # torch 1.13 (Debian python3-torch)
+    python3 scripts/export-torch-llama.py --no-constant-folding test/fixtures/torch-llama-tied-unfolded
 """
 import json
 import math
@@ -185,7 +186,7 @@ def write_tokenizer(out):
         json.dump(cfg, f, indent=2)
 
 
-def main(out):
+def main(out, fold):
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(SEED)
     model = LlamaForCausalLM().eval()
@@ -210,7 +211,7 @@ def main(out):
     args = (torch.randint(0, VOCAB, (2, seq)), torch.ones(2, past_len + seq, dtype=torch.int64),
             torch.arange(past_len, past_len + seq).repeat(2, 1), *[torch.randn(2, KV_HEADS, past_len, HEAD_DIM) for _ in range(2 * LAYERS)])
     torch.onnx.export(model, args, os.path.join(out, 'model.onnx'), input_names=names_in, output_names=names_out,
-                      dynamic_axes=dyn, opset_version=14, do_constant_folding=True)
+                      dynamic_axes=dyn, opset_version=14, do_constant_folding=fold)
 
     config = {
         'architectures': ['LlamaForCausalLM'], 'model_type': 'llama', 'vocab_size': VOCAB, 'hidden_size': HIDDEN, 'intermediate_size': INTER,
@@ -226,11 +227,12 @@ def main(out):
     for prompt in PROMPTS:
         ids, gap = greedy(model, prompt)
         runs.append({'prompt': prompt, 'greedy': ids, 'min_top2_gap': round(gap, 6)})
-    info = {'torch': torch.__version__, 'seed': SEED, 'opset': 14, 'parameters': params, 'new_tokens': NEW_TOKENS, 'runs': runs}
+    info = {'torch': torch.__version__, 'seed': SEED, 'opset': 14, 'do_constant_folding': fold, 'parameters': params, 'new_tokens': NEW_TOKENS, 'runs': runs}
     with open(os.path.join(out, 'greedy.json'), 'w') as f:
         json.dump(info, f, indent=2)
     print(json.dumps(info))
 
 
 if __name__ == '__main__':
-    main(sys.argv[1] if len(sys.argv) > 1 else 'test/fixtures/torch-llama-tied')
+    args = [a for a in sys.argv[1:] if a != '--no-constant-folding']
+    main(args[0] if args else 'test/fixtures/torch-llama-tied', '--no-constant-folding' not in sys.argv)

@@ -13,12 +13,18 @@ import { loadModelDir } from '../../trainer/model/model-dir.ts';
 import { parameterCount } from '../../trainer/model/weights.ts';
 import { decodeModel, type ModelProto } from '../../trainer/onnx/proto.ts';
 import type { PerturbationMode } from '../../trainer/engine.ts';
+import { lowRankRewrite } from '../../trainer/perturbation/lowrank-graph.ts';
 import { argmax, fullLogits, session } from './onnx-helpers.ts';
 
-const dir = join(import.meta.dirname, '..', 'fixtures', 'torch-llama-tied');
-const torch = JSON.parse(readFileSync(join(dir, 'greedy.json'), 'utf8')) as { parameters: number; new_tokens: number; runs: Array<{ prompt: number[]; greedy: number[] }> };
 const EMBED = 'model.embed_tokens.weight';
-const rows = () => torch.runs.map((r) => ({ promptIds: r.prompt, member: { kind: 'base' as const }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: torch.new_tokens, stop: [], ignoreEos: true }));
+type Torch = { parameters: number; new_tokens: number; runs: Array<{ prompt: number[]; greedy: number[] }> };
+const rows = (torch: Torch) => torch.runs.map((r) => ({ promptIds: r.prompt, member: { kind: 'base' as const }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: torch.new_tokens, stop: [], ignoreEos: true }));
+
+/** w [rows, cols] → [cols, rows]. */
+function transpose(w: Float32Array, rows: number, cols: number): Float32Array {
+  return Float32Array.from({ length: rows * cols }, (_, k) => w[(k % rows) * cols + Math.floor(k / rows)]);
+}
+const bytes = (w: Float32Array) => new Uint8Array(Float32Array.from(w).buffer);
 
 /** Greedy decoding by recomputing the exporter's own graph (no cache) from scratch each step. */
 async function greedyOn(model: ModelProto, c: ModelConfig, prompt: number[], n: number): Promise<number[]> {
@@ -31,18 +37,26 @@ async function greedyOn(model: ModelProto, c: ModelConfig, prompt: number[], n: 
   return ids.slice(prompt.length);
 }
 
-describe('an export by torch.onnx.export (tied embeddings)', () => {
-  it('loads the tie as one θ entry: θ count = torch parameter count', () => {
+// do_constant_folding=True writes the head as a transposed copy of the table and nn.Linear weights as
+// transposed `onnx::MatMul_…` initializers; False writes Transpose nodes over the parameters themselves
+describe.each(['torch-llama-tied', 'torch-llama-tied-unfolded'])('an export by torch.onnx.export (tied embeddings): %s', (fixture) => {
+  const dir = join(import.meta.dirname, '..', 'fixtures', fixture);
+  const torch = JSON.parse(readFileSync(join(dir, 'greedy.json'), 'utf8')) as Torch;
+
+  it('loads the tie as one θ entry (θ count = torch parameter count); every matrix is a low-rank target', () => {
     const loaded = loadModelDir(dir);
     expect(parameterCount(loaded.weights)).toBe(torch.parameters);
     expect(loaded.weights.filter((w) => w.dims.includes(loaded.config.vocab_size)).map((w) => w.name)).toEqual([EMBED]);
+    const matrices = loaded.weights.filter((w) => w.dims.length === 2).map((w) => w.name);
+    expect(matrices.length).toBe(1 + 7 * loaded.config.num_hidden_layers);
+    expect(lowRankRewrite(loaded.graph, loaded.weights).targets.map((t) => t.name).sort()).toEqual(matrices.sort());
   });
 
   it.each(['full', 'lowrank'] as PerturbationMode[])('%s mode: greedy decoding equals torch token for token', { timeout: 60_000 }, async (mode) => {
     const loaded = loadModelDir(dir);
     const engine = await createOnnxEngine(loaded, { model: { dir }, mode });
     try {
-      const out = await engine.generate(rows());
+      const out = await engine.generate(rows(torch));
       expect(out.map((r) => r.tokenIds)).toEqual(torch.runs.map((r) => r.greedy));
     } finally {
       await engine.close();
@@ -60,16 +74,18 @@ describe('an export by torch.onnx.export (tied embeddings)', () => {
       expect(table.some((v, i) => Math.abs(v - before[i]) > 1e-3)).toBe(true);
       // the exporter's own graph, every weight set to the updated θ and its head's copy of the table to the
       // updated table (transposed, as the exporter folded it): what a tie-preserving update must decode like
+      // (a weight the loader stored transposed, read through a Transpose node there, is written back as stored)
       const raw = decodeModel(readFileSync(join(dir, 'model.onnx')));
       const [V, H] = [loaded.config.vocab_size, loaded.config.hidden_size];
+      const readByTranspose = new Set(raw.graph.node.filter((n) => n.opType === 'Transpose').map((n) => n.input[0]));
       for (const t of raw.graph.initializer) {
         const w = updated.get(t.name);
-        if (t.dims.length === 2 && t.dims[0] === H && t.dims[1] === V) t.rawData = new Uint8Array(Float32Array.from({ length: H * V }, (_, k) => table[(k % V) * H + Math.floor(k / V)]).buffer);
-        else if (w) t.rawData = new Uint8Array(Float32Array.from(w).buffer);
+        if (t.dims.length === 2 && t.dims[0] === H && t.dims[1] === V) t.rawData = bytes(transpose(table, V, H));
+        else if (w) t.rawData = bytes(t.name !== EMBED && readByTranspose.has(t.name) ? transpose(w, t.dims[1], t.dims[0]) : w);
       }
       const expected = await Promise.all(torch.runs.map((r) => greedyOn(raw, loaded.config, r.prompt, torch.new_tokens)));
       expect(expected).not.toEqual(torch.runs.map((r) => r.greedy));
-      const out = await engine.generate(rows());
+      const out = await engine.generate(rows(torch));
       expect(out.map((r) => r.tokenIds)).toEqual(expected);
     } finally {
       await engine.close();

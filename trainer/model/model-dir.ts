@@ -14,6 +14,7 @@ import { bytesOf, DataType, DataTypeName, decodeModel, type ModelProto, type Ten
 import { logitsAtLastPosition } from './logits-last.ts';
 import { isPerturbable } from './perturbable.ts';
 import { tieHead } from './tied-weights.ts';
+import { foldWeightTransposes } from './transposed-weights.ts';
 import { EXPORT_COMMAND } from './export-layout.ts';
 import { inlineCacheBranch } from './merged-decoder.ts';
 import { fp32Master, HalfTheta } from './half-theta.ts';
@@ -90,6 +91,8 @@ export function loadModelDir(dir: string): LoadedModel {
   checkDecoderGraph(graph, config, modelPath);
   const tie = tieHead(graph, config, modelPath);
   if (tie.warning) process.emitWarning(tie.warning);
+  // after the tie: a Transpose over the embedding table is the tied head's, not a weight's own
+  foldWeightTransposes(graph);
   logitsAtLastPosition(graph);
 
   const weights: NamedTensor[] = [];
