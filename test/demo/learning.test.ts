@@ -1,9 +1,9 @@
 /**
  * The learning test: a small fixed-seed ES run through the real loop (ONNX engine holding θ, inference
- * server, local worker pool playing sudoku episodes, sparse terminal rewards, the ES update) must raise
- * held-out success by LEARNING_MARGIN within a few iterations; the same run with the update's sign flipped,
- * and the same run with σ = 0 (every member is θ, so no reward difference to follow), must not. The margin
- * is judged on the stored evaluations, not on any verdict the code computes.
+ * server, local worker pool playing sudoku episodes, the dense reward, the ES update) must raise held-out
+ * success by LEARNING_MARGIN within a few iterations; the same run with the update's sign flipped, and the
+ * same run with σ = 0 (every member is θ, so no reward difference to follow; one iteration shows it), must
+ * not. The margin is judged on the stored evaluations, not on any verdict the code computes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +26,7 @@ const LEARNING_MARGIN = 10;
 // The 4×4 `next-cell` setting on its committed base (configs/pretrain-sudoku-4x4-demo.json) with the dense
 // reward (fraction of blanks right), so every iteration has members to tell apart, and α ≈ 3σ, so one
 // update moves θ a good part of the way to its best members: 3 iterations × 16 members × 8 tasks.
-const config = RunConfig.parse({
+const baseConfig = RunConfig.parse({
   environment: { name: 'sudoku', options: { size: 4, blanks: 6, invalidMove: 'waste', observation: 'next-cell', constrainActions: true, shapedReward: true } },
   tasks: { seed: 1, trainPerIteration: 8, evalCount: 32 },
   model: { dir: fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url)) },
@@ -48,8 +48,13 @@ interface Outcome {
   theta: { before: string; after: string };
 }
 
+// With σ = 0 one iteration suffices: every member is θ, so the update is zero and θ after one iteration is
+// θ₀ again, which makes every later iteration the same one.
+const zeroSigmaConfig = RunConfig.parse({ ...baseConfig, iterations: 1, evalInterval: 1, checkpointInterval: 1 });
+
 async function learn(variant: Variant): Promise<Outcome> {
   const run = `learn-${variant}`;
+  const config = variant === 'zero-sigma' ? zeroSigmaConfig : baseConfig;
   const storeRoot = join(root, variant);
   const environment = await loadEnvironment(config.environment.name);
   const { engine, server, close } = await serveModel(config);
