@@ -223,19 +223,22 @@ systemctl enable --now ${service}
       'esopt trainer box: runs the runs and evaluations queued in the bucket',
       $interpolate`trainer-box ${serving} --public-url ${trainerUrl} --provider ${cfg.ESOPT_TRAINER_PROVIDER}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
     );
-    const trainer = new aws.ec2.Instance('Trainer', {
-      instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
-      ami: ami.id,
-      iamInstanceProfile: trainerProfile.name,
-      vpcSecurityGroupIds: [trainerSecurityGroup.id],
-      // Boot downloads Node and esopt's dependencies before the fixed address is attached.
-      associatePublicIpAddress: true,
-      rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
-      metadataOptions: { httpTokens: 'required' },
-      userData,
-      userDataReplaceOnChange: true,
-      tags: { Name: `esopt-${$app.stage}-trainer` },
-    });
+    // Every box (trainer and replicas): the same instance type, image, disk and port behind one security group.
+    const box = (name: string, profile: { name: SstOutput<string> }, userData: SstOutput<string>, tag: string) =>
+      new aws.ec2.Instance(name, {
+        instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
+        ami: ami.id,
+        iamInstanceProfile: profile.name,
+        vpcSecurityGroupIds: [trainerSecurityGroup.id],
+        // Boot downloads Node and esopt's dependencies before the fixed address is attached.
+        associatePublicIpAddress: true,
+        rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
+        metadataOptions: { httpTokens: 'required' },
+        userData,
+        userDataReplaceOnChange: true,
+        tags: { Name: `esopt-${$app.stage}-${tag}` },
+      });
+    const trainer = box('Trainer', trainerProfile, userData, 'trainer');
     new aws.ec2.EipAssociation('TrainerAddressAssociation', { instanceId: trainer.id, allocationId: address.allocationId });
 
     // The replica boxes: the trainer's instance type and port behind the same security group, each with a role
@@ -261,22 +264,12 @@ systemctl enable --now ${service}
         }),
       });
       const profile = new aws.iam.InstanceProfile(`ReplicaProfile${r.n}`, { role: role.name });
-      const instance = new aws.ec2.Instance(`Replica${r.n}`, {
-        instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
-        ami: ami.id,
-        iamInstanceProfile: profile.name,
-        vpcSecurityGroupIds: [trainerSecurityGroup.id],
-        associatePublicIpAddress: true,
-        rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
-        metadataOptions: { httpTokens: 'required' },
-        userData: bootScript(
-          'esopt-replica-box',
-          `esopt ${r.id}: follows the run the trainer box trains and serves its share of the members`,
-          $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${cfg.ESOPT_TRAINER_PROVIDER}`,
-        ),
-        userDataReplaceOnChange: true,
-        tags: { Name: `esopt-${$app.stage}-${r.id}` },
-      });
+      const userData = bootScript(
+        'esopt-replica-box',
+        `esopt ${r.id}: follows the run the trainer box trains and serves its share of the members`,
+        $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${cfg.ESOPT_TRAINER_PROVIDER}`,
+      );
+      const instance = box(`Replica${r.n}`, profile, userData, r.id);
       new aws.ec2.EipAssociation(`ReplicaAddressAssociation${r.n}`, { instanceId: instance.id, allocationId: r.address.allocationId });
     }
 
