@@ -29,7 +29,10 @@ const c: ModelConfig = {
 };
 /** Weights scaled up so the logits have margins fp16 keeps (the 0.02 init makes near-ties). */
 const weights = initDecoderWeights(c, 11).map((w) => ({ ...w, data: w.dims.length === 2 ? w.data.map((v) => v * 4) : w.data }));
-const rounded = (ws: readonly NamedTensor[]) => ws.map((w) => ({ ...w, data: w.data.map((v) => fp16Value(fp16Bits(v))) }));
+const fp16OnGrid = (v: number) => fp16Value(fp16Bits(v));
+const bf16OnGrid = (v: number) => bf16Value(bf16Bits(v));
+const onHalfGrid = (ws: readonly NamedTensor[], onGrid: (v: number) => number) => ws.map((w) => ({ ...w, data: w.data.map(onGrid) }));
+const rounded = (ws: readonly NamedTensor[]) => onHalfGrid(ws, fp16OnGrid);
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
@@ -82,6 +85,48 @@ const row = { promptIds: prompt, member: { kind: 'base' as const }, sampling: { 
 const population = { runSeed: 3, iteration: 1, sigma: 0.05, rank: 2, members: ask({ population: 2, antithetic: true }) };
 const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
+/**
+ * One half-precision export through an engine: greedy decode equals the reference on the export's own values,
+ * members decode differently, θ's fp32 master is restored bit for bit, one update lands (bitwise equal to
+ * `applyDenseUpdate` in full mode) and stays off the half grid, and decoding after it equals the reference on
+ * what the session computes with (`computedOn`: fp16 sessions round the master, widened bf16 ones do not).
+ */
+async function trainsOnMaster(
+  kind: 'fp16' | 'bf16',
+  options: { mode: 'full' | 'lowrank'; fullModeWeights?: 'inputs' | 'rebuild-session' },
+  onGrid: (v: number) => number,
+  computedOn: (ws: readonly NamedTensor[]) => readonly NamedTensor[],
+): Promise<void> {
+  const dir = exported(kind);
+  const loaded = loadModelDir(dir);
+  const engine = await createOnnxEngine(loaded, { model: { dir }, ...options });
+  try {
+    const master = loaded.weights.map((w) => Float32Array.from(w.data));
+    const [base] = await engine.generate([row]);
+    expect(base.tokenIds).toEqual(referenceGreedy(onHalfGrid(weights, onGrid), prompt, 4));
+    engine.setPopulation(population);
+    const members = await engine.generate(population.members.map((m) => ({ ...row, member: { kind: 'member' as const, iteration: 1, index: m.index } })));
+    expect(members.map((m) => m.tokenIds)).not.toEqual([base.tokenIds, base.tokenIds]);
+    engine.segments().forEach((s, i) => expect(bits(s.data).equals(bits(master[i])), s.name).toBe(true));
+
+    const update = { runSeed: 3, iteration: 1, rank: 2, coefficients: [{ noiseIndex: 0, coef: 0.5 }] };
+    await engine.applyUpdate(update);
+    const updated = await engine.withRestoredWeights((segs) => segs.map((s, i) => ({ ...loaded.weights[i], data: Float32Array.from(s.data) })));
+    if (options.mode === 'full') {
+      const expected = master.map((m, i) => ({ ...loaded.weights[i], data: Float32Array.from(m) }));
+      applyDenseUpdate(layoutSegments(expected), 3, 1, update.coefficients, { decay: 0 });
+      updated.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
+    }
+    // the master moved by less than the half type's resolution in places: the update is kept in fp32, not rounded away
+    expect(updated.some((w) => w.data.some((v) => onGrid(v) !== v))).toBe(true);
+    const [after] = await engine.generate([row]);
+    expect(after.tokenIds).toEqual(referenceGreedy(computedOn(updated), prompt, 4));
+  } finally {
+    await engine.close();
+  }
+}
+
+
 describe('fp16 exports', () => {
   it('load with fp32 masters equal to the fp16 values, and the graph computes like fp32 within fp16 tolerance', async () => {
     const dir = exported('fp16');
@@ -99,39 +144,12 @@ describe('fp16 exports', () => {
   });
 
   for (const [mode, fullModeWeights] of [['full', 'inputs'], ['full', 'rebuild-session'], ['lowrank', undefined]] as const) {
-    it(`${mode}${fullModeWeights ? ` (${fullModeWeights})` : ''}: decodes like the reference, restores the master exactly, and applies one update`, { timeout: 60_000 }, async () => {
-      const dir = exported('fp16');
-      const loaded = loadModelDir(dir);
-      const engine = await createOnnxEngine(loaded, { model: { dir }, mode, ...(fullModeWeights ? { fullModeWeights } : {}) });
-      try {
-        const master = loaded.weights.map((w) => Float32Array.from(w.data));
-        const [base] = await engine.generate([row]);
-        expect(base.tokenIds).toEqual(referenceGreedy(rounded(weights), prompt, 4));
-        engine.setPopulation(population);
-        const members = await engine.generate(population.members.map((m) => ({ ...row, member: { kind: 'member' as const, iteration: 1, index: m.index } })));
-        expect(members.map((m) => m.tokenIds)).not.toEqual([base.tokenIds, base.tokenIds]);
-        engine.segments().forEach((s, i) => expect(bits(s.data).equals(bits(master[i])), s.name).toBe(true));
-
-        const update = { runSeed: 3, iteration: 1, rank: 2, coefficients: [{ noiseIndex: 0, coef: 0.5 }] };
-        await engine.applyUpdate(update);
-        const updated = await engine.withRestoredWeights((segs) => segs.map((s, i) => ({ ...loaded.weights[i], data: Float32Array.from(s.data) })));
-        if (mode === 'full') {
-          const expected = master.map((m, i) => ({ ...loaded.weights[i], data: Float32Array.from(m) }));
-          applyDenseUpdate(layoutSegments(expected), 3, 1, update.coefficients, { decay: 0 });
-          updated.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
-        }
-        // the master moved by less than fp16's resolution in places: the update is kept in fp32, not rounded away
-        expect(updated.some((w) => w.data.some((v) => fp16Value(fp16Bits(v)) !== v))).toBe(true);
-        const [after] = await engine.generate([row]);
-        expect(after.tokenIds).toEqual(referenceGreedy(rounded(updated), prompt, 4));
-      } finally {
-        await engine.close();
-      }
-    });
+    it(`${mode}${fullModeWeights ? ` (${fullModeWeights})` : ''}: decodes like the reference, restores the master exactly, and applies one update`, { timeout: 60_000 }, () =>
+      trainsOnMaster('fp16', { mode, ...(fullModeWeights ? { fullModeWeights } : {}) }, fp16OnGrid, rounded));
   }
 });
 
-const bf16Rounded = (ws: readonly NamedTensor[]) => ws.map((w) => ({ ...w, data: w.data.map((v) => bf16Value(bf16Bits(v))) }));
+const bf16Rounded = (ws: readonly NamedTensor[]) => onHalfGrid(ws, bf16OnGrid);
 
 describe('bf16 exports', () => {
   it('load widened to fp32: masters equal the bf16 values, one θ entry a parameter, no BFLOAT16 left in the graph', () => {
@@ -150,35 +168,8 @@ describe('bf16 exports', () => {
   });
 
   for (const mode of ['full', 'lowrank'] as const) {
-    it(`${mode}: decodes like the reference on the bf16 values, restores θ exactly, and applies one update`, { timeout: 60_000 }, async () => {
-      const dir = exported('bf16');
-      const loaded = loadModelDir(dir);
-      const engine = await createOnnxEngine(loaded, { model: { dir }, mode });
-      try {
-        const master = loaded.weights.map((w) => Float32Array.from(w.data));
-        const [base] = await engine.generate([row]);
-        expect(base.tokenIds).toEqual(referenceGreedy(bf16Rounded(weights), prompt, 4));
-        engine.setPopulation(population);
-        const members = await engine.generate(population.members.map((m) => ({ ...row, member: { kind: 'member' as const, iteration: 1, index: m.index } })));
-        expect(members.map((m) => m.tokenIds)).not.toEqual([base.tokenIds, base.tokenIds]);
-        engine.segments().forEach((s, i) => expect(bits(s.data).equals(bits(master[i])), s.name).toBe(true));
-
-        const update = { runSeed: 3, iteration: 1, rank: 2, coefficients: [{ noiseIndex: 0, coef: 0.5 }] };
-        await engine.applyUpdate(update);
-        const updated = await engine.withRestoredWeights((segs) => segs.map((s, i) => ({ ...loaded.weights[i], data: Float32Array.from(s.data) })));
-        if (mode === 'full') {
-          const expected = master.map((m, i) => ({ ...loaded.weights[i], data: Float32Array.from(m) }));
-          applyDenseUpdate(layoutSegments(expected), 3, 1, update.coefficients, { decay: 0 });
-          updated.forEach((w, i) => expect(bits(w.data).equals(bits(expected[i].data)), w.name).toBe(true));
-        }
-        // the update is kept in fp32, off bf16's grid
-        expect(updated.some((w) => w.data.some((v) => bf16Value(bf16Bits(v)) !== v))).toBe(true);
-        const [after] = await engine.generate([row]);
-        expect(after.tokenIds).toEqual(referenceGreedy(updated, prompt, 4));
-      } finally {
-        await engine.close();
-      }
-    });
+    it(`${mode}: decodes like the reference on the bf16 values, restores θ exactly, and applies one update`, { timeout: 60_000 }, () =>
+      trainsOnMaster('bf16', { mode }, bf16OnGrid, (ws) => ws));
   }
 });
 
