@@ -7,11 +7,12 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ExecutionProvider } from './execution-provider.ts';
 
 export const ThroughputMeasurement = z.object({
   /** EC2 instance type, or `local-cpu` for a development machine. */
   instanceType: z.string().min(1),
-  provider: z.enum(['cpu', 'cuda']),
+  provider: ExecutionProvider,
   /** The model measured: a preset name or a model directory. */
   model: z.string().min(1),
   concurrency: z.number().int().min(1),

@@ -6,6 +6,7 @@
 import type { Coefficient, ParameterSegment } from '../shared/es.ts';
 import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/policy.ts';
 import type { FullModeWeights, Member, ModelSpec } from '../shared/schemas/index.ts';
+import type { ExecutionProvider } from '../shared/execution-provider.ts';
 
 /**
  * How a model family writes tool calls, read off its chat template (trainer/model/tool-format.ts): Qwen /
@@ -126,7 +127,6 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-export type ExecutionProvider = 'cpu' | 'cuda';
 
 /** How `createEngine` (trainer/model/create-engine.ts) builds an engine. */
 export interface EngineOptions {

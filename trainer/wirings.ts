@@ -17,6 +17,7 @@ import { cloudRunTarget, type CloudTarget } from './fanout/cloud-target.ts';
 import { localRunTarget } from './fanout/local-target.ts';
 import type { RunTarget } from './fanout/run-target.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from './server/tls-identity.ts';
+import type { ExecutionProvider } from '../shared/execution-provider.ts';
 
 /** A run's store and target before its config is known (a resume reads the config from the store). */
 export interface RunWiring {
@@ -64,7 +65,7 @@ export interface BoxWiringOptions {
   port: number;
   token: string;
   pollMs: number;
-  executionProvider: 'cpu' | 'cuda';
+  executionProvider: ExecutionProvider;
   /** Trainer replicas in the stack, this box included. */
   replicas: number;
   log: Logger;

@@ -4,7 +4,7 @@ import { modelFlags } from '../command/model-flags.ts';
 
 export const command = benchCommand({
   name: 'bench full',
-  usage: 'esopt bench full [--model small|NAME|DIR] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--new-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-model tiny|NAME|DIR] [--repeats 3] [--threads N] [--switch-threads N] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench full [--model small|NAME|DIR] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--new-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-model tiny|NAME|DIR] [--repeats 3] [--threads N] [--switch-threads N] [--provider cpu|cuda|webgpu] [--json]',
   flags: { ...modelFlags, ...stringFlags('threads', 'batches', 'episode-tokens', 'prompt-tokens', 'new-tokens', 'sigma', 'cycles', 'drift-model', 'repeats', 'switch-threads') },
   load: () => import('./full.ts'),
   indent: true,

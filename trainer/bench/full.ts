@@ -10,7 +10,7 @@ import { layoutSegments, perturbDense } from '../../shared/es.ts';
 import type { ParameterSegment } from '../../shared/es.ts';
 import { modelSpecFlag } from '../command/model-flags.ts';
 import { openModel } from '../model/open-model.ts';
-import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel } from '../model/ort-format.ts';
+import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from '../model/ort-format.ts';
 import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../model/sessions.ts';
 import { parameterCount } from '../model/weights.ts';
 import { perturb, restore, switchPerturbation } from '../perturbation/exact-perturbation.ts';
@@ -142,7 +142,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   // bytes (ort-format.ts; one switch thread, θ under 2 GiB), and encoding the graph whose initializer
   // bytes are views onto θ (otherwise). The ORT-format model holds its own copy of θ here.
   const thetaBytes = model.weights.reduce((a, w) => a + w.data.byteLength, 0);
-  const ortModel = thetaBytes <= ORT_FORMAT_LIMIT ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(opts), model.dir, INLINE_SESSION_LIMIT) : null;
+  const ortModel = thetaBytes <= ORT_FORMAT_LIMIT && ortFormatRuns(provider) ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(opts), model.dir, INLINE_SESSION_LIMIT) : null;
   const rebuildMs: number[] = [];
   if (ortModel) {
     const ortSegments = layoutSegments(model.weights.map((w, i) => ({ name: w.name, data: ortModel.views[i] })));
@@ -154,7 +154,8 @@ export async function run(o: z.output<typeof options>, log: Log) {
         await s.release();
       }));
     }
-  } else log(`rebuild-session: θ is ${thetaBytes} bytes, past an ORT-format model (${ORT_FORMAT_LIMIT}): the encode path only`);
+  } else if (!ortFormatRuns(provider)) log(`rebuild-session: the ${provider} provider cannot run an ORT-format model's session: the encode path only`);
+  else log(`rebuild-session: θ is ${thetaBytes} bytes, past an ORT-format model (${ORT_FORMAT_LIMIT}): the encode path only`);
   const rebuildEncodeMs: number[] = [];
   for (let r = 0; r < Math.min(repeats, 2); r++) {
     rebuildEncodeMs.push(await timeMs(async () => {

@@ -4,7 +4,7 @@ import { modelFlags } from '../command/model-flags.ts';
 
 export const command = benchCommand({
   name: 'bench lowrank',
-  usage: 'esopt bench lowrank [--model small|NAME|DIR] [--batches 8,32] [--rank 1] [--prompt-tokens 16] [--new-tokens 48] [--repeats 9] [--threads N] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench lowrank [--model small|NAME|DIR] [--batches 8,32] [--rank 1] [--prompt-tokens 16] [--new-tokens 48] [--repeats 9] [--threads N] [--provider cpu|cuda|webgpu] [--json]',
   flags: { ...modelFlags, ...stringFlags('threads', 'batches', 'rank', 'prompt-tokens', 'new-tokens', 'repeats') },
   load: () => import('./lowrank.ts'),
   indent: true,

@@ -1,10 +1,11 @@
 /** Option schemas several benchmarks share: sizes, repeats, the execution provider and the model. */
 import { z } from 'zod';
+import { ExecutionProvider } from '../../shared/execution-provider.ts';
 import { modelSpecFlag } from '../command/model-flags.ts';
 
 export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
-export const Provider = z.enum(['cpu', 'cuda']).default('cpu');
+export const Provider = ExecutionProvider.default('cpu');
 
 /** onnxruntime intra-op threads; unset leaves onnxruntime's own default. */
 export const Threads = int(1, 256).optional();

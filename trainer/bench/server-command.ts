@@ -4,7 +4,7 @@ import { modelFlags } from '../command/model-flags.ts';
 
 export const command = benchCommand({
   name: 'bench server',
-  usage: 'esopt bench server [--model tiny|small|DIR] [--concurrency 32] [--max-tokens 32] [--repeats 3] [--window-ms 20] [--max-wait-ms 200] [--provider cpu|cuda] [--record FILE --instance-type T] [--json]',
+  usage: 'esopt bench server [--model tiny|small|DIR] [--concurrency 32] [--max-tokens 32] [--repeats 3] [--window-ms 20] [--max-wait-ms 200] [--provider cpu|cuda|webgpu] [--record FILE --instance-type T] [--json]',
   flags: { ...modelFlags, ...stringFlags('concurrency', 'max-tokens', 'repeats', 'window-ms', 'max-wait-ms', 'record', 'instance-type') },
   load: () => import('./server.ts'),
   text: (out) =>

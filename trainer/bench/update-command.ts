@@ -4,7 +4,7 @@ import { modelFlags } from '../command/model-flags.ts';
 
 export const command = benchCommand({
   name: 'bench update',
-  usage: 'esopt bench update [--model small|tiny|DIR] [--population 32] [--iterations 2] [--workers 8] [--max-tokens 8] [--provider cpu|cuda] [--json]',
+  usage: 'esopt bench update [--model small|tiny|DIR] [--population 32] [--iterations 2] [--workers 8] [--max-tokens 8] [--provider cpu|cuda|webgpu] [--json]',
   flags: { ...modelFlags, ...stringFlags('population', 'iterations', 'workers', 'max-tokens') },
   load: () => import('./update.ts'),
   text: (out) =>

@@ -8,5 +8,5 @@ export function modelSpecFlag(value: string, seed: number): ModelSpec {
   return value in PRESETS ? ({ preset: value, seed } as ModelSpec) : { dir: value };
 }
 
-/** `--model NAME|DIR` and `--provider cpu|cuda`, as strings for the options schema they feed. */
+/** `--model NAME|DIR` and `--provider cpu|cuda|webgpu`, as strings for the options schema they feed. */
 export const modelFlags = stringFlags('model', 'provider');

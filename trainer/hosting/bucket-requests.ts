@@ -35,6 +35,7 @@ import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/clou
 import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
 import { LocalModelHost } from './local-model-host.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 /** The variable that holds the box's token in the Episode function (sst.config.ts). */
 const WORKER_TOKEN_ENV = 'ESOPT_TRAINER_TOKEN';
@@ -61,7 +62,7 @@ export interface BucketPollerOptions {
   prices?: CostPricesInput;
   log?: Logger;
   /** onnxruntime's execution provider for every engine the box starts (default cpu). */
-  executionProvider?: 'cpu' | 'cuda';
+  executionProvider?: ExecutionProvider;
   /**
    * Serve inference over HTTPS with this identity; `start()` / `pollOnce()` first publish its certificate
    * in the bucket, where the Episode function reads the pin. Required when publicUrl is https.

@@ -12,6 +12,7 @@ import { readRunConfig } from '../loop/training.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { startInferenceServer } from '../server/server.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 /** Serve where remote workers reach the server: they hold `token` in their variable `tokenEnv`. */
 export interface PublicServing {
@@ -27,7 +28,7 @@ export interface PublicServing {
 
 export interface LocalModelHostOptions {
   serving?: PublicServing;
-  executionProvider?: 'cpu' | 'cuda';
+  executionProvider?: ExecutionProvider;
 }
 
 export class LocalModelHost implements ModelHost {

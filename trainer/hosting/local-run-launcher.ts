@@ -20,6 +20,7 @@ import { runEmbedded } from '../loop/embedded-run.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import { readRunConfig } from '../loop/training.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 export class StopRequested extends Error {
   constructor(readonly iteration: number) {
@@ -37,7 +38,7 @@ interface LauncherOptionsCommon {
   token?: string;
   /** Where the inference server listens; remote workers need a reachable address. */
   server?: { host?: string; port?: number; tls?: TlsIdentity };
-  executionProvider?: 'cpu' | 'cuda';
+  executionProvider?: ExecutionProvider;
   /** Trainer replicas in all, this process included: a model run waits for the other replicas' θ_0 (trainer/loop/replica-set.ts). */
   replicas?: number;
 }

@@ -22,6 +22,7 @@ import type { RunTarget } from '../fanout/run-target.ts';
 import { train, type TrainingResult } from './training.ts';
 import { ReplicaSet } from './replica-set.ts';
 import { acquireCoordinatorLease, type HeldLease } from './coordinator-lease.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 interface RunOptionsCommon {
   config: RunConfig;
@@ -33,7 +34,7 @@ interface RunOptionsCommon {
   server?: { host?: string; port?: number; tls?: TlsIdentity };
   faults?: FaultHook;
   pollMs?: number;
-  executionProvider?: 'cpu' | 'cuda';
+  executionProvider?: ExecutionProvider;
   /**
    * Share the members' inference with trainer replicas (trainer/replicas/replica.ts) that follow this run
    * in the same store; they are started separately and found through their announcements.

@@ -12,7 +12,7 @@ import type { ModelProto } from '../onnx/proto.ts';
 import type { LoadedModel } from './model-dir.ts';
 import { OnnxEngine } from './onnx-engine.ts';
 import { openModel } from './open-model.ts';
-import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel } from './ort-format.ts';
+import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from './ort-format.ts';
 import { FullInputsServing } from './serving/full-inputs.ts';
 import { pointWeightsAt } from './serving/full-mode-switch.ts';
 import { FullRebuildSessionServing } from './serving/full-rebuild-session.ts';
@@ -37,10 +37,10 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   const threads = switchThreads(options, model);
   const rebuild = options.fullModeWeights === 'rebuild-session';
   // θ moves into an ORT-format model when it fits one, and only with one switch thread: all of θ is then
-  // one buffer, which could not be dealt to worker threads tensor by tensor.
+  // one buffer, which could not be dealt to worker threads tensor by tensor; and only where the provider runs it.
   const thetaBytes = model.weights.reduce((a, w) => a + w.data.byteLength, 0);
   // (fp16 weights are not their masters' bytes, so an fp16 export builds member sessions from the graph)
-  const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT && !model.half ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
+  const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT && !model.half && ortFormatRuns(options.executionProvider ?? 'cpu') ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
   if (ortModel) pointWeightsAt(model, ortModel.views);
   const graph = rebuild ? model.graph : weightsAsInputs(model.graph, model.weights);
   // θ as inputs: an fp16 export's weights are fed from their masters, so the graph's fp16 bytes can go

@@ -26,6 +26,7 @@ import * as ort from 'onnxruntime-node';
 import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts';
 import { bytesOf, encodeModel, type ModelProto } from '../onnx/proto.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 /** θ's bytes up to which it can live in an ORT-format model: 2 GiB less room for the graph itself. */
 export const ORT_FORMAT_LIMIT = 2 ** 31 - 2 ** 26;
@@ -131,6 +132,13 @@ export async function ortFormatModel(
   });
   return { bytes: owned, views };
 }
+
+/**
+ * Whether sessions from ORT-format bytes run on `provider`: onnxruntime-node 1.30's WebGPU provider makes
+ * one but fails its first run (a Gather's input is not on a WebGPU buffer), with or without the
+ * in-place options, so a webgpu engine builds member sessions by encoding the graph.
+ */
+export const ortFormatRuns = (provider: ExecutionProvider): boolean => provider !== 'webgpu';
 
 /** A session whose initializers are read from `model.bytes` in place (see above). */
 export async function createOrtFormatSession(model: OrtFormatModel, sessionOptions: ort.InferenceSession.SessionOptions, what: string): Promise<ort.InferenceSession> {

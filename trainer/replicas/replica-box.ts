@@ -15,6 +15,7 @@ import { ActiveRun, RunStatus } from '../../shared/schemas/index.ts';
 import { getJson } from '../loop/stored-json.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import { startReplica, type ReplicaOptions, type RunningReplica } from './replica.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 export interface ReplicaBoxOptions {
   store: ObjectStore;
@@ -30,7 +31,7 @@ export interface ReplicaBoxOptions {
   pollMs: number;
   /** The replica's own poll of the run's records. */
   followPollMs?: number;
-  executionProvider?: 'cpu' | 'cuda';
+  executionProvider?: ExecutionProvider;
   log: { info(fields: object, message: string): void; error(fields: object, message: string): void };
 }
 

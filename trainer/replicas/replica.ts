@@ -14,6 +14,7 @@ import { restoreFromLog } from '../loop/restore.ts';
 import { getJson, putJson } from '../loop/stored-json.ts';
 import { applyLogEntry, logEntryFor } from '../loop/weight-update.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 export interface ReplicaOptions {
   store: ObjectStore;
@@ -26,7 +27,7 @@ export interface ReplicaOptions {
   /** The address workers reach this replica at (…/v1); default its own loopback URL. */
   publicUrl?: string;
   pollMs?: number;
-  executionProvider?: 'cpu' | 'cuda';
+  executionProvider?: ExecutionProvider;
   onProgress?: (event: { kind: 'restored' | 'serving' | 'updated'; iteration: number; thetaHash: string }) => void;
 }
 

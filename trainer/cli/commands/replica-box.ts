@@ -8,6 +8,7 @@ import { tlsFor } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
+import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 
 /**
  * `esopt replica-box`: a deployed replica box's service (sst.config.ts, ESOPT_REPLICAS > 1). Follows the
@@ -29,7 +30,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
   const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
-  const executionProvider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']).default('cpu'));
+  const executionProvider = flag(p.values, 'provider', ExecutionProvider.default('cpu'));
   const token = process.env.ESOPT_TOKEN;
   if (!token) throw new UsageError("ESOPT_TOKEN is not set (the stack's TrainerToken secret, which the Episode function sends as its ESOPT_TRAINER_TOKEN)");
   let store;
@@ -62,7 +63,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
 export const command: Command = {
   name: 'replica-box',
   usage:
-    'esopt replica-box --id ID --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--once] [--json]\n' +
+    'esopt replica-box --id ID --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda|webgpu] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3); needs ESOPT_TOKEN\n' +
     '  follows the run the coordinator box trains (trainer/active-run.json) as trainer replica ID; --once: follow the active run, if any, to its end\n' +
     '  an https --public-url serves TLS with a certificate made at start and announced with the address under the run, which the Episode function pins',

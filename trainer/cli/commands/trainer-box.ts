@@ -5,6 +5,7 @@ import { boxWiring } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
+import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 
 const PublicUrl = z.url({ protocol: /^https?$/ });
 
@@ -28,7 +29,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
   const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
-  const executionProvider = flag(p.values, 'provider', z.enum(['cpu', 'cuda']).default('cpu'));
+  const executionProvider = flag(p.values, 'provider', ExecutionProvider.default('cpu'));
   // The stack's trainer replicas, this box included: the others are replica boxes (esopt replica-box).
   const replicas = flag(p.values, 'replicas', z.coerce.number().int().min(1).max(64).default(1));
   const token = process.env.ESOPT_TOKEN;
@@ -64,7 +65,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
 export const command: Command = {
   name: 'trainer-box',
   usage:
-    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda] [--replicas N] [--once] [--json]\n' +
+    'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda|webgpu] [--replicas N] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +
     '  --once: claim and run what is queued now, then exit\n' +
     '  --replicas N: the stack\'s trainer replicas, this box included; each run names itself in trainer/active-run.json, which the N−1 replica boxes follow\n' +
