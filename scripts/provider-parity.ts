@@ -1,0 +1,33 @@
+/**
+ * `node --import tsx scripts/provider-parity.ts [--provider webgpu] [--model small] [--rows 4] [--new-tokens 32]`:
+ * greedy decoding on the provider against the CPU, token for token, in each way the engine serves θ
+ * (trainer/model/provider-parity.ts). Prints the result as JSON; exits 0 when every row is equal,
+ * 3 when some differ (where they start is in the JSON), 1 when a provider fails, 2 on bad flags.
+ */
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { ExecutionProvider } from '../shared/execution-provider.ts';
+import { modelSpecFlag } from '../trainer/command/model-flags.ts';
+import { providerParity } from '../trainer/model/provider-parity.ts';
+
+const Flags = z.object({
+  provider: ExecutionProvider.default('webgpu'),
+  model: z.string().min(1).default('small'),
+  rows: z.coerce.number().int().min(1).max(64).default(4),
+  'new-tokens': z.coerce.number().int().min(1).max(1024).default(32),
+});
+
+const parsed = Flags.safeParse(parseArgs({ options: { provider: { type: 'string' }, model: { type: 'string' }, rows: { type: 'string' }, 'new-tokens': { type: 'string' } } }).values);
+if (!parsed.success) {
+  process.stderr.write(`provider-parity: ${parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+  process.exit(2);
+}
+const f = parsed.data;
+try {
+  const result = await providerParity({ model: modelSpecFlag(f.model, 0), provider: f.provider, rows: f.rows, newTokens: f['new-tokens'] });
+  process.stdout.write(`${JSON.stringify({ model: f.model, ...result }, null, 2)}\n`);
+  process.exitCode = result.equal ? 0 : 3;
+} catch (err) {
+  process.stderr.write(`provider-parity: ${f.provider} failed: ${(err as Error).message}\n`);
+  process.exitCode = 1;
+}

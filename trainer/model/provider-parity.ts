@@ -1,0 +1,74 @@
+/**
+ * Greedy decoding on one execution provider against the CPU's, token for token, in each way an engine
+ * serves θ (full mode with θ as inputs, full mode with rebuilt sessions, low-rank mode): the check that a
+ * device provider computes the model, not merely runs. Greedy argmax can flip where two logits lie within
+ * float rounding of each other, so a difference is reported with where it starts, never hidden.
+ */
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
+import type { ModelSpec } from '../../shared/schemas/index.ts';
+import type { EngineOptions, GenerateRow } from '../engine.ts';
+import { createEngine } from './create-engine.ts';
+
+export const PARITY_WAYS = ['full-inputs', 'full-rebuild-session', 'lowrank'] as const;
+export type ParityWay = (typeof PARITY_WAYS)[number];
+
+export interface ParityWayResult {
+  way: ParityWay;
+  /** Every row's tokens equal the CPU's. */
+  equal: boolean;
+  /** Per row: how many leading tokens equal the CPU's (newTokens where the row is equal). */
+  matchingPrefix: number[];
+  cpuMs: number;
+  providerMs: number;
+}
+
+export interface ParityResult {
+  provider: ExecutionProvider;
+  rows: number;
+  newTokens: number;
+  equal: boolean;
+  ways: ParityWayResult[];
+}
+
+const engineOptions = (way: ParityWay): Pick<EngineOptions, 'mode' | 'fullModeWeights'> =>
+  way === 'lowrank' ? { mode: 'lowrank' } : { mode: 'full', fullModeWeights: way === 'full-inputs' ? 'inputs' : 'rebuild-session' };
+
+/** `rows` greedy rows of 8 distinct prompt bytes each, `newTokens` generated past EOS. */
+function parityRows(rows: number, newTokens: number): GenerateRow[] {
+  return Array.from({ length: rows }, (_, k) => ({
+    promptIds: Array.from({ length: 8 }, (_, i) => 3 + ((i * 7 * (k + 1) + k) % 250)),
+    member: { kind: 'base' as const },
+    sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 },
+    maxNewTokens: newTokens,
+    stop: [],
+    ignoreEos: true,
+  }));
+}
+
+async function decode(model: ModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[]): Promise<{ tokens: number[][]; ms: number }> {
+  const engine = await createEngine({ model, executionProvider: provider, ...engineOptions(way) });
+  try {
+    const t0 = performance.now();
+    const out = await engine.generate(rows);
+    return { tokens: out.map((o) => o.tokenIds), ms: performance.now() - t0 };
+  } finally {
+    await engine.close();
+  }
+}
+
+export async function providerParity(o: { model: ModelSpec; provider: ExecutionProvider; rows: number; newTokens: number; ways?: readonly ParityWay[] }): Promise<ParityResult> {
+  const rows = parityRows(o.rows, o.newTokens);
+  const ways: ParityWayResult[] = [];
+  for (const way of o.ways ?? PARITY_WAYS) {
+    const cpu = await decode(o.model, 'cpu', way, rows);
+    const dev = await decode(o.model, o.provider, way, rows);
+    const matchingPrefix = cpu.tokens.map((c, r) => {
+      const d = dev.tokens[r];
+      let n = 0;
+      while (n < c.length && n < d.length && c[n] === d[n]) n++;
+      return c.length === d.length && n === c.length ? o.newTokens : n;
+    });
+    ways.push({ way, equal: matchingPrefix.every((n) => n === o.newTokens), matchingPrefix, cpuMs: Math.round(cpu.ms), providerMs: Math.round(dev.ms) });
+  }
+  return { provider: o.provider, rows: o.rows, newTokens: o.newTokens, equal: ways.every((w) => w.equal), ways };
+}
