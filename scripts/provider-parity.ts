@@ -1,14 +1,14 @@
 /**
  * `node --import tsx scripts/provider-parity.ts [--provider webgpu] [--model small] [--rows 4] [--new-tokens 32]`:
  * greedy decoding on the provider against the CPU, token for token, in each way the engine serves θ
- * (trainer/model/provider-parity.ts). Prints the result as JSON; exits 0 when every row is equal,
+ * (trainer/bench/provider-parity.ts). Prints the result as JSON; exits 0 when every row is equal,
  * 3 when some differ (where they start is in the JSON), 1 when a provider fails, 2 on bad flags.
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ExecutionProvider } from '../shared/execution-provider.ts';
 import { modelSpecFlag } from '../trainer/command/model-flags.ts';
-import { providerParity } from '../trainer/model/provider-parity.ts';
+import { providerParity } from '../trainer/bench/provider-parity.ts';
 
 const Flags = z.object({
   provider: ExecutionProvider.default('webgpu'),

@@ -1,7 +1,7 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildPreset } from '../../trainer/model/open-model.ts';
-import { providerParity } from '../../trainer/model/provider-parity.ts';
+import { providerParity } from '../../trainer/bench/provider-parity.ts';
 import { sessionOptionsFor } from '../../trainer/model/sessions.ts';
 import { encodeModel } from '../../trainer/onnx/proto.ts';
 
