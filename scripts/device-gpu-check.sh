@@ -37,6 +37,8 @@ say() { echo "[$(elapsed)s] device-gpu-check: $*" >&2; }
 # A step's record: name, status (ok|failed|timeout|skipped|differs), seconds, command, and its JSON output if any.
 record() {
   local name=$1 status=$2 secs=$3 cmd=$4 json=${5:-}
+  cmd=${cmd//$'\n'/ }
+  cmd=${cmd//$'\t'/ }
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$secs" "$cmd" "$json" >> "$OUTDIR/steps.tsv"
 }
 summary() {
@@ -50,7 +52,17 @@ summary() {
       if (json && fs.existsSync(json)) { try { result = JSON.parse(fs.readFileSync(json, "utf8")); } catch (e) { result = { unparsed: fs.readFileSync(json, "utf8").slice(0, 2000) }; } }
       return { name, status, seconds: Number(seconds), command, result };
     });
-    fs.writeFileSync(out, JSON.stringify({ gpu: process.env.GPU, started, finished: new Date().toISOString(), ok: steps.every((s) => s.status === "ok"), steps }, null, 2) + "\n");
+    // GPU ÷ CPU of the same benchmark and sizes, where both ran
+    const r = (n) => steps.find((s) => s.name === n && s.status === "ok")?.result;
+    const ratio = (a, b) => (a && b ? a / b : null);
+    const lw = r("lowrank-webgpu"), lc = r("lowrank-cpu"), sw = r("server-webgpu"), sc = r("server-cpu"), fw = r("full-webgpu"), fc = r("full-cpu");
+    const gpu_over_cpu = {
+      lowrank: lw && lc ? lw.batches.map((b, i) => ({ batch: b.batch, base_tokens_per_s: ratio(b.base_tokens_per_s, lc.batches[i]?.base_tokens_per_s), lowrank_tokens_per_s: ratio(b.lowrank_tokens_per_s, lc.batches[i]?.lowrank_tokens_per_s) })) : null,
+      server_tokens_per_s: ratio(sw?.server_tokens_per_s, sc?.server_tokens_per_s),
+      offline_tokens_per_s: ratio(sw?.offline_tokens_per_s, sc?.offline_tokens_per_s),
+      full_episode_speed: ratio(fc?.episode_ms, fw?.episode_ms),
+    };
+    fs.writeFileSync(out, JSON.stringify({ gpu: process.env.GPU, started, finished: new Date().toISOString(), ok: steps.every((s) => s.status === "ok"), gpu_over_cpu, steps }, null, 2) + "\n");
   ' "$OUTDIR/steps.tsv" "$OUTDIR/device-gpu-check.json" "$(date -u -d @"$START" +%FT%TZ)" || say "could not write the JSON summary"
 }
 SMI_PID=
@@ -124,7 +136,7 @@ run_step() {
   esac
   return $rc
 }
-esopt() { node trainer/cli/bin.js "$@"; }
+ESOPT=(node trainer/cli/bin.js)
 
 STEP=parity
 run_step parity 120 node --import tsx scripts/provider-parity.ts --provider webgpu --model small --rows 4 --new-tokens 32
@@ -149,11 +161,11 @@ else
   FULL=(--batches 1 --prompt-tokens 16 --new-tokens 8 --episode-tokens 32 --repeats 2 --cycles 50)
 fi
 FAILED=0
-run_step transfer 30 esopt bench transfer --model "$MODEL" --batch 32 --context 1024 --json || FAILED=1
+run_step transfer 30 "${ESOPT[@]}" bench transfer --model "$MODEL" --batch 32 --context 1024 --json || FAILED=1
 for bench in lowrank server full; do
   case $bench in lowrank) args=("${LOWRANK[@]}"); limit=90 ;; server) args=("${SERVER[@]}"); limit=60 ;; full) args=("${FULL[@]}"); limit=150 ;; esac
   for provider in webgpu cpu; do
-    run_step "$bench-$provider" "$limit" esopt bench "$bench" --model "$MODEL" --provider "$provider" "${args[@]}" --json || FAILED=1
+    run_step "$bench-$provider" "$limit" "${ESOPT[@]}" bench "$bench" --model "$MODEL" --provider "$provider" "${args[@]}" --json || FAILED=1
   done
 done
 say "done in $(elapsed)s; results in $OUTDIR/device-gpu-check.json"
