@@ -4,9 +4,10 @@
 # driver and that onnxruntime-node's WebGPU provider finds an adapter, checks greedy decoding of `small`
 # on webgpu against the CPU token for token, builds the model, then runs `bench lowrank`, `bench server`
 # and `bench full` with `--provider webgpu` and `--provider cpu` one after the other (GPU ÷ CPU), sampling
-# nvidia-smi meanwhile. Writes OUTDIR/device-gpu-check.json (each step's command, result or failure) beside
-# the logs. Setup steps fail fast, naming the step; each benchmark is bounded by its own limit and by the
-# whole run's deadline (ESOPT_DEADLINE_S, default 400 s), recorded as failed or skipped, never retried.
+# nvidia-smi meanwhile. Writes OUTDIR/device-gpu-check.json (each step's command, result or failure, and
+# the GPU ÷ CPU ratios), OUTDIR/smi.csv (the samples) and OUTDIR/steps.tar.gz (each step's output and
+# log). Setup steps fail fast, naming the step; each benchmark is bounded by its own limit and by the whole
+# run's deadline (ESOPT_DEADLINE_S, default 400 s), recorded as failed or skipped, never retried.
 # Usage: scripts/device-gpu-check.sh OUTDIR [--model NAME] [--quick]
 #   --quick: `small`-sized runs (the local rehearsal); environment: NVIDIA_SMI (default nvidia-smi),
 #   ESOPT_GL_ROOT (where the Vulkan loader debs are unpacked, default /), VK_DRIVER_FILES (default the
@@ -30,7 +31,9 @@ B=.gpu-bundle
 W=${ESOPT_DEVICE_WORK:-/tmp/esopt-device}
 DEADLINE=${ESOPT_DEADLINE_S:-400}
 START=$(date +%s)
-mkdir -p "$W" "$OUTDIR/steps"
+STEPS=$W/steps
+rm -rf "$STEPS"
+mkdir -p "$W" "$STEPS"
 STEP=start
 elapsed() { echo $(($(date +%s) - START)); }
 say() { echo "[$(elapsed)s] device-gpu-check: $*" >&2; }
@@ -39,10 +42,10 @@ record() {
   local name=$1 status=$2 secs=$3 cmd=$4 json=${5:-}
   cmd=${cmd//$'\n'/ }
   cmd=${cmd//$'\t'/ }
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$secs" "$cmd" "$json" >> "$OUTDIR/steps.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$secs" "$cmd" "$json" >> "$STEPS/steps.tsv"
 }
 summary() {
-  [ -x "$W/node" ] || { say "no node to write the JSON summary with: see steps.tsv"; return; }
+  [ -x "$W/node" ] || { say "no node to write the JSON summary with: see steps.tsv in steps.tar.gz"; return; }
   GPU="${GPU:-}" "$W/node" -e '
     const fs = require("node:fs");
     const [tsv, out, started] = process.argv.slice(1);
@@ -63,16 +66,17 @@ summary() {
       full_episode_speed: ratio(fc?.episode_ms, fw?.episode_ms),
     };
     fs.writeFileSync(out, JSON.stringify({ gpu: process.env.GPU, started, finished: new Date().toISOString(), ok: steps.every((s) => s.status === "ok"), gpu_over_cpu, steps }, null, 2) + "\n");
-  ' "$OUTDIR/steps.tsv" "$OUTDIR/device-gpu-check.json" "$(date -u -d @"$START" +%FT%TZ)" || say "could not write the JSON summary"
+  ' "$STEPS/steps.tsv" "$OUTDIR/device-gpu-check.json" "$(date -u -d @"$START" +%FT%TZ)" || say "could not write the JSON summary"
 }
 SMI_PID=
 finish() {
   [ -n "$SMI_PID" ] && kill "$SMI_PID" 2>/dev/null
   summary
+  tar -czf "$OUTDIR/steps.tar.gz" -C "$W" steps 2>/dev/null || say "could not pack the steps' outputs"
 }
 trap finish EXIT
 fail() { say "FAIL at step '$STEP': $*"; record "$STEP" failed "$(elapsed)" "$*"; exit 1; }
-: > "$OUTDIR/steps.tsv"
+: > "$STEPS/steps.tsv"
 
 STEP=driver
 SMI=${NVIDIA_SMI:-nvidia-smi}
@@ -104,6 +108,8 @@ if [ -z "${VK_DRIVER_FILES:-}" ]; then
   export VK_DRIVER_FILES=$NV_ICD
 fi
 export VK_ICD_FILENAMES=$VK_DRIVER_FILES
+# the driver's ICD names its library bare (libGLX_nvidia.so.0): let the loader find it where the driver lives
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"; done
 [ -f "$NV_ICD" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 say "Vulkan ICD $VK_DRIVER_FILES: $(tr -d ' \n' < "$VK_DRIVER_FILES" | head -c 200)"
 record vulkan ok "$(elapsed)" "dpkg -x $B/gl/*.deb $GL_ROOT; VK_DRIVER_FILES=$VK_DRIVER_FILES"
@@ -125,14 +131,14 @@ run_step() {
   [ "$limit" -gt "$left" ] && limit=$left
   say "$name (limit ${limit}s): $*"
   local t0 rc; t0=$(date +%s)
-  timeout -k 5 "$limit" "$@" > "$OUTDIR/steps/$name.json" 2> >(tee "$OUTDIR/steps/$name.err" | grep -v 'CleanUnusedInitializersAndNodeArgs\|VerifyEachNodeIsAssignedToAnEp\|artificially reduced' >&2)
+  timeout -k 5 "$limit" "$@" > "$STEPS/$name.json" 2> >(tee "$STEPS/$name.err" | grep -v 'CleanUnusedInitializersAndNodeArgs\|VerifyEachNodeIsAssignedToAnEp\|artificially reduced' >&2)
   rc=$?
   local secs=$(($(date +%s) - t0))
   case $rc in
-    0) record "$name" ok "$secs" "$*" "$OUTDIR/steps/$name.json"; say "$name: ok in ${secs}s" ;;
+    0) record "$name" ok "$secs" "$*" "$STEPS/$name.json"; say "$name: ok in ${secs}s" ;;
     124|137) record "$name" timeout "$secs" "$*"; say "$name: TIMEOUT after ${secs}s" ;;
-    3) record "$name" differs "$secs" "$*" "$OUTDIR/steps/$name.json"; say "$name: tokens differ (recorded)" ;;
-    *) record "$name" failed "$secs" "$* (exit $rc: $(grep -v 'CleanUnused\|VerifyEach\|artificially' "$OUTDIR/steps/$name.err" | tail -3 | tr '\n' ' ' | cut -c1-600))" "$OUTDIR/steps/$name.json"; say "$name: FAILED (exit $rc)" ;;
+    3) record "$name" differs "$secs" "$*" "$STEPS/$name.json"; say "$name: tokens differ (recorded)" ;;
+    *) record "$name" failed "$secs" "$* (exit $rc: $(grep -v 'CleanUnused\|VerifyEach\|artificially' "$STEPS/$name.err" | tail -3 | tr '\n' ' ' | cut -c1-600))" "$STEPS/$name.json"; say "$name: FAILED (exit $rc)" ;;
   esac
   return $rc
 }
@@ -140,7 +146,7 @@ ESOPT=(node trainer/cli/bin.js)
 
 STEP=parity
 run_step parity 120 node --import tsx scripts/provider-parity.ts --provider webgpu --model small --rows 4 --new-tokens 32
-case $? in 0|3) ;; *) STEP=parity; fail "the webgpu provider does not decode here (steps/parity.err)";; esac
+case $? in 0|3) ;; *) STEP=parity; fail "the webgpu provider does not decode here (parity.err in steps.tar.gz)";; esac
 
 STEP=model
 say "building $MODEL (cached under .esopt/models)"
@@ -163,7 +169,7 @@ fi
 FAILED=0
 run_step transfer 30 "${ESOPT[@]}" bench transfer --model "$MODEL" --batch 32 --context 1024 --json || FAILED=1
 for bench in lowrank server full; do
-  case $bench in lowrank) args=("${LOWRANK[@]}"); limit=90 ;; server) args=("${SERVER[@]}"); limit=60 ;; full) args=("${FULL[@]}"); limit=150 ;; esac
+  case $bench in lowrank) args=("${LOWRANK[@]}"); limit=100 ;; server) args=("${SERVER[@]}"); limit=60 ;; full) args=("${FULL[@]}"); limit=120 ;; esac
   for provider in webgpu cpu; do
     run_step "$bench-$provider" "$limit" "${ESOPT[@]}" bench "$bench" --model "$MODEL" --provider "$provider" "${args[@]}" --json || FAILED=1
   done
