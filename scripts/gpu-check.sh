@@ -10,6 +10,7 @@
 # skips them, so on a GPU box fetch them once with
 #   ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js
 # (needs network access to the NuGet feed, CUDA 12 and cuDNN 9 on the library path).
+# The webgpu route, which needs no extra binaries, on a machine without Node: scripts/device-gpu-check.sh.
 # Usage: scripts/gpu-check.sh [--out FILE] [--model NAME|DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
