@@ -75,6 +75,11 @@ export interface EpisodeHandlerOptions {
   log?: EpisodeLog;
   /** Aborts every episode in flight (the local pool's cancellation). */
   signal?: AbortSignal;
+  /**
+   * Plays each model episode with this policy instead of calling the request's endpoint: the trainer's
+   * own engine, when the episodes run in its process (trainer/fanout/in-process.ts).
+   */
+  policyOf?: (request: EpisodeRequest) => Policy;
 }
 
 function describeZodError(error: z.ZodError): string {
@@ -102,6 +107,7 @@ async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinit
     const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
     return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
   }
+  if (options.policyOf) return options.policyOf(request);
   let token = evaluationKey;
   const fallbackUrls = request.policy.fallbackUrls ?? [];
   const origins = [...new Set([request.policy.baseUrl, ...fallbackUrls].map((url) => new URL(url).origin))];

@@ -37,7 +37,7 @@ export async function tlsFor(publicUrl: string): Promise<TlsIdentity | undefined
 
 /** Embedded: the store under `storeRoot`; the local pool, sized by the run's config, gets the server's token. */
 export function embeddedWiring(storeRoot: string, token: string | undefined): RunWiring {
-  return { store: new FsObjectStore(storeRoot), where: storeRoot, open: async (config) => ({ target: localRunTarget(storeRoot, { workers: config.workers, token }) }), abandon: async () => {} };
+  return { store: new FsObjectStore(storeRoot), where: storeRoot, open: async (config) => ({ target: localRunTarget(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes }) }), abandon: async () => {} };
 }
 
 /**

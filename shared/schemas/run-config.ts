@@ -94,6 +94,13 @@ export const RunConfig = z
     policy: z.enum(['model', 'scripted:random', 'scripted:oracle']).default('model'),
     /** Episodes run at once by the embedded worker pool. */
     workers: z.number().int().min(1).max(1024).default(8),
+    /**
+     * Embedded runs only: where episodes play. `worker-processes` (default): child processes running the
+     * Episode function against the inference server, each killable. `in-process`: in the trainer, on its
+     * engine directly, every turn in flight in one batch — faster on one machine, no isolation, no chat
+     * tools (trainer/fanout/in-process.ts).
+     */
+    localEpisodes: z.enum(['worker-processes', 'in-process']).default('worker-processes'),
     seed: Seed.default(0),
   })
   .strict();

@@ -124,7 +124,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   const heldOut = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
   if (heldOut.some((t, i) => t.id !== before.perTask[i]?.task)) throw new Error('the held-out tasks drawn for the control differ from the ES run\'s evaluation tasks');
   const { engine, server, close } = await serveModel(config);
-  const target = localRunTarget(storeRoot, { workers: config.workers });
+  const target = localRunTarget(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+  target.useEngine?.(engine);
   const bar = progressBar(o.showBaselineProgress, 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}');
   const baselineStarted = performance.now();
   let baseline;

@@ -61,7 +61,8 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: R
   if (methods.has('randomSearch')) {
     t = performance.now();
     const served = await serveModel(config);
-    const target = localRunTarget(storeRoot, { workers: config.workers });
+    const target = localRunTarget(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+    target.useEngine?.(served.engine);
     const rsCurve: Array<{ episodes: number; successRate: number }> = [];
     let rs;
     try {

@@ -1,16 +1,24 @@
 /**
- * The embedded run target: a filesystem store under `storeRoot` and the local worker pool opening the
- * same directory, its workers given the inference server's token as ESOPT_TOKEN.
+ * The embedded run target: a filesystem store under `storeRoot` and either the local worker pool opening
+ * the same directory, its workers given the inference server's token as ESOPT_TOKEN, or (`in-process`)
+ * the episodes played in this process on the run's engine.
  */
 import { join } from 'node:path';
 import { FsObjectStore } from '../../shared/store/fs.ts';
+import type { RunConfig } from '../../shared/schemas/index.ts';
+import { InProcessFanout } from './in-process.ts';
 import { LocalFanout } from './local.ts';
 import type { RunTarget } from './run-target.ts';
 
-export function localRunTarget(storeRoot: string, o: { workers: number; token?: string }): RunTarget {
+export function localRunTarget(storeRoot: string, o: { workers: number; token?: string; localEpisodes?: RunConfig['localEpisodes'] }): RunTarget {
+  const store = new FsObjectStore(storeRoot);
+  if (o.localEpisodes === 'in-process') {
+    const fanout = new InProcessFanout(store);
+    return { store, fanout, locate: (key) => join(storeRoot, key), useEngine: (engine) => fanout.useEngine(engine), close: () => fanout.close() };
+  }
   const fanout = new LocalFanout({ workers: o.workers, store: { kind: 'fs', root: storeRoot }, env: o.token ? { ESOPT_TOKEN: o.token } : {} });
   return {
-    store: new FsObjectStore(storeRoot),
+    store,
     fanout,
     locate: (key) => join(storeRoot, key),
     warm: () => fanout.warm(),

@@ -5,6 +5,7 @@
  */
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { Engine } from '../engine.ts';
 
 /** How the workers reach the trainer's inference server, as the episode requests carry it. */
 export interface WorkerPolicyEndpoint {
@@ -24,6 +25,8 @@ export interface RunTarget {
    * local pool needs; a remote fan-out must be given the server's public address.
    */
   policyEndpoint?: WorkerPolicyEndpoint;
+  /** In-process targets play episodes on the run's engine: given it once the run has served it, before `warm`. */
+  useEngine?(engine: Engine): void;
   /** Get the workers ready before the first iteration's clock runs. */
   warm?(): Promise<void>;
   /** Release the fan-out and the store's connections. */

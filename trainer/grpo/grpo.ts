@@ -73,7 +73,8 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   const model = new DecoderGradient(loaded.config, loaded.weights.map((w) => ({ name: w.name, dims: w.dims, data: w.data.slice() })));
   const adam = new Adam(model.weights.map((w) => w.data), grpo.learningRate);
   const { engine, server, close } = await serveModel(config);
-  const target = localRunTarget(o.storeRoot, { workers: config.workers });
+  const target = localRunTarget(o.storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+  target.useEngine?.(engine);
   const history: GrpoStepRecord[] = [];
   let episodes = 0;
   try {

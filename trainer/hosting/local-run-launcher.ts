@@ -89,7 +89,7 @@ export class LocalRunLauncher implements RunLauncher {
     }, this.o.stopPollMs ?? 1000);
     // A per-run token keeps the loopback inference server closed to anything but this run's workers.
     const token = this.o.token ?? randomBytes(24).toString('hex');
-    const target = this.o.target ? this.o.target(config) : localRunTarget(this.o.storeRoot, { workers: config.workers, token });
+    const target = this.o.target ? this.o.target(config) : localRunTarget(this.o.storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
     const job = runEmbedded({
       config,
       run,

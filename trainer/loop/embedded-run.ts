@@ -81,7 +81,7 @@ export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 't
 
 export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {
   const { config, run } = o;
-  const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token });
+  const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token, localEpisodes: config.localEpisodes });
   const { store, fanout } = target;
   let served: ServedModel | undefined;
   let lease: HeldLease | undefined;
@@ -92,6 +92,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     served = await serveModel(config, o);
     const { engine, server } = served;
     const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
+    target.useEngine?.(engine);
     // Workers take a moment to load; start them before the clock of the first iteration runs.
     await target.warm?.();
     if (o.replicas && config.policy !== 'model') throw new Error(`replicas serve the model's members; this run's policy is ${config.policy}`);

@@ -1,0 +1,39 @@
+/**
+ * The Policy an in-process episode plays: the request's member (or base) on the run's own engine, with
+ * the sampling seed, token budget and action constraint the HTTP path would send (HttpPolicy →
+ * trainer/server/app.ts), so an episode plays the same moves either way.
+ */
+import type { ChatMessage, Policy, PolicyContext, PolicyReply } from '../../shared/ports/policy.ts';
+import type { EpisodeRequest } from '../../shared/schemas/index.ts';
+import { deriveSeed } from '../../environments/random.ts';
+import type { MemberSelector } from '../engine.ts';
+import type { RowCoalescer } from './row-coalescer.ts';
+
+export class EnginePolicy implements Policy {
+  private readonly member: MemberSelector;
+
+  constructor(
+    private readonly engine: RowCoalescer,
+    private readonly request: EpisodeRequest,
+  ) {
+    this.member = request.member === 'base' ? { kind: 'base' } : { kind: 'member', iteration: request.iteration, index: request.member };
+  }
+
+  async act(messages: ChatMessage[], context: PolicyContext): Promise<PolicyReply> {
+    if (context.tools?.length) {
+      throw new Error(`${this.request.environment.name} offers chat tools, which in-process episodes do not serve: set localEpisodes to "worker-processes"`);
+    }
+    const started = performance.now();
+    const g = this.request.generation;
+    const r = await this.engine.generate({
+      messages,
+      member: this.member,
+      sampling: { temperature: g.temperature, topP: g.topP, topK: g.topK, seed: deriveSeed(this.request.seed, context.step) },
+      maxNewTokens: g.maxTokens,
+      stop: [],
+      ...(context.constraint && (this.request.policy.guidedDecoding ?? true) ? { constraint: context.constraint } : {}),
+      ...(context.signal ? { signal: context.signal } : {}),
+    });
+    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens }, inferenceMs: performance.now() - started };
+  }
+}
