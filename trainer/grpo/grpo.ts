@@ -16,11 +16,13 @@ import { serveModel } from '../loop/embedded-run.ts';
 import { evaluate } from '../loop/evaluation.ts';
 import { iterationTaskSeed } from '../loop/task-seed.ts';
 import { loadModelDir } from '../model/model-dir.ts';
+import type { GenerateRow } from '../engine.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
 import { Adam } from './adam.ts';
 import { groupAdvantages } from './advantages.ts';
 import { policyGradientStep, type Trajectory } from './policy-gradient.ts';
 import { SampledTurnsPolicy } from './sampled-turns-policy.ts';
+import { RowCoalescer } from '../fanout/row-coalescer.ts';
 
 export const GrpoOptions = z
   .object({
@@ -80,23 +82,30 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   try {
     const byName = new Map(model.weights.map((w) => [w.name, w]));
     for (const s of engine.segments()) if (byName.get(s.name)?.data.length !== s.data.length) throw new Error(`engine tensor ${s.name} has no same-sized weight in ${config.model.dir}`);
+    const coalescer = new RowCoalescer(engine);
+    const rollouts = { contextLength: engine.contextLength, generate: (row: GenerateRow) => coalescer.generate(row) };
     for (let step = 0; step < config.iterations; step++) {
       const tasks = environment.sampleTasks('train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, step), options);
       const trajectories: Trajectory[] = [];
       let rewardSum = 0;
       const started = performance.now();
-      for (const [t, sampled] of tasks.entries()) {
-        const group = await Promise.all(
-          Array.from({ length: grpo.group }, async (_, g) => {
-            const policy = new SampledTurnsPolicy(engine, loaded.tokenizer, {
-              sampling: { temperature: grpo.temperature, topP: 1, topK: 0 },
-              seed: ((config.seed * 7919 + step) * 131 + t) * 257 + g,
-              maxNewTokens: config.generation.maxTokens,
-            });
-            const r = await runEpisode({ definition: environment, task: sampled.task, options, policy, seed: 0 });
-            return { turns: policy.turns, reward: r.error === null ? r.reward : 0 };
-          }),
-        );
+      // Every rollout of the step at once, their turns batched; each keeps its own seed, so the order is moot.
+      const groups = await Promise.all(
+        tasks.map((sampled, t) =>
+          Promise.all(
+            Array.from({ length: grpo.group }, async (_, g) => {
+              const policy = new SampledTurnsPolicy(rollouts, loaded.tokenizer, {
+                sampling: { temperature: grpo.temperature, topP: 1, topK: 0 },
+                seed: ((config.seed * 7919 + step) * 131 + t) * 257 + g,
+                maxNewTokens: config.generation.maxTokens,
+              });
+              const r = await runEpisode({ definition: environment, task: sampled.task, options, policy, seed: 0 });
+              return { turns: policy.turns, reward: r.error === null ? r.reward : 0 };
+            }),
+          ),
+        ),
+      );
+      for (const group of groups) {
         const advantages = groupAdvantages(group.map((x) => x.reward));
         group.forEach((x, g) => trajectories.push({ turns: x.turns, advantage: advantages[g] }));
         rewardSum += group.reduce((a, x) => a + x.reward, 0);

@@ -3,7 +3,7 @@
  * (rendered and cut from the left exactly as the engine would) and the completion token ids it sampled.
  */
 import type { ChatMessage, Policy, PolicyContext, PolicyReply } from '../../shared/ports/policy.ts';
-import type { Engine, SamplingOptions } from '../engine.ts';
+import type { GenerateResult, GenerateRow, SamplingOptions } from '../engine.ts';
 import type { ChatTokenizer } from '../model/chat-tokenizer.ts';
 
 export interface SampledTurn {
@@ -15,7 +15,8 @@ export class SampledTurnsPolicy implements Policy {
   readonly turns: SampledTurn[] = [];
 
   constructor(
-    private readonly engine: Engine,
+    /** One row at a time: a RowCoalescer (trainer/fanout/row-coalescer.ts) batches concurrent rollouts. */
+    private readonly engine: { contextLength: number; generate(row: GenerateRow): Promise<GenerateResult> },
     private readonly tokenizer: ChatTokenizer,
     private readonly o: { sampling: Omit<SamplingOptions, 'seed'>; seed: number; maxNewTokens: number },
   ) {}
@@ -25,7 +26,7 @@ export class SampledTurnsPolicy implements Policy {
     let promptIds = this.tokenizer.encodeChat(messages);
     const budget = this.engine.contextLength - this.o.maxNewTokens;
     if (promptIds.length > budget) promptIds = promptIds.slice(promptIds.length - budget);
-    const [r] = await this.engine.generate([
+    const r = await this.engine.generate(
       {
         promptIds,
         member: { kind: 'base' },
@@ -36,7 +37,7 @@ export class SampledTurnsPolicy implements Policy {
         ...(context.constraint ? { constraint: context.constraint } : {}),
         signal: context.signal,
       },
-    ]);
+    );
     this.turns.push({ promptIds, completionIds: r.tokenIds });
     return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens }, inferenceMs: performance.now() - started };
   }
