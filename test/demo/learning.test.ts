@@ -1,6 +1,8 @@
 /**
- * The learning test: a small fixed-seed ES run through the real loop (ONNX engine holding θ, inference
- * server, local worker pool playing sudoku episodes, the dense reward, the ES update) must raise held-out
+ * The learning test: a small fixed-seed ES run through the real loop (ONNX engine holding θ, the ES loop
+ * with its store and evaluations, sudoku episodes played in-process on the engine — localEpisodes; the
+ * worker-pool path plays the same episodes, test/trainer/in-process-episodes.test.ts — the dense reward,
+ * the ES update) must raise held-out
  * success by LEARNING_MARGIN within a few iterations; the same run with the update's sign flipped, and the
  * same run with σ = 0 (every member is θ, so no reward difference to follow; one iteration shows it), must
  * not. The margin is judged on the stored evaluations, not on any verdict the code computes.
@@ -35,7 +37,8 @@ const baseConfig = RunConfig.parse({
   iterations: 3,
   evalInterval: 3,
   checkpointInterval: 3,
-  workers: 2,
+  localEpisodes: 'in-process',
+  workers: 128,
   seed: 7,
 });
 
@@ -58,7 +61,8 @@ async function learn(variant: Variant): Promise<Outcome> {
   const storeRoot = join(root, variant);
   const environment = await loadEnvironment(config.environment.name);
   const { engine, server, close } = await serveModel(config);
-  const target = localRunTarget(storeRoot, { workers: config.workers });
+  const target = localRunTarget(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+  target.useEngine?.(engine);
   try {
     await target.warm?.();
     const thetaBefore = hashTheta(engine.segments());
