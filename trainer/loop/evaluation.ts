@@ -29,6 +29,10 @@ export async function evaluate(input: EvaluationInput): Promise<EvaluationResult
   const started = performance.now();
   const prefix = `${keys.rewards(run, iteration)}base/`;
   const present = new Set((await store.list(prefix)).map((k) => parseRewardKey(k)?.task));
+  const missing = tasks.filter((t) => !present.has(t.id)).length;
+  // Every held-out episode counts (there is no quorum), so each gets the run's allowance from when a worker
+  // can take it: with `workers` at a time, the last wave starts ⌈missing / workers⌉ − 1 allowances in.
+  const waves = Math.max(1, Math.ceil(missing / config.workers));
   const requests = iterationRequests({
     run,
     iteration,
@@ -39,7 +43,7 @@ export async function evaluate(input: EvaluationInput): Promise<EvaluationResult
     policy: input.policy,
     // Greedy: the evaluation measures the policy, not the luck of sampling.
     generation: { ...config.generation, temperature: 0 },
-    deadline: new Date(Date.now() + config.deadlineMs),
+    deadline: new Date(Date.now() + waves * config.deadlineMs),
   }).filter((r) => !present.has(r.task.id));
   const recordsIn = new AbortController();
   const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, recordsIn: recordsIn.signal }) : Promise.resolve([]);
