@@ -10,7 +10,7 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { DemoConfig, readDemoConfig } from '../../trainer/demo/demo-config.ts';
 import { demoSummary } from '../../trainer/demo/demo-summary.ts';
-import { DemoReport, runDemo } from '../../trainer/demo/demo.ts';
+import { DemoReport, esPassed, runDemo } from '../../trainer/demo/demo.ts';
 import { PretrainConfig, pretrain, savePretrained } from '../../trainer/pretrain/pretrain.ts';
 import { loadModelDir } from '../../trainer/model/model-dir.ts';
 
@@ -91,10 +91,22 @@ describe('demo', () => {
 
     const summary = demoSummary(report);
     for (const line of ['after ES', 'after random search', 'after GRPO', 'ES − GRPO', 'ES − random search', 'paired standard errors']) expect(summary).toContain(line);
+    // Failed held-out episodes are shown (none here) and void the verdict.
+    expect(report.before.failed + report.es.after.failed).toBe(0);
+    expect(summary).not.toContain('WARNING');
+    expect(demoSummary({ ...report, before: { ...report.before, failed: 14 } })).toContain('held-out episodes failed (counted unsolved): θ₀ 14, ES 0');
     for (const f of Object.values(report.files)) expect(existsSync(f), f).toBe(true);
     expect(readFileSync(report.files.curve, 'utf8')).toContain('<svg');
     expect(JSON.parse(readFileSync(report.files.demoReport, 'utf8'))).toEqual(JSON.parse(JSON.stringify(report)));
   }, 120_000);
+
+  it('passes only above 3 paired SE with every held-out episode of θ₀ and ES played', () => {
+    expect(esPassed({ improvement: 0.2, standardError: 0.05 }, { before: 0, after: 0 })).toBe(true);
+    expect(esPassed({ improvement: 0.15, standardError: 0.05 }, { before: 0, after: 0 })).toBe(false);
+    expect(esPassed({ improvement: 0.2, standardError: 0.05 }, { before: 14, after: 0 })).toBe(false);
+    expect(esPassed({ improvement: 0.2, standardError: 0.05 }, { before: 0, after: 1 })).toBe(false);
+    expect(esPassed({ improvement: 0, standardError: 0 }, { before: 0, after: 0 })).toBe(false);
+  });
 
   it('refuses a demo config whose GRPO group differs from the ES population, naming the field', () => {
     const run = JSON.parse(readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8'));

@@ -26,6 +26,18 @@ function best(r: DemoReport): string {
   return all.filter(([, s]) => s === top).map(([m]) => m).join(' = ');
 }
 
+/** A line naming the held-out episodes that failed, if any did (they count as unsolved). */
+function failures(r: DemoReport): string[] {
+  const all = [
+    ['θ₀', r.before.failed],
+    ['ES', r.es.after.failed],
+    ['random search', r.randomSearch.after.failed],
+    ['GRPO', r.grpo.after.failed],
+  ] as const;
+  if (all.every(([, n]) => n === 0)) return [];
+  return [`WARNING: held-out episodes failed (counted unsolved): ${all.map(([m, n]) => `${m} ${n}`).join(', ')}; the verdict needs none at θ₀ and after ES`];
+}
+
 export function demoSummary(r: DemoReport): string {
   const env = r.config.run.environment;
   const options = Object.entries(env.options).map(([k, v]) => `${k} ${String(v)}`).join(', ');
@@ -40,6 +52,7 @@ export function demoSummary(r: DemoReport): string {
     `GRPO improvement:            ${diff(r.grpo.difference)}`,
     `ES − random search:          ${diff(r.esVersusRandomSearch)}`,
     `ES − GRPO:                   ${diff(r.esVersusGrpo)}`,
+    ...failures(r),
     `${r.passed ? 'PASSED' : 'NOT PASSED'}: the ES improvement ${r.passed ? 'exceeds' : 'does not exceed'} ${r.requiredStandardErrors} paired standard errors`,
     `most held-out successes: ${best(r)}`,
     `seeds: run ${r.seeds.run}, tasks ${r.seeds.tasks}, model ${r.seeds.model}`,

@@ -24,7 +24,16 @@ import { randomSearch } from './random-search.ts';
 /** How many standard errors the ES improvement must clear for the demo to count as a success. */
 export const REQUIRED_STANDARD_ERRORS = 3;
 
-const Rate = z.object({ successRate: z.number(), successes: z.number().int(), tasks: z.number().int(), interval: z.object({ low: z.number(), high: z.number() }) });
+/**
+ * The verdict: ES's paired gain over θ₀ above REQUIRED_STANDARD_ERRORS standard errors, with every held-out
+ * episode of both evaluations played — a failed one counts unsolved, so failures at θ₀ would make a gain.
+ */
+export function esPassed(d: Pick<PairedDifference, 'improvement' | 'standardError'>, failed: { before: number; after: number }): boolean {
+  return failed.before === 0 && failed.after === 0 && d.standardError > 0 && d.improvement > REQUIRED_STANDARD_ERRORS * d.standardError;
+}
+
+/** `failed`: held-out episodes that ended in an error (a deadline, a refused request): counted unsolved. */
+const Rate = z.object({ successRate: z.number(), successes: z.number().int(), tasks: z.number().int(), failed: z.number().int().min(0), interval: z.object({ low: z.number(), high: z.number() }) });
 const Difference = z.object({
   tasks: z.number().int(),
   improvement: z.number(),
@@ -86,7 +95,7 @@ function successes(e: EvaluationResult, threshold: number): boolean[] {
 }
 
 function rate(e: EvaluationResult): z.infer<typeof Rate> {
-  return { successRate: e.successRate, successes: e.successes, tasks: e.tasks, interval: wilsonInterval(e.successes, e.tasks) };
+  return { successRate: e.successRate, successes: e.successes, tasks: e.tasks, failed: e.failed, interval: wilsonInterval(e.successes, e.tasks) };
 }
 
 function difference(d: PairedDifference): z.infer<typeof Difference> {
@@ -203,7 +212,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     esVersusRandomSearch: difference(esVsRs),
     esVersusGrpo: difference(esVsGrpo),
     requiredStandardErrors: REQUIRED_STANDARD_ERRORS,
-    passed: esDiff.standardError > 0 && esDiff.improvement > REQUIRED_STANDARD_ERRORS * esDiff.standardError,
+    passed: esPassed(esDiff, { before: before.failed, after: after.failed }),
     files: { demoReport: join(storeRoot, demoKey), esReport: es.report.files.report, curve: es.report.files.curve },
     wallMs: performance.now() - started,
   });
