@@ -121,7 +121,8 @@ export interface Engine {
    * Σ coef_j·A_j B_jᵀ/√r into each perturbed matrix (shared accumulateLowRank) with the population's rank.
    */
   applyUpdate(update: EngineUpdate): Promise<void>;
-  countTokens(messages: ChatMessage[], tools?: ToolSpec[]): number;
+  /** The prompt ids a row with these messages (and tools) would decode from, before any truncation. */
+  encodeChat(messages: ChatMessage[], tools?: ToolSpec[]): number[];
   /** How the model writes tool calls, read off its chat template (trainer/model/tool-format.ts). */
   readonly toolFormat: ToolFormat;
   close(): Promise<void>;

@@ -15,7 +15,7 @@ describe('in-process model policy', () => {
     const otherEpisode = await new ModelPolicy(engine, { ...options, episode: 8 }).act(messages, { step: 0 });
     expect(again.text).toBe(a.text);
     expect(otherEpisode.text).not.toBe(a.text);
-    expect(a.tokens.prompt).toBe(engine.countTokens(messages));
+    expect(a.tokens.prompt).toBe(engine.encodeChat(messages).length);
     expect(a.tokens.completion).toBeGreaterThan(0);
     expect(a.inferenceMs).toBeGreaterThan(0);
     await engine.close();

@@ -64,8 +64,8 @@ describe('tool calls through the openai client', () => {
       expect(Number.isInteger(args.days)).toBe(true);
     }
     // The tools are in the prompt: it is longer than the same chat without them.
-    expect(res.usage!.prompt_tokens).toBe(engine.countTokens([{ role: 'user', content: 'Weather in Paris, in celsius?' }], [toSpec(setUnit), toSpec(now)]));
-    expect(res.usage!.prompt_tokens).toBeGreaterThan(engine.countTokens([{ role: 'user', content: 'Weather in Paris, in celsius?' }]) + 300);
+    expect(res.usage!.prompt_tokens).toBe(engine.encodeChat([{ role: 'user', content: 'Weather in Paris, in celsius?' }], [toSpec(setUnit), toSpec(now)]).length);
+    expect(res.usage!.prompt_tokens).toBeGreaterThan(engine.encodeChat([{ role: 'user', content: 'Weather in Paris, in celsius?' }]).length + 300);
   });
 
   it('streams the same named call as OpenAI tool_call deltas', async () => {
@@ -100,15 +100,15 @@ describe('tool calls through the openai client', () => {
       { role: 'assistant' as const, content: '', toolCalls: [{ id: call.id, name: 'set_unit', arguments: call.type === 'function' ? call.function.arguments : '' }] },
       { role: 'tool' as const, content: '{"ok": true}', toolCallId: call.id },
     ];
-    expect(second.usage!.prompt_tokens).toBe(engine.countTokens(history, [toSpec(now)]));
-    expect(engine.countTokens(history, [toSpec(now)])).toBeGreaterThan(engine.countTokens(history.slice(0, 1), [toSpec(now)]) + first.usage!.completion_tokens);
+    expect(second.usage!.prompt_tokens).toBe(engine.encodeChat(history, [toSpec(now)]).length);
+    expect(engine.encodeChat(history, [toSpec(now)]).length).toBeGreaterThan(engine.encodeChat(history.slice(0, 1), [toSpec(now)]).length + first.usage!.completion_tokens);
   });
 
   it("tool_choice none leaves the tools out and answers in content", async () => {
     const res = await client.chat.completions.create({ model: 'base', messages, tools: [setUnit], tool_choice: 'none', temperature: 0, max_tokens: 4 });
     expect(res.choices[0].message.tool_calls).toBeUndefined();
     expect(typeof res.choices[0].message.content).toBe('string');
-    expect(res.usage!.prompt_tokens).toBe(engine.countTokens([{ role: 'user', content: 'Weather in Paris, in celsius?' }]));
+    expect(res.usage!.prompt_tokens).toBe(engine.encodeChat([{ role: 'user', content: 'Weather in Paris, in celsius?' }]).length);
   });
 
   it('rejects bad tool input with 400 and the field path', async () => {

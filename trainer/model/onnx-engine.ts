@@ -86,8 +86,8 @@ export class OnnxEngine implements Engine {
     return this.exclusive(async () => fn(this.segmentList));
   }
 
-  countTokens(messages: ChatMessage[], tools?: ToolSpec[]): number {
-    return this.model.tokenizer.encodeChat(messages, tools).length;
+  encodeChat(messages: ChatMessage[], tools?: ToolSpec[]): number[] {
+    return this.model.tokenizer.encodeChat(messages, tools);
   }
 
   get toolFormat() {

@@ -102,13 +102,15 @@ export function createInferenceApp(service: InferenceService, options: AppOption
 
     const messages = toChatMessages(req);
     const tools = planTools(req, engine.toolFormat);
-    let promptTokens: number;
+    // Tokenized once: the count checks the context here, and the ids are what the engine decodes from.
+    let promptIds: number[];
     try {
-      promptTokens = engine.countTokens(messages, tools.tools);
+      promptIds = engine.encodeChat(messages, tools.tools);
     } catch (err) {
       if (!(err instanceof ChatTemplateError)) throw err;
       return fail(400, errorBody(err.message, 'invalid_request_error', 'invalid_messages', 'messages'));
     }
+    const promptTokens = promptIds.length;
     // Truncating engines keep the newest tokens, so only the completion budget has to fit.
     const room = options.contextPolicy === 'truncate-left' ? engine.contextLength - 1 : engine.contextLength - promptTokens;
     const asked = req.max_completion_tokens ?? req.max_tokens ?? null;
@@ -136,8 +138,7 @@ export function createInferenceApp(service: InferenceService, options: AppOption
     const signal = AbortSignal.any([c.req.raw.signal, timeout, streamClosed.signal]);
     const feed = req.stream ? new TextFeed() : null;
     const row: GenerateRow = {
-      messages,
-      ...(tools.tools ? { tools: tools.tools } : {}),
+      promptIds,
       member: resolved.selector,
       sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, seed: req.seed ?? (Math.random() * 0x100000000) >>> 0 },
       maxNewTokens: asked ?? Math.min(options.defaultMaxTokens, room),
