@@ -59,13 +59,20 @@ async function trainIn(dir: string, config: RunConfig, o: { replicas?: boolean; 
   return { result, updates, manifests, store };
 }
 
+/** A run without replicas, once per mode: the full-mode reference serves both describes below. */
+const references = new Map<string, ReturnType<typeof trainIn>>();
+function referenceRun(mode: 'full' | 'lowrank') {
+  if (!references.has(mode)) references.set(mode, trainIn(`${mode}-one`, configFor(mode)));
+  return references.get(mode)!;
+}
+
 const replicaIn = (dir: string, id: string) => startReplica({ store: new FsObjectStore(join(root, dir)), run: 'r', id, pollMs: 20 });
 
 describe.each(['full', 'lowrank'] as const)('%s mode', (mode) => {
   const config = configFor(mode);
 
   it('two replicas train bit-identically to one, and a late joiner catches up', async () => {
-    const reference = await trainIn(`${mode}-one`, config);
+    const reference = await referenceRun(mode);
     expect(new Set(reference.updates.map((u) => u.thetaHashAfter)).size).toBe(config.iterations); // θ moves every iteration
 
     // A replica waits for the run's config, so it starts before or after the trainer alike.
@@ -94,7 +101,7 @@ describe('replica failures', () => {
   const config = configFor('full');
 
   it('a replica killed mid-iteration: its episodes fail over and the run matches the reference', async () => {
-    const reference = await trainIn('kill-one', config);
+    const reference = await referenceRun('full');
     const replica = replicaIn('kill-two', 'replica-doomed');
     let killed = false;
     const faults: FaultHook = async (point, k) => {
