@@ -261,11 +261,17 @@ describe('episodes over HTTP', () => {
     const out: string[] = [];
     const err: string[] = [];
     process.env.ESOPT_TEST_TOKEN = 'cli-token';
-    const code = await main(['episode', '--env', 'sudoku', '--task', JSON.stringify(task), '--policy', `http:${baseUrl}`, '--model', 'member-0-4', '--token-env', 'ESOPT_TEST_TOKEN', '--json'], {
-      stdout: (t) => out.push(t),
-      stderr: (t) => err.push(t),
-      readStdin: async () => '',
-    });
+    let code: number;
+    try {
+      code = await main(['episode', '--env', 'sudoku', '--task', JSON.stringify(task), '--policy', `http:${baseUrl}`, '--model', 'member-0-4', '--token-env', 'ESOPT_TEST_TOKEN', '--json'], {
+        stdout: (t) => out.push(t),
+        stderr: (t) => err.push(t),
+        readStdin: async () => '',
+      });
+    } finally {
+      // Test files share worker processes (vitest.config.ts): what one sets must not reach the next.
+      delete process.env.ESOPT_TEST_TOKEN;
+    }
     expect(err.join('')).toBe('');
     expect(code).toBe(0);
     const result = JSON.parse(out.join(''));
