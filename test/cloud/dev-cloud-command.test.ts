@@ -1,6 +1,7 @@
 /** `esopt dev cloud` end to end through the CLI entry point, faults on: the counts must add up. */
 import { describe, expect, it } from 'vitest';
 import { sudoku } from '../../environments/sudoku/definition.ts';
+import { closeWebRuntime } from '../../environments/web/runtime.ts';
 import { main } from '../../trainer/cli/main.ts';
 import { startAgentServer } from '../api/agent-server.ts';
 
@@ -39,6 +40,8 @@ describe('esopt dev cloud', () => {
     } finally {
       if (saved === undefined) delete process.env.ESOPT_CHROMIUM;
       else process.env.ESOPT_CHROMIUM = saved;
+      // The command leaves its in-process browser to the process's exit; the next file in this worker must not inherit it.
+      await closeWebRuntime();
     }
   }, 300_000);
 
