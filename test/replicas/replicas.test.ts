@@ -66,6 +66,9 @@ function referenceRun(mode: 'full' | 'lowrank') {
   return references.get(mode)!;
 }
 
+/** Two or three real runs a test: the 60 s default leaves too little room on two shared, loaded cores. */
+const RUNS_TIMEOUT_MS = 120_000;
+
 const replicaIn = (dir: string, id: string) => startReplica({ store: new FsObjectStore(join(root, dir)), run: 'r', id, pollMs: 20 });
 
 describe.each(['full', 'lowrank'] as const)('%s mode', (mode) => {
@@ -94,7 +97,7 @@ describe.each(['full', 'lowrank'] as const)('%s mode', (mode) => {
     const late = await replicaIn(`${mode}-two`, 'replica-late');
     expect(await late.done).toEqual({ iterations: config.iterations, thetaHash: reference.result.thetaHash });
     await late.stop();
-  });
+  }, RUNS_TIMEOUT_MS);
 });
 
 describe('replica failures', () => {
@@ -118,7 +121,7 @@ describe('replica failures', () => {
     expect(result.thetaHash).toBe(reference.result.thetaHash);
     expect(updates.map((u) => u.counted.length)).toEqual(reference.updates.map((u) => u.counted.length));
     expect(updates).toEqual(reference.updates);
-  });
+  }, RUNS_TIMEOUT_MS);
 
   it('a replica holding another θ stops the run, naming it', async () => {
     const holder: { replica?: RunningReplica } = {};
