@@ -25,6 +25,7 @@ import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
 import { BucketPoller } from '../../trainer/hosting/bucket-requests.ts';
 import { startAgentServer, type AgentServer } from '../api/agent-server.ts';
 import { freePort } from './helpers/esopt-process.ts';
+import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 
 const KEY = 'sk-live-3f9a1c7e5b2d-never-lands';
 const BOX_TOKEN = 'evaluation-key-box-token-5e1';
@@ -33,7 +34,6 @@ const PATH = '/esopt/test/eval-keys';
 const OPTIONS = { size: 4, blanks: 2 } as const;
 const TASKS = sudoku.sampleTasks('eval', 3, 5, sudoku.optionsSchema.parse(OPTIONS));
 /** The SDK's default chain for the box's S3 and Lambda clients (s3rver's pair), as the box gets its role's. */
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 
 interface Seen {
   path: string;
@@ -103,7 +103,7 @@ async function leaks(served: unknown[] = []): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  Object.assign(process.env, CREDENTIALS);
+  Object.assign(process.env, S3RVER_CREDENTIALS);
   const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, done) => (logs.push(...String(chunk).split('\n').filter(Boolean)), done()) }));
   const port = await freePort();
   // The Episode function's environment as deployed (its trainer URL and token), its log captured.
@@ -120,7 +120,7 @@ afterAll(async () => {
   await agent?.close();
   await elsewhere?.close();
   await cloud?.close();
-  for (const k of Object.keys(CREDENTIALS)) delete process.env[k];
+  for (const k of Object.keys(S3RVER_CREDENTIALS)) delete process.env[k];
   Object.assign(process.env, savedEnv);
 });
 

@@ -12,8 +12,8 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
+import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 let s3: LocalS3;
 let store: S3ObjectStore;
 
@@ -40,7 +40,7 @@ function presented(port: number): Promise<string> {
 describe('esopt replica-box', () => {
   it('--once follows the active run over TLS, announcing the certificate it serves, and lets a stopped run go', async () => {
     const port = await freePort();
-    const env = { ...CREDENTIALS, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'Episode', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_S3: s3.endpoint };
+    const env = { ...S3RVER_CREDENTIALS, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'Episode', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_S3: s3.endpoint };
     const args = ['replica-box', '--once', '--json', '--id', 'replica-1', '--public-url', `https://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port), '--poll-ms', '100'];
     const missing = await esopt(args, env);
     expect(missing.code).toBe(2);

@@ -10,12 +10,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
 import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-target.ts';
 import { TrainingReport } from '../../trainer/loop/report.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
+import { localStackEnv } from './helpers/local-stack-env.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-train-cloud-'));
 const configPath = join(root, 'config.json');
@@ -51,17 +52,7 @@ beforeAll(async () => {
   publicUrl = `https://127.0.0.1:${port}`;
   // The Episode function's environment as the stack sets it: the trainer's URL and the token.
   cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `${publicUrl}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
-  cloudEnv = {
-    ESOPT_BUCKET: cloud.s3.bucket,
-    ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
-    AWS_REGION: 'us-east-1',
-    AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
-    AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
-    // s3rver's fixed development key pair, through the SDK's default credential chain.
-    AWS_ACCESS_KEY_ID: 'S3RVER',
-    AWS_SECRET_ACCESS_KEY: 'S3RVER',
-    ESOPT_TOKEN: TOKEN,
-  };
+  cloudEnv = { ...localStackEnv(cloud), ESOPT_TOKEN: TOKEN };
 });
 
 afterAll(async () => {

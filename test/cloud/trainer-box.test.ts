@@ -22,6 +22,7 @@ import { createTlsIdentity, type TlsIdentity } from '../../trainer/server/tls-id
 import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
+import { localStackEnv, S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 
 const BOX_TOKEN = 'trainer-box-test-token';
 const API_TOKEN = 'trainer-box-test-api-token-0123';
@@ -35,7 +36,6 @@ let identity: TlsIdentity;
 const pollers: BucketPoller[] = [];
 const savedEnv = { ...process.env };
 /** s3rver's fixed development key pair, through the SDK's default credential chain, as the box would get its role's. */
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 
 function poller(o: { port?: number; pollMs?: number } = {}): BucketPoller {
   const p = o.port ?? port;
@@ -70,7 +70,7 @@ const detail = async (id: string) => RunDetail.parse((await call('GET', `/runs/$
 const decode = (body: Uint8Array | null) => (body === null ? null : JSON.parse(new TextDecoder().decode(body)));
 
 beforeAll(async () => {
-  Object.assign(process.env, CREDENTIALS);
+  Object.assign(process.env, S3RVER_CREDENTIALS);
   port = await freePort();
   identity = await createTlsIdentity(['127.0.0.1']);
   // The Episode function's environment as the stack sets it: the box's https URL (its certificate pinned) and the token.
@@ -87,7 +87,7 @@ afterAll(async () => {
   for (const p of pollers) await p.close();
   await new Promise<void>((resolve) => (api ? api.close(() => resolve()) : resolve()));
   await cloud?.close();
-  for (const k of Object.keys(CREDENTIALS)) delete process.env[k];
+  for (const k of Object.keys(S3RVER_CREDENTIALS)) delete process.env[k];
   Object.assign(process.env, savedEnv);
 });
 
@@ -214,14 +214,7 @@ describe('evaluations through the cloud API and the trainer box', () => {
 describe('esopt trainer-box', () => {
   it('--once claims and runs what is queued over TLS with a certificate of its own, then exits; a missing token is a usage error', async () => {
     const id = (await call('POST', '/runs', tinyRunConfig({ name: 'cli', iterations: 1, evalInterval: 1 }))).body.id as string;
-    const env = {
-      ...CREDENTIALS,
-      ESOPT_BUCKET: cloud.s3.bucket,
-      ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
-      AWS_REGION: 'us-east-1',
-      AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
-      AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
-    };
+    const env = localStackEnv(cloud);
     const box = (extra: Record<string, string>) => esopt(['trainer-box', '--once', '--json', '--public-url', `https://127.0.0.1:${port}/v1`, '--host', '127.0.0.1', '--port', String(port)], { ...env, ...extra });
     const missing = await box({});
     expect(missing.code).toBe(2);

@@ -9,10 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EPISODE_FUNCTION, startLocalCloud, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { FAULT_POINTS } from '../../trainer/loop/fault-points.ts';
 import { baseConfig, esopt, ITERATIONS, type Exit, type Report } from './helpers/killable-run.ts';
+import { localStackEnv } from '../cloud/helpers/local-stack-env.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-resume-cloud-'));
 const configPath = join(root, 'config.json');
@@ -26,16 +27,7 @@ describe('train --cloud --resume after kill -9 (S3 adapter on s3rver, Lambda ada
   const cloudArgs = ['--cloud', '--public-url', 'http://127.0.0.1:9/v1', '--json'];
   beforeAll(async () => {
     cloud = await startLocalCloud();
-    env = {
-      ESOPT_BUCKET: cloud.s3.bucket,
-      ESOPT_EPISODE_FUNCTION: EPISODE_FUNCTION,
-      AWS_REGION: 'us-east-1',
-      AWS_ENDPOINT_URL_S3: cloud.s3.endpoint,
-      AWS_ENDPOINT_URL_LAMBDA: cloud.invoke.url,
-      AWS_ACCESS_KEY_ID: 'S3RVER',
-      AWS_SECRET_ACCESS_KEY: 'S3RVER',
-      ESOPT_TOKEN: 'resume-cloud-token',
-    };
+    env = { ...localStackEnv(cloud), ESOPT_TOKEN: 'resume-cloud-token' };
   });
   afterAll(async () => {
     await cloud?.close();
