@@ -1,15 +1,34 @@
 /**
  * The decoder's loss and its gradient in plain TypeScript: the forward pass of trainer/model/build-decoder.ts
- * (RMSNorm, rotary positions, causal multi-head attention, SwiGLU MLP, untied LM head) kept with its
- * activations, then a hand-written backward pass. It exists so the demo's base agent can be pretrained by
- * supervised imitation without an autodiff dependency; test/demo/decoder-gradient.test.ts checks every
- * tensor's gradient against central finite differences and the loss against the ONNX graph's logits.
+ * for every family it builds (RMSNorm, rotary positions with Llama 3 scaling, causal attention with grouped
+ * KV heads and head_dim apart from hidden/heads, Qwen2/Llama q/k/v/o biases, Qwen3 per-head q/k norms,
+ * Gemma's scaled embeddings, (1 + w) norms and GELU, a SwiGLU MLP, a tied or untied LM head) kept with its
+ * activations, then a hand-written backward pass. Pretraining (supervised imitation) and GRPO use it, so
+ * no autodiff dependency is needed; test/demo/decoder-gradient.test.ts checks every tensor's gradient of
+ * every family against central finite differences and the loss against the reference forward pass.
  *
  * Arithmetic is float64 throughout (weights are read from their float32 arrays). The forward and backward
- * passes stay in one file past 300 lines because each backward step mirrors a forward step read beside it.
+ * passes stay in one method past 300 lines of file because each backward step mirrors a forward step.
  */
-import { headDim, type ModelConfig } from '../model/config.ts';
+import { architecture, headDim, kvHeads, rotaryInverseFrequencies, type Architecture, type ModelConfig } from '../model/config.ts';
 import type { NamedTensor } from '../onnx/named-tensor.ts';
+import {
+  accumulateColumns,
+  accumulateOuter,
+  addBias,
+  geluTanh,
+  matmul,
+  matmulRows,
+  matmulT,
+  rmsNormBackward,
+  rmsNormForward,
+  rotate,
+  rotaryTables,
+  silu,
+  zeroRow,
+  type GatedActivation,
+  type Vec,
+} from './gradient-kernels.ts';
 
 /** One training sequence: token ids, and which positions' next-token predictions count towards the loss. */
 export interface LossSequence {
@@ -20,17 +39,19 @@ export interface LossSequence {
   weights?: readonly number[];
 }
 
-type Vec = Float64Array;
-
 interface LayerCache {
   xIn: Vec; // [S, D] residual stream entering the layer
   inv1: Vec; // [S] 1/rms of xIn
   h: Vec; // [S, D]
-  q: Vec; // [S, D] rotated and scaled
-  k: Vec; // [S, D] rotated
-  v: Vec; // [S, D]
+  qRaw: Vec; // [S, H·hd] projected, before the q norm (the same array as q without one)
+  qInv: Vec; // [S·H] 1/rms of each head of qRaw (q norm only)
+  kRaw: Vec; // [S, KV·hd]
+  kInv: Vec; // [S·KV]
+  q: Vec; // [S, H·hd] normed, rotated and scaled
+  k: Vec; // [S, KV·hd] normed and rotated
+  v: Vec; // [S, KV·hd]
   p: Vec; // [H, S, S] attention probabilities (row s, keys j ≤ s)
-  ctx: Vec; // [S, D]
+  ctx: Vec; // [S, H·hd]
   xMid: Vec; // [S, D] after the attention residual
   inv2: Vec; // [S]
   h2: Vec; // [S, D]
@@ -39,151 +60,61 @@ interface LayerCache {
   act: Vec; // [S, F]
 }
 
-/** X [S, n] · W [n, m] → [S, m], rows from `from` on (earlier rows stay zero). */
-function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number, from = 0): Vec {
-  const out = new Float64Array(S * m);
-  for (let s = from; s < S; s++) {
-    const o = s * m;
-    for (let i = 0; i < n; i++) {
-      const xi = x[s * n + i];
-      if (xi === 0) continue;
-      const row = i * m;
-      for (let j = 0; j < m; j++) out[o + j] += xi * w[row + j];
-    }
-  }
-  return out;
-}
-
-/** Whether row s of a [S, m] matrix is all zero (rows no scored position depends on carry no gradient). */
-function zeroRow(x: Vec, s: number, m: number): boolean {
-  for (let j = s * m, end = j + m; j < end; j++) if (x[j] !== 0) return false;
-  return true;
-}
-
-/** dY [S, m] · Wᵀ → [S, n] (W is [n, m]). */
-function matmulT(dy: Vec, S: number, m: number, w: Float32Array, n: number): Vec {
-  const out = new Float64Array(S * n);
-  for (let s = 0; s < S; s++) {
-    const o = s * m;
-    if (zeroRow(dy, s, m)) continue;
-    for (let i = 0; i < n; i++) {
-      const row = i * m;
-      let acc = 0;
-      for (let j = 0; j < m; j++) acc += dy[o + j] * w[row + j];
-      out[s * n + i] = acc;
-    }
-  }
-  return out;
-}
-
-/** dW [n, m] += Xᵀ [n, S] · dY [S, m]. */
-function accumulateOuter(dw: Vec, x: Vec, S: number, n: number, dy: Vec, m: number): void {
-  for (let s = 0; s < S; s++) {
-    const o = s * m;
-    if (zeroRow(dy, s, m)) continue;
-    for (let i = 0; i < n; i++) {
-      const xi = x[s * n + i];
-      if (xi === 0) continue;
-      const row = i * m;
-      for (let j = 0; j < m; j++) dw[row + j] += xi * dy[o + j];
-    }
-  }
-}
-
-function rmsNormForward(x: Vec, S: number, D: number, g: Float32Array, eps: number, from = 0): { y: Vec; inv: Vec } {
-  const y = new Float64Array(S * D);
-  const inv = new Float64Array(S);
-  for (let s = from; s < S; s++) {
-    let ms = 0;
-    for (let d = 0; d < D; d++) ms += x[s * D + d] ** 2;
-    const r = 1 / Math.sqrt(ms / D + eps);
-    inv[s] = r;
-    for (let d = 0; d < D; d++) y[s * D + d] = x[s * D + d] * r * g[d];
-  }
-  return { y, inv };
-}
-
-/** y = x·inv·g; adds dL/dx into `dx` and dL/dg into `dg`. */
-function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, S: number, D: number, g: Float32Array, dx: Vec, dg: Vec): void {
-  for (let s = 0; s < S; s++) {
-    const r = inv[s];
-    let dot = 0;
-    for (let d = 0; d < D; d++) {
-      const i = s * D + d;
-      dg[d] += dy[i] * x[i] * r;
-      dot += dy[i] * g[d] * x[i];
-    }
-    const c = (r * r * r * dot) / D;
-    for (let d = 0; d < D; d++) {
-      const i = s * D + d;
-      dx[i] += r * dy[i] * g[d] - x[i] * c;
-    }
-  }
-}
-
-/** Rotate-half rotary tables: cos/sin [S, hd/2] for positions 0..S−1. */
-function rotaryTables(S: number, hd: number, theta: number): { cos: Vec; sin: Vec } {
-  const half = hd / 2;
-  const cos = new Float64Array(S * half);
-  const sin = new Float64Array(S * half);
-  for (let s = 0; s < S; s++) {
-    for (let i = 0; i < half; i++) {
-      // Same float32 inverse frequencies as the graph's /rotary/inv_freq initializer.
-      const angle = s * Math.fround(1 / theta ** ((2 * i) / hd));
-      cos[s * half + i] = Math.cos(angle);
-      sin[s * half + i] = Math.sin(angle);
-    }
-  }
-  return { cos, sin };
-}
-
-/** In place: rotate every head of x [S, H·hd]; `inverse` applies the transpose (the backward pass). */
-function rotate(x: Vec, S: number, H: number, hd: number, t: { cos: Vec; sin: Vec }, inverse: boolean): void {
-  const half = hd / 2;
-  const D = H * hd;
-  for (let s = 0; s < S; s++) {
-    for (let h = 0; h < H; h++) {
-      const o = s * D + h * hd;
-      for (let i = 0; i < half; i++) {
-        const c = t.cos[s * half + i];
-        const sn = inverse ? -t.sin[s * half + i] : t.sin[s * half + i];
-        const a = x[o + i];
-        const b = x[o + i + half];
-        x[o + i] = a * c - b * sn;
-        x[o + i + half] = b * c + a * sn;
-      }
-    }
-  }
-}
-
 export class DecoderGradient {
   private readonly byName: Map<string, NamedTensor>;
+  private readonly arch: Architecture;
   private readonly D: number;
   private readonly H: number;
+  private readonly KV: number;
   private readonly hd: number;
   private readonly F: number;
   private readonly V: number;
   private readonly L: number;
   private readonly eps: number;
-  private readonly theta: number;
+  /** Gemma's norms scale by (1 + w). */
+  private readonly normOffset: number;
+  /** Gemma multiplies embeddings by √hidden. */
+  private readonly embedScale: number;
+  private readonly activation: GatedActivation;
+  /** The graph's float32 /rotary/inv_freq values. */
+  private readonly inverseFrequencies: Float64Array;
 
   constructor(
     readonly config: ModelConfig,
     readonly weights: readonly NamedTensor[],
   ) {
     this.byName = new Map(weights.map((w) => [w.name, w]));
+    this.arch = architecture(config);
     this.D = config.hidden_size;
     this.H = config.num_attention_heads;
+    this.KV = kvHeads(config);
     this.hd = headDim(config);
     this.F = config.intermediate_size ?? 4 * this.D;
     this.V = config.vocab_size;
     this.L = config.num_hidden_layers;
-    this.eps = config.rms_norm_eps ?? 1e-5;
-    this.theta = config.rope_theta ?? 10000;
-    // Same restriction as the graph builder: multi-head attention whose heads tile the hidden size.
-    if ((config.num_key_value_heads ?? this.H) !== this.H || this.H * this.hd !== this.D) {
-      throw new Error('the decoder gradient supports multi-head attention with heads × head_dim = hidden_size only');
+    this.eps = config.rms_norm_eps ?? (this.arch.gemma ? 1e-6 : 1e-5);
+    this.normOffset = this.arch.gemma ? 1 : 0;
+    this.embedScale = this.arch.gemma ? Math.sqrt(this.D) : 1;
+    this.activation = this.arch.gemma ? geluTanh : silu;
+    this.inverseFrequencies = rotaryInverseFrequencies(config).map(Math.fround);
+    if (this.H % this.KV !== 0) throw new Error(`config.json: num_attention_heads ${this.H} is not a multiple of num_key_value_heads ${this.KV}`);
+    if (this.hd % 2 !== 0) throw new Error(`config.json: head_dim ${this.hd} is odd (rotary positions rotate halves)`);
+    for (const name of this.tensorNames()) this.w(name);
+  }
+
+  /** Every tensor the forward pass reads: a missing one is named at construction, not mid-step. */
+  private tensorNames(): string[] {
+    const a = this.arch;
+    const names = ['model.embed_tokens.weight', 'model.norm.weight', ...(a.tied ? [] : ['lm_head.weight'])];
+    for (let l = 0; l < this.L; l++) {
+      const p = `model.layers.${l}`;
+      names.push(`${p}.input_layernorm.weight`, `${p}.post_attention_layernorm.weight`, `${p}.mlp.gate_proj.weight`, `${p}.mlp.up_proj.weight`, `${p}.mlp.down_proj.weight`);
+      for (const m of ['q', 'k', 'v', 'o']) names.push(`${p}.self_attn.${m}_proj.weight`);
+      if (a.qkvBias) for (const m of ['q', 'k', 'v']) names.push(`${p}.self_attn.${m}_proj.bias`);
+      if (a.oBias) names.push(`${p}.self_attn.o_proj.bias`);
+      if (a.qkNorm) names.push(`${p}.self_attn.q_norm.weight`, `${p}.self_attn.k_norm.weight`);
     }
+    return names;
   }
 
   private w(name: string): Float32Array {
@@ -202,20 +133,23 @@ export class DecoderGradient {
    * (aligned with the weights) and returns that loss and the summed weight of the targets the argmax got right.
    */
   accumulate(seq: LossSequence, grads: Vec[]): { loss: number; correct: number } {
-    const { D, H, hd, F, V, L, eps } = this;
+    const { D, H, KV, hd, F, V, L, eps, normOffset: off, arch: a } = this;
+    const QD = H * hd;
+    const KD = KV * hd;
+    const group = H / KV;
     const ids = seq.ids;
     const S = ids.length;
     for (const t of seq.targets) if (!Number.isInteger(t) || t < 0 || t >= S - 1) throw new RangeError(`target position ${t} is outside 0..${S - 2}`);
     if (seq.weights && seq.weights.length !== seq.targets.length) throw new RangeError(`${seq.weights.length} weights for ${seq.targets.length} targets`);
     const gradOf = new Map(this.weights.map((t, i) => [t.name, grads[i]]));
     const g = (name: string) => gradOf.get(name)!;
-    const rope = rotaryTables(S, hd, this.theta);
+    const rope = rotaryTables(S, this.inverseFrequencies);
     const scale = 1 / Math.sqrt(hd);
 
     // ---- forward ----
     const embed = this.w('model.embed_tokens.weight');
     let x: Vec = new Float64Array(S * D);
-    for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) x[s * D + d] = embed[ids[s] * D + d];
+    for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) x[s * D + d] = embed[ids[s] * D + d] * this.embedScale;
     const caches: LayerCache[] = [];
     // The last layer's rows before the first scored position reach the loss only through its keys and
     // values: its queries, attention output and MLP are computed from that row on (the rest stay zero,
@@ -224,23 +158,35 @@ export class DecoderGradient {
     for (let l = 0; l < L; l++) {
       const p = `model.layers.${l}`;
       const from = l === L - 1 ? firstTarget : 0;
-      const n1 = rmsNormForward(x, S, D, this.w(`${p}.input_layernorm.weight`), eps);
-      const q = matmul(n1.y, S, D, this.w(`${p}.self_attn.q_proj.weight`), D, from);
-      const k = matmul(n1.y, S, D, this.w(`${p}.self_attn.k_proj.weight`), D);
-      const v = matmul(n1.y, S, D, this.w(`${p}.self_attn.v_proj.weight`), D);
+      const n1 = rmsNormForward(x, S, D, this.w(`${p}.input_layernorm.weight`), eps, off);
+      const qRaw = matmul(n1.y, S, D, this.w(`${p}.self_attn.q_proj.weight`), QD, from);
+      const kRaw = matmul(n1.y, S, D, this.w(`${p}.self_attn.k_proj.weight`), KD);
+      const v = matmul(n1.y, S, D, this.w(`${p}.self_attn.v_proj.weight`), KD);
+      if (a.qkvBias) {
+        addBias(qRaw, S, this.w(`${p}.self_attn.q_proj.bias`), QD, from);
+        addBias(kRaw, S, this.w(`${p}.self_attn.k_proj.bias`), KD);
+        addBias(v, S, this.w(`${p}.self_attn.v_proj.bias`), KD);
+      }
+      // Qwen3 normalises each head of q and k (rows of width head_dim) before the rotary positions.
+      const qn = a.qkNorm ? rmsNormForward(qRaw, S * H, hd, this.w(`${p}.self_attn.q_norm.weight`), eps, off, from * H) : null;
+      const kn = a.qkNorm ? rmsNormForward(kRaw, S * KV, hd, this.w(`${p}.self_attn.k_norm.weight`), eps, off) : null;
+      const q = qn ? qn.y : qRaw;
+      const k = kn ? kn.y : kRaw;
       rotate(q, S, H, hd, rope, false);
-      rotate(k, S, H, hd, rope, false);
+      rotate(k, S, KV, hd, rope, false);
       for (let i = 0; i < q.length; i++) q[i] *= scale;
       const probs = new Float64Array(H * S * S);
-      const ctx = new Float64Array(S * D);
+      const ctx = new Float64Array(S * QD);
       for (let h = 0; h < H; h++) {
         const o = h * hd;
+        // grouped-query attention: query head h reads key/value head ⌊h / (H / KV)⌋
+        const ko = Math.floor(h / group) * hd;
         for (let s = from; s < S; s++) {
           const row = (h * S + s) * S;
           let max = -Infinity;
           for (let j = 0; j <= s; j++) {
             let dot = 0;
-            for (let d = 0; d < hd; d++) dot += q[s * D + o + d] * k[j * D + o + d];
+            for (let d = 0; d < hd; d++) dot += q[s * QD + o + d] * k[j * KD + ko + d];
             probs[row + j] = dot;
             if (dot > max) max = dot;
           }
@@ -248,22 +194,22 @@ export class DecoderGradient {
           for (let j = 0; j <= s; j++) sum += probs[row + j] = Math.exp(probs[row + j] - max);
           for (let j = 0; j <= s; j++) {
             const pj = (probs[row + j] /= sum);
-            for (let d = 0; d < hd; d++) ctx[s * D + o + d] += pj * v[j * D + o + d];
+            for (let d = 0; d < hd; d++) ctx[s * QD + o + d] += pj * v[j * KD + ko + d];
           }
         }
       }
-      const attnOut = matmul(ctx, S, D, this.w(`${p}.self_attn.o_proj.weight`), D, from);
+      const attnOut = matmul(ctx, S, QD, this.w(`${p}.self_attn.o_proj.weight`), D, from);
+      if (a.oBias) addBias(attnOut, S, this.w(`${p}.self_attn.o_proj.bias`), D, from);
       const xMid = new Float64Array(S * D);
       for (let i = from * D; i < xMid.length; i++) xMid[i] = x[i] + attnOut[i];
-      const n2 = rmsNormForward(xMid, S, D, this.w(`${p}.post_attention_layernorm.weight`), eps, from);
+      const n2 = rmsNormForward(xMid, S, D, this.w(`${p}.post_attention_layernorm.weight`), eps, off, from);
       const gate = matmul(n2.y, S, D, this.w(`${p}.mlp.gate_proj.weight`), F, from);
       const up = matmul(n2.y, S, D, this.w(`${p}.mlp.up_proj.weight`), F, from);
-      const act = new Float64Array(S * F);
-      for (let i = from * F; i < act.length; i++) act[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i];
+      const act = this.activation.forward(gate, up, from * F);
       const mlpOut = matmul(act, S, F, this.w(`${p}.mlp.down_proj.weight`), D, from);
       const xOut = new Float64Array(S * D);
       for (let i = from * D; i < xOut.length; i++) xOut[i] = xMid[i] + mlpOut[i];
-      caches.push({ xIn: x, inv1: n1.inv, h: n1.y, q, k, v, p: probs, ctx, xMid, inv2: n2.inv, h2: n2.y, gate, up, act });
+      caches.push({ xIn: x, inv1: n1.inv, h: n1.y, qRaw, qInv: qn?.inv ?? new Float64Array(0), kRaw, kInv: kn?.inv ?? new Float64Array(0), q, k, v, p: probs, ctx, xMid, inv2: n2.inv, h2: n2.y, gate, up, act });
       x = xOut;
     }
 
@@ -271,9 +217,10 @@ export class DecoderGradient {
     const T = seq.targets.length;
     const xT = new Float64Array(T * D);
     seq.targets.forEach((t, r) => xT.set(x.subarray(t * D, (t + 1) * D), r * D));
-    const nf = rmsNormForward(xT, T, D, this.w('model.norm.weight'), eps);
-    const lmHead = this.w('lm_head.weight');
-    const logits = matmul(nf.y, T, D, lmHead, V);
+    const nf = rmsNormForward(xT, T, D, this.w('model.norm.weight'), eps, off);
+    // A tied head reads the embedding table [V, D] row by row; an untied one is [D, V].
+    const head = a.tied ? embed : this.w('lm_head.weight');
+    const logits = a.tied ? matmulRows(nf.y, T, D, head, V) : matmul(nf.y, T, D, head, V);
     let loss = 0;
     let correct = 0;
     const dLogits = new Float64Array(T * V);
@@ -293,10 +240,16 @@ export class DecoderGradient {
     });
 
     // ---- backward ----
-    accumulateOuter(g('lm_head.weight'), nf.y, T, D, dLogits, V);
-    const dnf = matmulT(dLogits, T, V, lmHead, D);
+    let dnf: Vec;
+    if (a.tied) {
+      accumulateOuter(g('model.embed_tokens.weight'), dLogits, T, V, nf.y, D);
+      dnf = matmul(dLogits, T, V, head, D);
+    } else {
+      accumulateOuter(g('lm_head.weight'), nf.y, T, D, dLogits, V);
+      dnf = matmulT(dLogits, T, V, head, D);
+    }
     const dxT = new Float64Array(T * D);
-    rmsNormBackward(dnf, xT, nf.inv, T, D, this.w('model.norm.weight'), dxT, g('model.norm.weight'));
+    rmsNormBackward(dnf, xT, nf.inv, T, D, this.w('model.norm.weight'), off, dxT, g('model.norm.weight'));
     let dx: Vec = new Float64Array(S * D);
     seq.targets.forEach((t, r) => {
       for (let d = 0; d < D; d++) dx[t * D + d] += dxT[r * D + d];
@@ -308,68 +261,76 @@ export class DecoderGradient {
       // MLP branch: xOut = xMid + act·Wd
       const dAct = matmulT(dx, S, D, this.w(`${p}.mlp.down_proj.weight`), F);
       accumulateOuter(g(`${p}.mlp.down_proj.weight`), c.act, S, F, dx, D);
-      const dGate = new Float64Array(S * F);
-      const dUp = new Float64Array(S * F);
-      for (let i = 0; i < dAct.length; i++) {
-        const z = c.gate[i];
-        const sig = 1 / (1 + Math.exp(-z));
-        dUp[i] = dAct[i] * z * sig;
-        dGate[i] = dAct[i] * c.up[i] * sig * (1 + z * (1 - sig));
-      }
+      const { dGate, dUp } = this.activation.backward(dAct, c.gate, c.up);
       accumulateOuter(g(`${p}.mlp.gate_proj.weight`), c.h2, S, D, dGate, F);
       accumulateOuter(g(`${p}.mlp.up_proj.weight`), c.h2, S, D, dUp, F);
       const dh2 = matmulT(dGate, S, F, this.w(`${p}.mlp.gate_proj.weight`), D);
       const dh2b = matmulT(dUp, S, F, this.w(`${p}.mlp.up_proj.weight`), D);
       for (let i = 0; i < dh2.length; i++) dh2[i] += dh2b[i];
       const dxMid = dx.slice();
-      rmsNormBackward(dh2, c.xMid, c.inv2, S, D, this.w(`${p}.post_attention_layernorm.weight`), dxMid, g(`${p}.post_attention_layernorm.weight`));
+      rmsNormBackward(dh2, c.xMid, c.inv2, S, D, this.w(`${p}.post_attention_layernorm.weight`), off, dxMid, g(`${p}.post_attention_layernorm.weight`));
 
-      // Attention branch: xMid = xIn + ctx·Wo
-      const dCtx = matmulT(dxMid, S, D, this.w(`${p}.self_attn.o_proj.weight`), D);
-      accumulateOuter(g(`${p}.self_attn.o_proj.weight`), c.ctx, S, D, dxMid, D);
-      const dq = new Float64Array(S * D);
-      const dk = new Float64Array(S * D);
-      const dv = new Float64Array(S * D);
+      // Attention branch: xMid = xIn + ctx·Wo (+ bo)
+      const dCtx = matmulT(dxMid, S, D, this.w(`${p}.self_attn.o_proj.weight`), QD);
+      accumulateOuter(g(`${p}.self_attn.o_proj.weight`), c.ctx, S, QD, dxMid, D);
+      if (a.oBias) accumulateColumns(g(`${p}.self_attn.o_proj.bias`), dxMid, S, D);
+      const dq = new Float64Array(S * QD);
+      const dk = new Float64Array(S * KD);
+      const dv = new Float64Array(S * KD);
       const dP = new Float64Array(S);
       for (let h = 0; h < H; h++) {
         const o = h * hd;
+        const ko = Math.floor(h / group) * hd;
         for (let s = 0; s < S; s++) {
           const row = (h * S + s) * S;
-          if (zeroRow(dCtx, s, D)) continue;
+          if (zeroRow(dCtx, s, QD)) continue;
           let dot = 0;
           for (let j = 0; j <= s; j++) {
-            let a = 0;
-            for (let d = 0; d < hd; d++) a += dCtx[s * D + o + d] * c.v[j * D + o + d];
-            dP[j] = a;
-            dot += c.p[row + j] * a;
+            let acc = 0;
+            for (let d = 0; d < hd; d++) acc += dCtx[s * QD + o + d] * c.v[j * KD + ko + d];
+            dP[j] = acc;
+            dot += c.p[row + j] * acc;
           }
           for (let j = 0; j <= s; j++) {
             const pj = c.p[row + j];
             const ds = pj * (dP[j] - dot);
             for (let d = 0; d < hd; d++) {
-              dv[j * D + o + d] += pj * dCtx[s * D + o + d];
-              dq[s * D + o + d] += ds * c.k[j * D + o + d];
-              dk[j * D + o + d] += ds * c.q[s * D + o + d];
+              dv[j * KD + ko + d] += pj * dCtx[s * QD + o + d];
+              dq[s * QD + o + d] += ds * c.k[j * KD + ko + d];
+              dk[j * KD + ko + d] += ds * c.q[s * QD + o + d];
             }
           }
         }
       }
       for (let i = 0; i < dq.length; i++) dq[i] *= scale;
       rotate(dq, S, H, hd, rope, true);
-      rotate(dk, S, H, hd, rope, true);
-      accumulateOuter(g(`${p}.self_attn.q_proj.weight`), c.h, S, D, dq, D);
-      accumulateOuter(g(`${p}.self_attn.k_proj.weight`), c.h, S, D, dk, D);
-      accumulateOuter(g(`${p}.self_attn.v_proj.weight`), c.h, S, D, dv, D);
-      const dh = matmulT(dq, S, D, this.w(`${p}.self_attn.q_proj.weight`), D);
-      const dhk = matmulT(dk, S, D, this.w(`${p}.self_attn.k_proj.weight`), D);
-      const dhv = matmulT(dv, S, D, this.w(`${p}.self_attn.v_proj.weight`), D);
+      rotate(dk, S, KV, hd, rope, true);
+      let dqRaw = dq;
+      let dkRaw = dk;
+      if (a.qkNorm) {
+        dqRaw = new Float64Array(S * QD);
+        dkRaw = new Float64Array(S * KD);
+        rmsNormBackward(dq, c.qRaw, c.qInv, S * H, hd, this.w(`${p}.self_attn.q_norm.weight`), off, dqRaw, g(`${p}.self_attn.q_norm.weight`));
+        rmsNormBackward(dk, c.kRaw, c.kInv, S * KV, hd, this.w(`${p}.self_attn.k_norm.weight`), off, dkRaw, g(`${p}.self_attn.k_norm.weight`));
+      }
+      accumulateOuter(g(`${p}.self_attn.q_proj.weight`), c.h, S, D, dqRaw, QD);
+      accumulateOuter(g(`${p}.self_attn.k_proj.weight`), c.h, S, D, dkRaw, KD);
+      accumulateOuter(g(`${p}.self_attn.v_proj.weight`), c.h, S, D, dv, KD);
+      if (a.qkvBias) {
+        accumulateColumns(g(`${p}.self_attn.q_proj.bias`), dqRaw, S, QD);
+        accumulateColumns(g(`${p}.self_attn.k_proj.bias`), dkRaw, S, KD);
+        accumulateColumns(g(`${p}.self_attn.v_proj.bias`), dv, S, KD);
+      }
+      const dh = matmulT(dqRaw, S, QD, this.w(`${p}.self_attn.q_proj.weight`), D);
+      const dhk = matmulT(dkRaw, S, KD, this.w(`${p}.self_attn.k_proj.weight`), D);
+      const dhv = matmulT(dv, S, KD, this.w(`${p}.self_attn.v_proj.weight`), D);
       for (let i = 0; i < dh.length; i++) dh[i] += dhk[i] + dhv[i];
       const dxIn = dxMid.slice();
-      rmsNormBackward(dh, c.xIn, c.inv1, S, D, this.w(`${p}.input_layernorm.weight`), dxIn, g(`${p}.input_layernorm.weight`));
+      rmsNormBackward(dh, c.xIn, c.inv1, S, D, this.w(`${p}.input_layernorm.weight`), off, dxIn, g(`${p}.input_layernorm.weight`));
       dx = dxIn;
     }
     const dEmbed = g('model.embed_tokens.weight');
-    for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) dEmbed[ids[s] * D + d] += dx[s * D + d];
+    for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) dEmbed[ids[s] * D + d] += dx[s * D + d] * this.embedScale;
     return { loss, correct };
   }
 
