@@ -95,4 +95,25 @@ describe('one GRPO step', () => {
     policyGradientStep(model, adam, [{ turns: [{ promptIds: [1], completionIds: [2] }], advantage: 0 }], 1);
     model.weights.forEach((w, k) => expect(Array.from(w.data)).toEqual(Array.from(before[k])));
   });
+
+  it('takes the same step with float32 gradients and moments, in float32 buffers', () => {
+    const step = (dtype: 'float64' | 'float32') => {
+      const model = new DecoderGradient(config, initDecoderWeights(config, 1));
+      const adam = new Adam(model.weights.map((w) => w.data), 0.01, dtype);
+      const before = model.weights.map((w) => w.data.slice());
+      const [ag, ab] = groupAdvantages([1, 0]);
+      const turns = (c: number[]) => [{ promptIds: [1, 2, 3], completionIds: c }];
+      policyGradientStep(model, adam, [{ turns: turns([4, 5, 6]), advantage: ag }, { turns: turns([7, 8, 9]), advantage: ab }], 1);
+      return { deltas: model.weights.map((w, k) => w.data.map((v, i) => v - before[k][i])), grads: model.zeroGradients(dtype) };
+    };
+    const f64 = step('float64');
+    const f32 = step('float32');
+    expect(f32.grads.every((g) => g instanceof Float32Array)).toBe(true);
+    expect(f64.grads.every((g) => g instanceof Float64Array)).toBe(true);
+    let largest = 0;
+    let worst = 0;
+    f64.deltas.forEach((d, k) => d.forEach((v, i) => ((largest = Math.max(largest, Math.abs(v))), (worst = Math.max(worst, Math.abs(v - f32.deltas[k][i]))))));
+    expect(largest).toBeGreaterThan(0.005);
+    expect(worst).toBeLessThan(1e-3 * largest);
+  });
 });

@@ -5,7 +5,8 @@
  *   generate  the same generate calls with the same shapes, all on the base model, no update.
  *   grpo      per iteration: the same rows sampled on the base model (G = population rollouts of `batch`
  *             prompts), then one policy-gradient step as trainer/grpo takes it: a copy of θ for the decoder
- *             gradient, float64 gradients, forward + backward over every rollout, Adam's two moments.
+ *             gradient, gradients and Adam's two moments in `grpoState` precision, forward + backward over
+ *             every rollout.
  * Usage: node --import tsx trainer/bench/memory-probe.ts '<json options>'
  */
 import { z } from 'zod';
@@ -32,6 +33,7 @@ const Options = z.object({
   iterations: z.number().int().min(1),
   switchThreads: z.number().int().min(1).optional(),
   fullModeWeights: FullModeWeights.default('inputs'),
+  grpoState: z.enum(['float64', 'float32']).default('float64'),
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
@@ -49,7 +51,7 @@ const sigma = 0.001;
 // GRPO's own state, made before the first step as trainer/grpo/grpo.ts makes it.
 const opened = o.workload === 'grpo' ? openModel(modelSpecFlag(o.model, 0)) : null;
 const gradient = opened ? new DecoderGradient(opened.config, opened.weights) : null;
-const adam = gradient ? new Adam(gradient.weights.map((w) => w.data), 1e-4) : null;
+const adam = gradient ? new Adam(gradient.weights.map((w) => w.data), 1e-4, o.grpoState) : null;
 for (let iteration = 0; iteration < o.iterations; iteration++) {
   const members = ask({ population: o.population, antithetic: true });
   if (o.workload === 'train') engine.setPopulation({ runSeed: 1, iteration, sigma, rank: 1, members });

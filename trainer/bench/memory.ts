@@ -2,7 +2,8 @@
  * `esopt bench memory`: peak RSS of a child process that trains (perturb, generate, restore, update) ÷ one
  * that only generates the same calls (memory-probe.ts), so neither sees the other's allocations. With
  * `--vs grpo` the second child takes GRPO steps (the same rollouts, then trainer/grpo's gradient step and
- * Adam) instead of generating only: GRPO's peak RSS ÷ ES's on the same model and calls.
+ * Adam, its state float64 or with `--grpo-state float32` float32) instead of generating only: GRPO's peak
+ * RSS ÷ ES's on the same model and calls.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +31,8 @@ export const options = z.object({
   fullModeWeights: FullModeWeights.default('inputs'),
   // the workload ES is measured against: generation only (the default), or GRPO's step
   vs: z.enum(['generate', 'grpo']).default('generate'),
+  // with --vs grpo: the precision of GRPO's gradients and Adam moments (trainer/grpo's stateDtype)
+  grpoState: z.enum(['float64', 'float32']).default('float64'),
 });
 
 function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workload: 'train' | 'generate' | 'grpo' }): Promise<number> {
@@ -54,8 +57,8 @@ export async function run(all: z.output<typeof options>, log: Log) {
   if (vs === 'grpo') {
     log(`child 1/2: ES (${o.iterations} iterations: perturb, generate, restore, update)`);
     const es = await runChild({ ...o, workload: 'train' });
-    log(`child 2/2: GRPO (${o.iterations} steps: the same rollouts, forward + backward, Adam)`);
-    // A model the decoder gradient cannot differentiate (GQA, q/k norms, a tied head) still gets ES's figure, and the reason.
+    log(`child 2/2: GRPO (${o.iterations} steps: the same rollouts, forward + backward, Adam; ${o.grpoState} state)`);
+    // A GRPO child that fails (memory, an export the decoder gradient cannot read) still leaves ES's figure, and the reason.
     const grpo = await runChild({ ...o, workload: 'grpo' }).catch((err: Error) => err);
     const measured = typeof grpo === 'number';
     return {

@@ -1,23 +1,32 @@
-/** Adam with bias correction over float64 moments, updating float32 weights in place (GRPO's optimiser). */
+/**
+ * Adam with bias correction, updating float32 weights in place (GRPO's optimiser). Its moments are float64
+ * (the default, which every committed GRPO run used) or float32, as PyTorch keeps them (half the memory).
+ */
+import type { GradientBuffer } from '../pretrain/gradient-kernels.ts';
+
 const BETA1 = 0.9;
 const BETA2 = 0.999;
 const EPSILON = 1e-8;
 
+export type StateDtype = 'float64' | 'float32';
+
 export class Adam {
-  private readonly m: Float64Array[];
-  private readonly v: Float64Array[];
+  private readonly m: GradientBuffer[];
+  private readonly v: GradientBuffer[];
   private t = 0;
 
   constructor(
     private readonly params: readonly Float32Array[],
     private readonly learningRate: number,
+    readonly dtype: StateDtype = 'float64',
   ) {
-    this.m = params.map((p) => new Float64Array(p.length));
-    this.v = params.map((p) => new Float64Array(p.length));
+    const zeros = (n: number) => (dtype === 'float32' ? new Float32Array(n) : new Float64Array(n));
+    this.m = params.map((p) => zeros(p.length));
+    this.v = params.map((p) => zeros(p.length));
   }
 
   /** θ ← θ − lr · m̂ / (√v̂ + ε) for gradients aligned with the parameters. */
-  step(grads: readonly Float64Array[]): void {
+  step(grads: readonly GradientBuffer[]): void {
     if (grads.length !== this.params.length) throw new RangeError(`${grads.length} gradients for ${this.params.length} parameters`);
     this.t++;
     const c1 = 1 - BETA1 ** this.t;

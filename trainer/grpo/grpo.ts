@@ -33,6 +33,8 @@ export const GrpoOptions = z
     temperature: z.number().positive().finite().default(1),
     /** Global gradient-norm clip; 0 disables. */
     clipNorm: z.number().min(0).finite().default(1),
+    /** Precision of the gradients and Adam's moments: float64 (every committed run), or float32 as PyTorch keeps them. */
+    stateDtype: z.enum(['float64', 'float32']).default('float64'),
   })
   .strict();
 export type GrpoOptions = z.infer<typeof GrpoOptions>;
@@ -73,7 +75,7 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   const options = environment.optionsSchema.parse(config.environment.options);
   const loaded = loadModelDir(config.model.dir);
   const model = new DecoderGradient(loaded.config, loaded.weights.map((w) => ({ name: w.name, dims: w.dims, data: w.data.slice() })));
-  const adam = new Adam(model.weights.map((w) => w.data), grpo.learningRate);
+  const adam = new Adam(model.weights.map((w) => w.data), grpo.learningRate, grpo.stateDtype);
   const { engine, server, close } = await serveModel(config);
   const target = localRunTarget(o.storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
   target.useEngine?.(engine);

@@ -5,6 +5,7 @@
  * (trainer/pretrain/decoder-gradient.ts: a weighted cross-entropy is exactly −w · log p), clipped to a
  * global norm and applied with Adam. log π is the model's full softmax, not the constrained decoder's
  * renormalised one: the constraint masks illegal tokens at sampling time, as the served model does.
+ * Gradients are accumulated in the optimiser's state precision (Adam's dtype).
  */
 import type { DecoderGradient, LossSequence } from '../pretrain/decoder-gradient.ts';
 import type { Adam } from './adam.ts';
@@ -58,7 +59,7 @@ export interface PolicyGradientStats {
 }
 
 export function policyGradientStep(model: DecoderGradient, adam: Adam, trajectories: readonly Trajectory[], clipNorm: number): PolicyGradientStats {
-  const grads = model.zeroGradients();
+  const grads = model.zeroGradients(adam.dtype);
   let loss = 0;
   let informative = 0;
   const all: LossSequence[] = [];

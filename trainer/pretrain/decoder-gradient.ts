@@ -27,6 +27,7 @@ import {
   silu,
   zeroRow,
   type GatedActivation,
+  type GradientBuffer,
   type Vec,
 } from './gradient-kernels.ts';
 
@@ -123,16 +124,16 @@ export class DecoderGradient {
     return t.data;
   }
 
-  /** Zeroed gradient buffers, one per weight, in the weights' order. */
-  zeroGradients(): Vec[] {
-    return this.weights.map((t) => new Float64Array(t.data.length));
+  /** Zeroed gradient buffers, one per weight, in the weights' order (float32 halves their memory). */
+  zeroGradients(dtype: 'float64' | 'float32' = 'float64'): GradientBuffer[] {
+    return this.weights.map((t) => (dtype === 'float32' ? new Float32Array(t.data.length) : new Float64Array(t.data.length)));
   }
 
   /**
    * Adds the gradient of this sequence's weighted summed cross-entropy (natural log, over its targets) into `grads`
    * (aligned with the weights) and returns that loss and the summed weight of the targets the argmax got right.
    */
-  accumulate(seq: LossSequence, grads: Vec[]): { loss: number; correct: number } {
+  accumulate(seq: LossSequence, grads: GradientBuffer[]): { loss: number; correct: number } {
     const { D, H, KV, hd, F, V, L, eps, normOffset: off, arch: a } = this;
     const QD = H * hd;
     const KD = KV * hd;

@@ -6,6 +6,9 @@
  */
 export type Vec = Float64Array;
 
+/** A gradient accumulator: float64 (pretraining, GRPO's default) or float32 (GRPO's `stateDtype`). */
+export type GradientBuffer = Float64Array | Float32Array;
+
 /** X [S, n] · W [n, m] → [S, m], rows from `from` on (earlier rows stay zero). */
 export function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number, from = 0): Vec {
   const out = new Float64Array(S * m);
@@ -59,7 +62,7 @@ export function matmulT(dy: Vec, S: number, m: number, w: Float32Array, n: numbe
 }
 
 /** dW [n, m] += Xᵀ [n, S] · dY [S, m]. */
-export function accumulateOuter(dw: Vec, x: Vec, S: number, n: number, dy: Vec, m: number): void {
+export function accumulateOuter(dw: GradientBuffer, x: Vec, S: number, n: number, dy: Vec, m: number): void {
   for (let s = 0; s < S; s++) {
     const o = s * m;
     if (zeroRow(dy, s, m)) continue;
@@ -73,7 +76,7 @@ export function accumulateOuter(dw: Vec, x: Vec, S: number, n: number, dy: Vec, 
 }
 
 /** db [m] += Σ_s dY [S, m] (a bias's gradient). */
-export function accumulateColumns(db: Vec, dy: Vec, S: number, m: number): void {
+export function accumulateColumns(db: GradientBuffer, dy: Vec, S: number, m: number): void {
   for (let s = 0; s < S; s++) for (let j = 0; j < m; j++) db[j] += dy[s * m + j];
 }
 
@@ -100,7 +103,7 @@ export function rmsNormForward(x: Vec, rows: number, D: number, g: Float32Array,
 }
 
 /** Adds dL/dx into `dx` and dL/dg into `dg` for rmsNormForward's y. */
-export function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, rows: number, D: number, g: Float32Array, offset: number, dx: Vec, dg: Vec): void {
+export function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, rows: number, D: number, g: Float32Array, offset: number, dx: Vec, dg: GradientBuffer): void {
   for (let s = 0; s < rows; s++) {
     const r = inv[s];
     let dot = 0;
