@@ -28,7 +28,7 @@ async function start(): Promise<{ ready: object; close(): Promise<void> }> {
       ready: { invokeUrl: endpoint.invoke.url },
       async close() {
         await endpoint.invoke.close();
-        endpoint.store.client.destroy();
+        endpoint.store.destroy();
       },
     };
   }

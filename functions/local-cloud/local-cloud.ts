@@ -88,7 +88,7 @@ export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: 
     );
     return { store, invoke, tally };
   } catch (err) {
-    store.client.destroy();
+    store.destroy();
     throw err;
   }
 }
@@ -109,14 +109,14 @@ export async function startLocalCloud(options: Omit<EpisodeEndpointOptions, 'sec
       tally,
       async close() {
         await invoke.close();
-        store.client.destroy();
-        secrets.client.destroy();
+        store.destroy();
+        secrets.destroy();
         await ssm.close();
         await s3.close();
       },
     };
   } catch (err) {
-    secrets.client.destroy();
+    secrets.destroy();
     await ssm.close();
     await s3.close();
     throw err;

@@ -11,15 +11,11 @@
  *
  * Throttling (503 SlowDown) and 5xx are retried by the SDK's own retry strategy with back-off and
  * jitter; `maxAttempts` and `retryMode` configure it.
+ *
+ * The SDK is imported on the first request, not with this file: the fs-store paths (the local worker
+ * pool, `esopt start`) import this file for its config schema and never pay for loading the SDK.
  */
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { z } from 'zod';
@@ -60,29 +56,50 @@ function errorName(err: unknown): string | undefined {
   return (err as { name?: string } | null)?.name;
 }
 
+type S3Sdk = typeof import('@aws-sdk/client-s3');
+
 export class S3ObjectStore implements ObjectStore {
   readonly config: S3StoreConfig;
-  readonly client: S3Client;
+  /** The SDK and its one client, made by the first request; every later request shares them. */
+  private connection?: Promise<{ sdk: S3Sdk; client: S3Client }>;
 
   constructor(config: S3StoreConfigInput) {
     this.config = S3StoreConfig.parse(config);
-    const { region, endpoint, forcePathStyle, maxAttempts, retryMode, credentials, maxSockets } = this.config;
-    this.client = new S3Client({
-      region,
-      endpoint,
-      forcePathStyle,
-      maxAttempts,
-      retryMode,
-      credentials,
-      requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }) },
-      // Checksums only where S3 requires them: S3-compatible servers often reject the newer headers.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
+  }
+
+  private connect(): Promise<{ sdk: S3Sdk; client: S3Client }> {
+    this.connection ??= import('@aws-sdk/client-s3').then((sdk) => {
+      const { region, endpoint, forcePathStyle, maxAttempts, retryMode, credentials, maxSockets } = this.config;
+      const client = new sdk.S3Client({
+        region,
+        endpoint,
+        forcePathStyle,
+        maxAttempts,
+        retryMode,
+        credentials,
+        requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }) },
+        // Checksums only where S3 requires them: S3-compatible servers often reject the newer headers.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      });
+      return { sdk, client };
     });
+    return this.connection;
+  }
+
+  /** The SDK client this store sends with (for calls the port has no method for, such as creating the bucket). */
+  async sdkClient(): Promise<S3Client> {
+    return (await this.connect()).client;
+  }
+
+  /** Closes the client's sockets; a store that never sent a request has none (and loads nothing). */
+  destroy(): void {
+    void this.connection?.then(({ client }) => client.destroy(), () => {});
   }
 
   async put(key: string, body: Uint8Array | string, options: PutOptions = {}): Promise<boolean> {
     assertStoreKey(key);
+    const { sdk, client } = await this.connect();
     const input = {
       Bucket: this.config.bucket,
       Key: key,
@@ -90,13 +107,13 @@ export class S3ObjectStore implements ObjectStore {
       ContentType: options.contentType ?? (key.endsWith('.json') ? 'application/json' : 'application/octet-stream'),
     };
     if (!options.ifAbsent) {
-      await this.client.send(new PutObjectCommand(input));
+      await client.send(new sdk.PutObjectCommand(input));
       return true;
     }
     if (await this.exists(key)) return false;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.client.send(new PutObjectCommand({ ...input, IfNoneMatch: '*' }));
+        await client.send(new sdk.PutObjectCommand({ ...input, IfNoneMatch: '*' }));
         return true;
       } catch (err) {
         if (status(err) === 412 || errorName(err) === 'PreconditionFailed') return false;
@@ -108,8 +125,9 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async exists(key: string): Promise<boolean> {
+    const { sdk, client } = await this.connect();
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+      await client.send(new sdk.HeadObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
       return true;
     } catch (err) {
       if (status(err) === 404 || errorName(err) === 'NotFound' || errorName(err) === 'NoSuchKey') return false;
@@ -118,8 +136,9 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async get(key: string): Promise<Uint8Array | null> {
+    const { sdk, client } = await this.connect();
     try {
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+      const res = await client.send(new sdk.GetObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
       if (!res.Body) return new Uint8Array();
       return await res.Body.transformToByteArray();
     } catch (err) {
@@ -130,12 +149,13 @@ export class S3ObjectStore implements ObjectStore {
 
   async list(prefix: string): Promise<string[]> {
     assertStorePrefix(prefix);
+    const { sdk, client } = await this.connect();
     // A Set, not an array: keys are counted once even if a server repeated one across pages.
     const keys = new Set<string>();
     let token: string | undefined;
     do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: this.config.listPageSize }),
+      const page = await client.send(
+        new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: this.config.listPageSize }),
       );
       for (const object of page.Contents ?? []) if (object.Key !== undefined) keys.add(object.Key);
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
@@ -144,6 +164,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+    const { sdk, client } = await this.connect();
+    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
   }
 }

@@ -51,7 +51,7 @@ const TOKEN = 'tok-123-api-lambda-test';
 const appOver = (s: S3ObjectStore) => createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, s);
 
 afterAll(async () => {
-  store?.client.destroy();
+  store?.destroy();
   await s3?.close();
 });
 

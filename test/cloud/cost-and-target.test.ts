@@ -75,6 +75,6 @@ describe('cloud target', () => {
     expect(store.config).toMatchObject({ bucket: 'esopt-prod-runs', region: 'eu-west-1', forcePathStyle: false });
     expect(fanout.options).toMatchObject({ functionName: 'esopt-prod-Episode', invocationType: 'Event', episodesPerInvocation: 4 });
     await fanout.close();
-    store.client.destroy();
+    store.destroy();
   });
 });

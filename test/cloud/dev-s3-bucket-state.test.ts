@@ -13,7 +13,7 @@ let s3: LocalS3;
 let client: S3Client;
 beforeAll(async () => {
   s3 = await startLocalS3('esopt-bucket-state');
-  client = new S3ObjectStore(s3.storeConfig).client;
+  client = await new S3ObjectStore(s3.storeConfig).sdkClient();
 });
 afterAll(async () => {
   client?.destroy();
@@ -42,7 +42,7 @@ describe('dev S3 server: cached bucket state', () => {
       expect(new TextDecoder().decode((await other.get('a/b.json'))!)).toBe('{"ok":true}');
       expect(await other.list('a/')).toEqual(['a/b.json']);
     } finally {
-      other.client.destroy();
+      other.destroy();
     }
   });
 });

@@ -71,7 +71,7 @@ describe('the Episode function on Lambda with the Lambda Chromium', () => {
         expect(record.steps).toBeGreaterThan(0);
       }
     } finally {
-      store.client.destroy();
+      store.destroy();
     }
     // The browser that played them is the Lambda build, inflated to the temp dir, not /usr/bin/chromium.
     const backend = webBackend({ backend: 'chromium' }) as ChromiumBackend;

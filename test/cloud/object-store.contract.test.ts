@@ -48,7 +48,7 @@ const subjects: Subject[] = [
     // A fresh bucket per test. (s3rver cannot serve truncated pages on OpenSSL 3, see s3-store.test.ts.)
     open: async () => {
       const store = new S3ObjectStore({ ...s3.storeConfig, bucket: `esopt-t${bucketNo++}`});
-      await store.client.send(new CreateBucketCommand({ Bucket: store.config.bucket }));
+      await (await store.sdkClient()).send(new CreateBucketCommand({ Bucket: store.config.bucket }));
       return store;
     },
   },

@@ -22,7 +22,7 @@ beforeAll(async () => {
   store = new S3ObjectStore(s3.storeConfig);
 });
 afterAll(async () => {
-  store?.client.destroy();
+  store?.destroy();
   await s3?.close();
 });
 

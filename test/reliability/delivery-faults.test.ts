@@ -179,7 +179,7 @@ const stacks: Stack[] = [
       closers.push(async () => {
         await lambda.close();
         await invoke.close();
-        store.client.destroy();
+        store.destroy();
       });
       return {
         // What `esopt train --cloud` runs: Event invokes, each settled once its record is listed.

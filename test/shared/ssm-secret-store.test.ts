@@ -22,7 +22,7 @@ beforeAll(async () => {
   store = new SsmSecretStore({ endpoint: ssm.url, credentials: DEV_CREDENTIALS });
 });
 afterAll(async () => {
-  store?.client.destroy();
+  store?.destroy();
   await ssm?.close();
 });
 

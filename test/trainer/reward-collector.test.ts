@@ -30,7 +30,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(proxies.map((p) => p.close()));
-  direct?.client.destroy();
+  direct?.destroy();
   await s3?.close();
 });
 

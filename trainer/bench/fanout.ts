@@ -161,7 +161,7 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     };
   } finally {
     await fanout.close();
-    store.client.destroy();
+    store.destroy();
     await cloud.close();
   }
 }

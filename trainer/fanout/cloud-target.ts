@@ -105,7 +105,7 @@ export function cloudRunTarget(target: CloudTarget, publicUrl: string): RunTarge
     policyEndpoint: { baseUrl: `${publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`, tokenEnv: 'ESOPT_TRAINER_TOKEN' },
     async close() {
       await fanout.close();
-      store.client.destroy();
+      store.destroy();
     },
   };
 }

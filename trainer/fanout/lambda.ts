@@ -7,9 +7,11 @@
  * `RequestResponse` waits for the function and reads its outcomes.
  *
  * Throttling (429 TooManyRequestsException) and 5xx are retried here, with jittered exponential
- * back-off, so the policy is ours and visible: the SDK's own retries are switched off.
+ * back-off, so the policy is ours and visible: the SDK's own retries are switched off. The SDK is
+ * imported by the first dispatch, not with this file, so commands that only might fan out to Lambda
+ * (`esopt train` on a local config) do not load it.
  */
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -61,24 +63,35 @@ function classify(err: unknown): 'throttle' | 'server' | 'network' | 'final' {
   return 'final';
 }
 
+type LambdaSdk = typeof import('@aws-sdk/client-lambda');
+
 export class LambdaFanout implements Fanout {
   readonly options: z.infer<typeof LambdaFanoutOptions>;
   readonly stats: LambdaFanoutStats = { invocations: 0, retries: 0, throttles: 0, serverErrors: 0 };
-  private readonly client: LambdaClient;
+  /** The SDK and its one client, made by the first dispatch; every later invoke shares them. */
+  private connection?: Promise<{ sdk: LambdaSdk; client: LambdaClient }>;
 
   constructor(options: LambdaFanoutOptionsInput) {
     this.options = LambdaFanoutOptions.parse(options);
-    const { region, endpoint, credentials, maxSockets } = this.options;
-    this.client = new LambdaClient({
-      region,
-      endpoint,
-      credentials,
-      maxAttempts: 1,
-      requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }) },
+  }
+
+  private connect(): Promise<{ sdk: LambdaSdk; client: LambdaClient }> {
+    this.connection ??= import('@aws-sdk/client-lambda').then((sdk) => {
+      const { region, endpoint, credentials, maxSockets } = this.options;
+      const client = new sdk.LambdaClient({
+        region,
+        endpoint,
+        credentials,
+        maxAttempts: 1,
+        requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }) },
+      });
+      return { sdk, client };
     });
+    return this.connection;
   }
 
   async dispatch(requests: EpisodeRequest[], options: DispatchOptions): Promise<DispatchOutcome[]> {
+    await this.connect(); // an SDK that cannot load fails the dispatch once, not each batch
     const batches = toBatches(requests, this.options.episodesPerInvocation);
     const results = await mapWithConcurrency(
       batches,
@@ -92,6 +105,7 @@ export class LambdaFanout implements Fanout {
 
   private async invoke(batch: EpisodeRequest[], { timeoutMs, signal }: DispatchOptions): Promise<DispatchOutcome[]> {
     const o = this.options;
+    const { sdk, client } = await this.connect();
     const payload = new TextEncoder().encode(JSON.stringify(toEvent(batch)));
     let lastError = 'not invoked';
     let lastTimedOut = false;
@@ -108,8 +122,8 @@ export class LambdaFanout implements Fanout {
       this.stats.invocations++;
       const timeout = AbortSignal.timeout(timeoutMs);
       try {
-        const res = await this.client.send(
-          new InvokeCommand({ FunctionName: o.functionName, InvocationType: o.invocationType, Payload: payload }),
+        const res = await client.send(
+          new sdk.InvokeCommand({ FunctionName: o.functionName, InvocationType: o.invocationType, Payload: payload }),
           { abortSignal: signal ? AbortSignal.any([signal, timeout]) : timeout },
         );
         if (o.invocationType === 'Event') {
@@ -136,6 +150,6 @@ export class LambdaFanout implements Fanout {
   }
 
   async close(): Promise<void> {
-    this.client.destroy();
+    await this.connection?.then(({ client }) => client.destroy(), () => {});
   }
 }

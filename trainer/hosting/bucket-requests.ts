@@ -205,8 +205,8 @@ export class BucketPoller {
     if (this.current?.kind === 'run') await this.runs.stop(this.current.id);
     await this.loop;
     await this.runs.settled();
-    this.store.client.destroy();
-    this.ownSecrets?.client.destroy();
+    this.store.destroy();
+    this.ownSecrets?.destroy();
   }
 
   private async readEntry(key: string): Promise<QueuedWork | null> {

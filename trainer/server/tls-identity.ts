@@ -2,10 +2,10 @@
  * The inference server's TLS identity: a key pair and a self-signed certificate made at start (so no
  * private key is ever stored or shipped), whose SHA-256 fingerprint the clients pin. The trainer box
  * publishes the certificate in the bucket (`publishCertificate`), the channel the Episode function trusts.
+ * `selfsigned` is imported when an identity is made, so runs that serve plain http never load it.
  */
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
-import { generate } from 'selfsigned';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
@@ -19,6 +19,7 @@ export interface TlsIdentity {
 
 /** A fresh P-256 key and a certificate for `hosts` (names or IP addresses), valid for a year. */
 export async function createTlsIdentity(hosts: string[]): Promise<TlsIdentity> {
+  const { generate } = await import('selfsigned');
   const altNames = hosts.map((h) => (isIP(h) ? { type: 7 as const, ip: h } : { type: 2 as const, value: h }));
   const pems = await generate([{ name: 'commonName', value: hosts[0] ?? 'esopt-trainer' }], {
     keyType: 'ec',

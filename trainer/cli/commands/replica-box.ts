@@ -56,7 +56,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     return 0;
   } finally {
     await box.close();
-    store.client.destroy();
+    store.destroy();
   }
 }
 
