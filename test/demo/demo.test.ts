@@ -51,7 +51,8 @@ describe('demo', () => {
         evalInterval: 2,
         workers: 1,
       },
-      grpo: { ...demo.grpo, group: 2 },
+      // With a KL term, so the reference model's path runs end to end too.
+      grpo: { ...demo.grpo, group: 2, klCoef: 0.05 },
     });
     const storeRoot = join(root, 'store');
     const report = await runDemo({ demo: config, run: 'demo-test', storeRoot, progress: silentProgress, showBaselineProgress: false });

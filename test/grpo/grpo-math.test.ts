@@ -4,7 +4,7 @@ import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { DecoderGradient } from '../../trainer/pretrain/decoder-gradient.ts';
 import { Adam } from '../../trainer/grpo/adam.ts';
 import { groupAdvantages } from '../../trainer/grpo/advantages.ts';
-import { mergeSequences, policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
+import { mergeSequences, policyGradient, policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
 
 const config: ModelConfig = {
   model_type: 'llama',
@@ -115,5 +115,80 @@ describe('one GRPO step', () => {
     f64.deltas.forEach((d, k) => d.forEach((v, i) => ((largest = Math.max(largest, Math.abs(v))), (worst = Math.max(worst, Math.abs(v - f32.deltas[k][i]))))));
     expect(largest).toBeGreaterThan(0.005);
     expect(worst).toBeLessThan(1e-3 * largest);
+  });
+});
+
+describe('the KL term to the base model', () => {
+  const drifted = () => {
+    // The policy after some training: the base weights moved by a seeded offset.
+    const w = initDecoderWeights(config, 1);
+    const offset = initDecoderWeights(config, 9);
+    w.forEach((t, k) => t.data.forEach((v, i) => (t.data[i] = v + 3 * offset[k].data[i])));
+    return w;
+  };
+  const trajectories: Trajectory[] = [
+    { advantage: 1, turns: [{ promptIds: [1, 2, 3], completionIds: [4, 5] }, { promptIds: [6, 2], completionIds: [7] }] },
+    { advantage: -1, turns: [{ promptIds: [1, 2, 3], completionIds: [9, 10, 3] }] },
+    { advantage: 0, turns: [{ promptIds: [8], completionIds: [2, 2] }] },
+  ];
+
+  /** The surrogate written out from log-probabilities: (1/n) Σ_i (1/T_i) Σ_t [−A_i ℓ_t + β (r_t − log r_t − 1)]. */
+  function surrogate(model: DecoderGradient, reference: DecoderGradient, beta: number): number {
+    let total = 0;
+    for (const t of trajectories) {
+      const tokens = t.turns.reduce((a, x) => a + x.completionIds.length, 0);
+      for (const turn of t.turns) {
+        const seq = { ids: [...turn.promptIds, ...turn.completionIds], targets: turn.completionIds.map((_, j) => turn.promptIds.length - 1 + j) };
+        const lp = model.logProbs(seq);
+        const ref = reference.logProbs(seq);
+        lp.forEach((l, r) => (total += (-t.advantage * l + beta * (Math.exp(ref[r] - l) - (ref[r] - l) - 1)) / tokens));
+      }
+    }
+    return total / trajectories.length;
+  }
+
+  it('its gradient, folded into token weights, matches finite differences of the written-out surrogate', () => {
+    const reference = new DecoderGradient(config, initDecoderWeights(config, 1));
+    const w = drifted();
+    const model = new DecoderGradient(config, w);
+    const beta = 0.7;
+    const { grads, stats } = policyGradient(model, trajectories, 'float64', { coef: beta, reference });
+    expect(stats.kl).toBeGreaterThan(0.01);
+    let checked = 0;
+    w.forEach((t, k) => {
+      for (const i of [0, 7, Math.floor(t.data.length / 2), t.data.length - 1]) {
+        const original = t.data[i];
+        t.data[i] = original + 1e-3;
+        const up = surrogate(model, reference, beta);
+        const hi = t.data[i];
+        t.data[i] = original - 1e-3;
+        const down = surrogate(model, reference, beta);
+        const lo = t.data[i];
+        t.data[i] = original;
+        const numeric = (up - down) / (hi - lo);
+        expect(Math.abs(grads[k][i] - numeric), `${t.name}[${i}]`).toBeLessThan(1e-5 + 1e-3 * Math.abs(numeric));
+        checked++;
+      }
+    });
+    expect(checked).toBe(w.length * 4);
+    // The KL part is not vacuous: without it the gradient differs.
+    const plain = policyGradient(model, trajectories, 'float64').grads;
+    expect(plain.some((g, k) => g.some((v, i) => Math.abs(v - grads[k][i]) > 1e-4))).toBe(true);
+  });
+
+  it('is zero at the base model, and a step on it alone moves the policy back towards the base', () => {
+    const atBase = new DecoderGradient(config, initDecoderWeights(config, 1));
+    const reference = new DecoderGradient(config, initDecoderWeights(config, 1));
+    const still = trajectories.map((t) => ({ ...t, advantage: 0 }));
+    const base = policyGradient(atBase, still, 'float64', { coef: 1, reference });
+    expect(base.stats.kl).toBe(0);
+    expect(base.grads.every((g) => g.every((v) => v === 0))).toBe(true);
+
+    const model = new DecoderGradient(config, drifted());
+    const adam = new Adam(model.weights.map((x) => x.data), 0.003);
+    const first = policyGradientStep(model, adam, still, 0, { coef: 1, reference });
+    for (let k = 0; k < 4; k++) policyGradientStep(model, adam, still, 0, { coef: 1, reference });
+    expect(first.informative).toBe(0);
+    expect(policyGradient(model, still, 'float64', { coef: 1, reference }).stats.kl).toBeLessThan(first.kl! * 0.9);
   });
 });

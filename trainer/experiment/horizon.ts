@@ -98,7 +98,7 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: R
       run: `${run}-grpo`,
       storeRoot,
       evalTasks: heldOut,
-      onStep: (s) => log(`${run}: GRPO step ${s.step} reward ${s.meanReward.toFixed(3)}, ${s.merged}/${s.sequences} sequences, rollouts ${(s.rolloutMs / 1000).toFixed(1)} s, gradient ${(s.gradientMs / 1000).toFixed(1)} s`),
+      onStep: (s) => log(`${run}: GRPO step ${s.step} reward ${s.meanReward.toFixed(3)}, ${s.kl === null ? '' : `KL ${s.kl.toFixed(4)}, `}${s.merged}/${s.sequences} sequences, rollouts ${(s.rolloutMs / 1000).toFixed(1)} s, gradient ${(s.gradientMs / 1000).toFixed(1)} s`),
     });
     cell.wallMs.grpo = performance.now() - t;
     cell.solved.grpo = solved(grpo.evaluation, th);

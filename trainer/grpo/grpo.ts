@@ -2,7 +2,8 @@
  * The GRPO baseline through the same engine, environments, tasks and evaluation as the ES run: step k
  * samples the ES run's iteration-k training tasks (task-seed.ts), plays G sampled rollouts of each with θ
  * in-process, gives every token of a rollout its group-relative advantage, takes one policy-gradient step
- * with Adam on the decoder gradient, and writes θ back into the engine. Episodes per step = G × tasks per
+ * with Adam on the decoder gradient (optionally with a KL term to the base model), and writes θ back into
+ * the engine. Episodes per step = G × tasks per
  * iteration, so with G = the ES population the training-episode budget is the ES run's. θ_final is
  * evaluated on the held-out tasks through the run's fan-out and store, greedily, exactly like ES's θ.
  */
@@ -33,6 +34,8 @@ export const GrpoOptions = z
     temperature: z.number().positive().finite().default(1),
     /** Global gradient-norm clip; 0 disables. */
     clipNorm: z.number().min(0).finite().default(1),
+    /** β of the k3 KL(π_θ ‖ π_base) term (policy-gradient.ts); 0 (every committed run) holds no reference model. */
+    klCoef: z.number().min(0).finite().default(0),
     /** Precision of the gradients and Adam's moments: float64 (every committed run), or float32 as PyTorch keeps them. */
     stateDtype: z.enum(['float64', 'float32']).default('float64'),
   })
@@ -44,6 +47,8 @@ export interface GrpoStepRecord {
   meanReward: number;
   informative: number;
   gradNorm: number;
+  /** Mean per-token k3 estimate of KL(π_θ ‖ π_base) before the step; null without a KL term. */
+  kl: number | null;
   /** Turn sequences of the step, and how many distinct ones its gradient ran on. */
   sequences: number;
   merged: number;
@@ -76,6 +81,8 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   const loaded = loadModelDir(config.model.dir);
   const model = new DecoderGradient(loaded.config, loaded.weights.map((w) => ({ name: w.name, dims: w.dims, data: w.data.slice() })));
   const adam = new Adam(model.weights.map((w) => w.data), grpo.learningRate, grpo.stateDtype);
+  // The base policy the KL term measures against: the loaded weights, which the model's copy leaves untouched.
+  const kl = grpo.klCoef > 0 ? { coef: grpo.klCoef, reference: new DecoderGradient(loaded.config, loaded.weights) } : null;
   const { engine, server, close } = await serveModel(config);
   const target = localRunTarget(o.storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
   target.useEngine?.(engine);
@@ -114,13 +121,13 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
         episodes += group.length;
       }
       const rolled = performance.now();
-      const stats = policyGradientStep(model, adam, trajectories, grpo.clipNorm);
+      const stats = policyGradientStep(model, adam, trajectories, grpo.clipNorm, kl);
       const stepped = performance.now();
       await engine.withRestoredWeights((segments) => {
         for (const s of segments) s.data.set(byName.get(s.name)!.data);
       });
       await engine.commitUpdate();
-      const record = { step, meanReward: rewardSum / trajectories.length, informative: stats.informative, gradNorm: stats.gradNorm, sequences: stats.sequences, merged: stats.merged, rolloutMs: rolled - started, gradientMs: stepped - rolled };
+      const record = { step, meanReward: rewardSum / trajectories.length, informative: stats.informative, gradNorm: stats.gradNorm, kl: stats.kl, sequences: stats.sequences, merged: stats.merged, rolloutMs: rolled - started, gradientMs: stepped - rolled };
       history.push(record);
       o.onStep?.(record);
     }

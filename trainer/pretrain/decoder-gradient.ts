@@ -131,9 +131,10 @@ export class DecoderGradient {
 
   /**
    * Adds the gradient of this sequence's weighted summed cross-entropy (natural log, over its targets) into `grads`
-   * (aligned with the weights) and returns that loss and the summed weight of the targets the argmax got right.
+   * (aligned with the weights; null: the forward pass only) and returns that loss, the summed weight of the
+   * targets the argmax got right, and each target's log-probability of its label.
    */
-  accumulate(seq: LossSequence, grads: GradientBuffer[]): { loss: number; correct: number } {
+  accumulate(seq: LossSequence, grads: GradientBuffer[] | null): { loss: number; correct: number; logProbs: number[] } {
     const { D, H, KV, hd, F, V, L, eps, normOffset: off, arch: a } = this;
     const QD = H * hd;
     const KD = KV * hd;
@@ -142,7 +143,7 @@ export class DecoderGradient {
     const S = ids.length;
     for (const t of seq.targets) if (!Number.isInteger(t) || t < 0 || t >= S - 1) throw new RangeError(`target position ${t} is outside 0..${S - 2}`);
     if (seq.weights && seq.weights.length !== seq.targets.length) throw new RangeError(`${seq.weights.length} weights for ${seq.targets.length} targets`);
-    const gradOf = new Map(this.weights.map((t, i) => [t.name, grads[i]]));
+    const gradOf = new Map(grads ? this.weights.map((t, i) => [t.name, grads[i]]) : []);
     const g = (name: string) => gradOf.get(name)!;
     const rope = rotaryTables(S, this.inverseFrequencies);
     const scale = 1 / Math.sqrt(hd);
@@ -224,6 +225,7 @@ export class DecoderGradient {
     const logits = a.tied ? matmulRows(nf.y, T, D, head, V) : matmul(nf.y, T, D, head, V);
     let loss = 0;
     let correct = 0;
+    const logProbs: number[] = [];
     const dLogits = new Float64Array(T * V);
     seq.targets.forEach((t, r) => {
       const o = r * V;
@@ -235,10 +237,13 @@ export class DecoderGradient {
       if (arg === label) correct += weight;
       let sum = 0;
       for (let c = 0; c < V; c++) sum += Math.exp(logits[o + c] - max);
+      logProbs.push(logits[o + label] - max - Math.log(sum));
       loss += weight * (Math.log(sum) + max - logits[o + label]);
       for (let c = 0; c < V; c++) dLogits[o + c] = (weight * Math.exp(logits[o + c] - max)) / sum;
       dLogits[o + label] -= weight;
     });
+
+    if (!grads) return { loss, correct, logProbs };
 
     // ---- backward ----
     let dnf: Vec;
@@ -332,11 +337,16 @@ export class DecoderGradient {
     }
     const dEmbed = g('model.embed_tokens.weight');
     for (let s = 0; s < S; s++) for (let d = 0; d < D; d++) dEmbed[ids[s] * D + d] += dx[s * D + d] * this.embedScale;
-    return { loss, correct };
+    return { loss, correct, logProbs };
   }
 
-  /** The summed cross-entropy alone (for finite-difference checks): the same forward, gradients discarded. */
+  /** The summed cross-entropy alone (finite-difference checks): the forward pass only. */
   loss(seq: LossSequence): number {
-    return this.accumulate(seq, this.zeroGradients()).loss;
+    return this.accumulate(seq, null).loss;
+  }
+
+  /** log p(ids[t + 1] | ids[0..t]) at each target t, under the model's full softmax. */
+  logProbs(seq: LossSequence): number[] {
+    return this.accumulate(seq, null).logProbs;
   }
 }
