@@ -6,7 +6,7 @@
  *   grpo      per iteration: the same rows sampled on the base model (G = population rollouts of `batch`
  *             prompts), then one policy-gradient step as trainer/grpo takes it: a copy of θ for the decoder
  *             gradient, gradients and Adam's two moments in `grpoState` precision, forward + backward over
- *             every rollout.
+ *             every rollout; with `grpoKl` > 0 also a reference copy of the base model for the KL term.
  * Usage: node --import tsx trainer/bench/memory-probe.ts '<json options>'
  */
 import { z } from 'zod';
@@ -34,6 +34,7 @@ const Options = z.object({
   switchThreads: z.number().int().min(1).optional(),
   fullModeWeights: FullModeWeights.default('inputs'),
   grpoState: z.enum(['float64', 'float32']).default('float64'),
+  grpoKl: z.number().min(0).default(0),
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
@@ -52,6 +53,8 @@ const sigma = 0.001;
 const opened = o.workload === 'grpo' ? openModel(modelSpecFlag(o.model, 0)) : null;
 const gradient = opened ? new DecoderGradient(opened.config, opened.weights) : null;
 const adam = gradient ? new Adam(gradient.weights.map((w) => w.data), 1e-4, o.grpoState) : null;
+const reference = gradient && o.grpoKl > 0 ? openModel(modelSpecFlag(o.model, 0)) : null;
+const kl = reference ? { coef: o.grpoKl, reference: new DecoderGradient(reference.config, reference.weights) } : null;
 for (let iteration = 0; iteration < o.iterations; iteration++) {
   const members = ask({ population: o.population, antithetic: true });
   if (o.workload === 'train') engine.setPopulation({ runSeed: 1, iteration, sigma, rank: 1, members });
@@ -76,7 +79,7 @@ for (let iteration = 0; iteration < o.iterations; iteration++) {
       const advantages = groupAdvantages(members.map((_, k) => (k % 2 === 0 ? 1 : 0)), 0);
       members.forEach((m, k) => trajectories.push({ turns: [{ promptIds: prompt(b), completionIds: completions.get(m.index)![b]! }], advantage: advantages[k] }));
     }
-    policyGradientStep(gradient, adam, trajectories, 1);
+    policyGradientStep(gradient, adam, trajectories, 1, kl);
   }
   if (o.workload === 'train') {
     const { coefficients } = tell(members, rewards, { alpha: 0.01, shaping: 'zscore' });

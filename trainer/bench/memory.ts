@@ -2,8 +2,8 @@
  * `esopt bench memory`: peak RSS of a child process that trains (perturb, generate, restore, update) ÷ one
  * that only generates the same calls (memory-probe.ts), so neither sees the other's allocations. With
  * `--vs grpo` the second child takes GRPO steps (the same rollouts, then trainer/grpo's gradient step and
- * Adam, its state float64 or with `--grpo-state float32` float32) instead of generating only: GRPO's peak
- * RSS ÷ ES's on the same model and calls.
+ * Adam, its state float64 or with `--grpo-state float32` float32, with `--grpo-kl β` a KL term to a reference
+ * copy of the base model) instead of generating only: GRPO's peak RSS ÷ ES's on the same model and calls.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,8 @@ export const options = z.object({
   vs: z.enum(['generate', 'grpo']).default('generate'),
   // with --vs grpo: the precision of GRPO's gradients and Adam moments (trainer/grpo's stateDtype)
   grpoState: z.enum(['float64', 'float32']).default('float64'),
+  // with --vs grpo: β of GRPO's KL term; above 0 the GRPO child also holds the base model as its reference
+  grpoKl: z.coerce.number().min(0).finite().default(0),
 });
 
 function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workload: 'train' | 'generate' | 'grpo' }): Promise<number> {
@@ -57,7 +59,7 @@ export async function run(all: z.output<typeof options>, log: Log) {
   if (vs === 'grpo') {
     log(`child 1/2: ES (${o.iterations} iterations: perturb, generate, restore, update)`);
     const es = await runChild({ ...o, workload: 'train' });
-    log(`child 2/2: GRPO (${o.iterations} steps: the same rollouts, forward + backward, Adam; ${o.grpoState} state)`);
+    log(`child 2/2: GRPO (${o.iterations} steps: the same rollouts, forward + backward, Adam; ${o.grpoState} state${o.grpoKl > 0 ? `, KL β ${o.grpoKl} to a reference model` : ''})`);
     // A GRPO child that fails (memory, an export the decoder gradient cannot read) still leaves ES's figure, and the reason.
     const grpo = await runChild({ ...o, workload: 'grpo' }).catch((err: Error) => err);
     const measured = typeof grpo === 'number';
