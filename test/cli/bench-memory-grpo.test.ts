@@ -21,6 +21,8 @@ describe('esopt bench memory --vs grpo', () => {
     expect(out.es_peak_rss_mib).toBeGreaterThan(10);
     expect(out.grpo_peak_rss_mib).toBeGreaterThan(10);
     expect(out.grpo_over_es).toBeCloseTo(out.grpo_peak_rss_mib / out.es_peak_rss_mib, 12);
+    // The step ran forward and backward: both rollouts' sequences, distinct, neither cancelled.
+    expect(out.grpo_sequences).toBe(2);
     expect(out).not.toHaveProperty('ratio');
   });
 
@@ -28,6 +30,6 @@ describe('esopt bench memory --vs grpo', () => {
     expect(await run(['bench', 'memory', '--vs', 'grpo', '--grpo-kl', '-1'])).toMatchObject({ code: 2, err: expect.stringContaining('--grpo-kl') });
     const r = await run(['bench', 'memory', '--vs', 'grpo', '--grpo-state', 'float32', '--grpo-kl', '0.1', '--model', 'tiny', '--population', '2', '--batch', '1', '--prompt-tokens', '4', '--new-tokens', '4', '--iterations', '1', '--json']);
     expect(r.code, r.err).toBe(0);
-    expect(JSON.parse(r.out)).toMatchObject({ vs: 'grpo', grpoState: 'float32', grpoKl: 0.1, grpo_error: null });
+    expect(JSON.parse(r.out)).toMatchObject({ vs: 'grpo', grpoState: 'float32', grpoKl: 0.1, grpo_error: null, grpo_sequences: 2 });
   });
 });

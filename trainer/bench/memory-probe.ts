@@ -40,10 +40,12 @@ const Options = z.object({
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
 const engine = await createEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights });
 const prompt = (b: number) => Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256);
-const row = (member: MemberSelector, b: number): GenerateRow => ({
+// Each member's rows sample their own stream: GRPO's rollouts of a prompt must differ, or their ±1
+// advantages cancel when identical sequences merge and the step differentiates nothing.
+const row = (member: MemberSelector, index: number, b: number): GenerateRow => ({
   promptIds: prompt(b),
   member,
-  sampling: { temperature: 1, topP: 1, topK: 0, seed: b },
+  sampling: { temperature: 1, topP: 1, topK: 0, seed: b * 7919 + index },
   maxNewTokens: o.newTokens,
   stop: [],
   ignoreEos: true,
@@ -54,6 +56,7 @@ const opened = o.workload === 'grpo' ? openModel(modelSpecFlag(o.model, 0)) : nu
 const gradient = opened ? new DecoderGradient(opened.config, opened.weights) : null;
 const adam = gradient ? new Adam(gradient.weights.map((w) => w.data), 1e-4, o.grpoState) : null;
 const reference = gradient && o.grpoKl > 0 ? openModel(modelSpecFlag(o.model, 0)) : null;
+let differentiated = 0;
 const kl = reference ? { coef: o.grpoKl, reference: new DecoderGradient(reference.config, reference.weights) } : null;
 for (let iteration = 0; iteration < o.iterations; iteration++) {
   const members = ask({ population: o.population, antithetic: true });
@@ -64,7 +67,7 @@ for (let iteration = 0; iteration < o.iterations; iteration++) {
   // full mode serves one member at a time; low-rank serves the whole population in one batch
   const calls = o.mode === 'full' ? members.map((m) => [m.index]) : [members.map((m) => m.index)];
   for (const call of calls) {
-    const rows = call.flatMap((index) => Array.from({ length: o.batch }, (_, b) => ({ index, row: row(select(index), b) })));
+    const rows = call.flatMap((index) => Array.from({ length: o.batch }, (_, b) => ({ index, row: row(select(index), index, b) })));
     const results = await engine.generate(rows.map((r) => r.row));
     rows.forEach((r, k) => {
       rewards.set(r.index, [...(rewards.get(r.index) ?? []), results[k].tokenIds.filter((t) => t % 2 === 0).length]);
@@ -79,7 +82,8 @@ for (let iteration = 0; iteration < o.iterations; iteration++) {
       const advantages = groupAdvantages(members.map((_, k) => (k % 2 === 0 ? 1 : 0)), 0);
       members.forEach((m, k) => trajectories.push({ turns: [{ promptIds: prompt(b), completionIds: completions.get(m.index)![b]! }], advantage: advantages[k] }));
     }
-    policyGradientStep(gradient, adam, trajectories, 1, kl);
+    const stats = policyGradientStep(gradient, adam, trajectories, 1, kl);
+    differentiated += stats.merged;
   }
   if (o.workload === 'train') {
     const { coefficients } = tell(members, rewards, { alpha: 0.01, shaping: 'zscore' });
@@ -87,4 +91,5 @@ for (let iteration = 0; iteration < o.iterations; iteration++) {
   }
 }
 await engine.close();
-process.stdout.write(`${JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS })}\n`);
+// grpo: the sequences its steps ran forward and backward over (0 would measure GRPO's state without a step)
+process.stdout.write(`${JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS, ...(gradient ? { differentiated } : {}) })}\n`);

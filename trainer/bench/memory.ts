@@ -37,7 +37,7 @@ export const options = z.object({
   grpoKl: z.coerce.number().min(0).finite().default(0),
 });
 
-function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workload: 'train' | 'generate' | 'grpo' }): Promise<number> {
+function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workload: 'train' | 'generate' | 'grpo' }): Promise<{ maxRssKiB: number; differentiated?: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', probe, JSON.stringify(probeOptions)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -47,9 +47,11 @@ function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workloa
     child.on('error', reject);
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`memory probe (${String(probeOptions.workload)}) exited ${code}: ${err.trim().split('\n').slice(-5).join('\n')}`));
-      const parsed = z.object({ maxRssKiB: z.number() }).safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
+      const parsed = z.object({ maxRssKiB: z.number(), differentiated: z.number().int().optional() }).safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
       if (!parsed.success) return reject(new Error(`memory probe printed no peak RSS: ${out}`));
-      resolve(parsed.data.maxRssKiB);
+      // A GRPO step over no sequence would measure GRPO's state but not its forward and backward passes.
+      if (parsed.data.differentiated === 0) return reject(new Error('the GRPO child differentiated no sequence (every advantage cancelled)'));
+      resolve(parsed.data);
     });
   });
 }
@@ -58,25 +60,27 @@ export async function run(all: z.output<typeof options>, log: Log) {
   const { vs, ...o } = all;
   if (vs === 'grpo') {
     log(`child 1/2: ES (${o.iterations} iterations: perturb, generate, restore, update)`);
-    const es = await runChild({ ...o, workload: 'train' });
+    const es = (await runChild({ ...o, workload: 'train' })).maxRssKiB;
     log(`child 2/2: GRPO (${o.iterations} steps: the same rollouts, forward + backward, Adam; ${o.grpoState} state${o.grpoKl > 0 ? `, KL β ${o.grpoKl} to a reference model` : ''})`);
     // A GRPO child that fails (memory, an export the decoder gradient cannot read) still leaves ES's figure, and the reason.
     const grpo = await runChild({ ...o, workload: 'grpo' }).catch((err: Error) => err);
-    const measured = typeof grpo === 'number';
+    const measured = !(grpo instanceof Error);
     return {
       ...o,
       vs,
       es_peak_rss_mib: es / 1024,
-      grpo_peak_rss_mib: measured ? grpo / 1024 : null,
-      grpo_over_es: measured ? grpo / es : null,
+      grpo_peak_rss_mib: measured ? grpo.maxRssKiB / 1024 : null,
+      grpo_over_es: measured ? grpo.maxRssKiB / es : null,
+      // distinct turn sequences GRPO's steps ran forward and backward over
+      grpo_sequences: measured ? (grpo.differentiated ?? null) : null,
       grpo_error: measured ? null : grpo.message,
       machine: machineInfo(),
     };
   }
   log(`child 1/2: generate only (${o.iterations} iterations × ${o.population} members' worth of calls)`);
-  const generate = await runChild({ ...o, workload: 'generate' });
+  const generate = (await runChild({ ...o, workload: 'generate' })).maxRssKiB;
   log('child 2/2: train (perturb, generate, restore, update)');
-  const train = await runChild({ ...o, workload: 'train' });
+  const train = (await runChild({ ...o, workload: 'train' })).maxRssKiB;
   return {
     ...o,
     vs,
