@@ -3,6 +3,7 @@ import type { ModelConfig } from '../../trainer/model/config.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { DecoderGradient } from '../../trainer/pretrain/decoder-gradient.ts';
 import { Adam } from '../../trainer/grpo/adam.ts';
+import type { GradientDtype } from '../../trainer/pretrain/gradient-kernels.ts';
 import { groupAdvantages } from '../../trainer/grpo/advantages.ts';
 import { mergeSequences, policyGradient, policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
 
@@ -97,7 +98,7 @@ describe('one GRPO step', () => {
   });
 
   it('takes the same step with float32 gradients and moments, in float32 buffers', () => {
-    const step = (dtype: 'float64' | 'float32') => {
+    const step = (dtype: GradientDtype) => {
       const model = new DecoderGradient(config, initDecoderWeights(config, 1));
       const adam = new Adam(model.weights.map((w) => w.data), 0.01, dtype);
       const before = model.weights.map((w) => w.data.slice());

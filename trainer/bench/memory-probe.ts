@@ -17,6 +17,7 @@ import { createEngine } from '../model/create-engine.ts';
 import { modelSpecFlag } from '../command/model-flags.ts';
 import { openModel } from '../model/open-model.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
+import { GRADIENT_DTYPES } from '../pretrain/gradient-kernels.ts';
 import { Adam } from '../grpo/adam.ts';
 import { groupAdvantages } from '../grpo/advantages.ts';
 import { policyGradientStep, type Trajectory } from '../grpo/policy-gradient.ts';
@@ -33,7 +34,7 @@ const Options = z.object({
   iterations: z.number().int().min(1),
   switchThreads: z.number().int().min(1).optional(),
   fullModeWeights: FullModeWeights.default('inputs'),
-  grpoState: z.enum(['float64', 'float32']).default('float64'),
+  grpoState: z.enum(GRADIENT_DTYPES).default('float64'),
   grpoKl: z.number().min(0).default(0),
 });
 

@@ -14,6 +14,7 @@ import { machineInfo } from './measure.ts';
 import { int, ModelName } from './options.ts';
 import { halfPrecisionCost } from '../model/half-theta.ts';
 import { PRESETS } from '../model/presets.ts';
+import { GRADIENT_DTYPES } from '../pretrain/gradient-kernels.ts';
 
 const probe = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
 
@@ -32,7 +33,7 @@ export const options = z.object({
   // the workload ES is measured against: generation only (the default), or GRPO's step
   vs: z.enum(['generate', 'grpo']).default('generate'),
   // with --vs grpo: the precision of GRPO's gradients and Adam moments (trainer/grpo's stateDtype)
-  grpoState: z.enum(['float64', 'float32']).default('float64'),
+  grpoState: z.enum(GRADIENT_DTYPES).default('float64'),
   // with --vs grpo: β of GRPO's KL term; above 0 the GRPO child also holds the base model as its reference
   grpoKl: z.coerce.number().min(0).finite().default(0),
 });

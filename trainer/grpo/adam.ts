@@ -2,13 +2,11 @@
  * Adam with bias correction, updating float32 weights in place (GRPO's optimiser). Its moments are float64
  * (the default, which every committed GRPO run used) or float32, as PyTorch keeps them (half the memory).
  */
-import type { GradientBuffer } from '../pretrain/gradient-kernels.ts';
+import type { GradientBuffer, GradientDtype } from '../pretrain/gradient-kernels.ts';
 
 const BETA1 = 0.9;
 const BETA2 = 0.999;
 const EPSILON = 1e-8;
-
-export type StateDtype = 'float64' | 'float32';
 
 export class Adam {
   private readonly m: GradientBuffer[];
@@ -18,7 +16,7 @@ export class Adam {
   constructor(
     private readonly params: readonly Float32Array[],
     private readonly learningRate: number,
-    readonly dtype: StateDtype = 'float64',
+    readonly dtype: GradientDtype = 'float64',
   ) {
     const zeros = (n: number) => (dtype === 'float32' ? new Float32Array(n) : new Float64Array(n));
     this.m = params.map((p) => zeros(p.length));

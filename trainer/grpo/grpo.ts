@@ -3,8 +3,8 @@
  * samples the ES run's iteration-k training tasks (task-seed.ts), plays G sampled rollouts of each with θ
  * in-process, gives every token of a rollout its group-relative advantage, takes one policy-gradient step
  * with Adam on the decoder gradient (optionally with a KL term to the base model), and writes θ back into
- * the engine. Episodes per step = G × tasks per
- * iteration, so with G = the ES population the training-episode budget is the ES run's. θ_final is
+ * the engine. Episodes per step = G × tasks per iteration, so with G = the ES population the
+ * training-episode budget is the ES run's. θ_final is
  * evaluated on the held-out tasks through the run's fan-out and store, greedily, exactly like ES's θ.
  */
 import { z } from 'zod';
@@ -19,6 +19,7 @@ import { iterationTaskSeed } from '../loop/task-seed.ts';
 import { loadModelDir } from '../model/model-dir.ts';
 import type { GenerateRow } from '../engine.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
+import { GRADIENT_DTYPES } from '../pretrain/gradient-kernels.ts';
 import { Adam } from './adam.ts';
 import { groupAdvantages } from './advantages.ts';
 import { policyGradientStep, type Trajectory } from './policy-gradient.ts';
@@ -37,7 +38,7 @@ export const GrpoOptions = z
     /** β of the k3 KL(π_θ ‖ π_base) term (policy-gradient.ts); 0 (every committed run) holds no reference model. */
     klCoef: z.number().min(0).finite().default(0),
     /** Precision of the gradients and Adam's moments: float64 (every committed run), or float32 as PyTorch keeps them. */
-    stateDtype: z.enum(['float64', 'float32']).default('float64'),
+    stateDtype: z.enum(GRADIENT_DTYPES).default('float64'),
   })
   .strict();
 export type GrpoOptions = z.infer<typeof GrpoOptions>;

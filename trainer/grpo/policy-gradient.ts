@@ -11,7 +11,7 @@
  * Gradients are accumulated in the optimiser's state precision (Adam's dtype).
  */
 import type { DecoderGradient, LossSequence } from '../pretrain/decoder-gradient.ts';
-import type { GradientBuffer } from '../pretrain/gradient-kernels.ts';
+import type { GradientBuffer, GradientDtype } from '../pretrain/gradient-kernels.ts';
 import type { Adam } from './adam.ts';
 import type { SampledTurn } from './sampled-turns-policy.ts';
 
@@ -104,7 +104,7 @@ export interface PolicyGradientStats {
 export function policyGradient(
   model: DecoderGradient,
   trajectories: readonly Trajectory[],
-  dtype: 'float64' | 'float32',
+  dtype: GradientDtype,
   kl: KlPenalty | null = null,
 ): { grads: GradientBuffer[]; stats: PolicyGradientStats } {
   const grads = model.zeroGradients(dtype);

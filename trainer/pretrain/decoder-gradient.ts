@@ -18,7 +18,6 @@ import {
   addBias,
   geluTanh,
   matmul,
-  matmulRows,
   matmulT,
   rmsNormBackward,
   rmsNormForward,
@@ -28,6 +27,7 @@ import {
   zeroRow,
   type GatedActivation,
   type GradientBuffer,
+  type GradientDtype,
   type Vec,
 } from './gradient-kernels.ts';
 
@@ -125,7 +125,7 @@ export class DecoderGradient {
   }
 
   /** Zeroed gradient buffers, one per weight, in the weights' order (float32 halves their memory). */
-  zeroGradients(dtype: 'float64' | 'float32' = 'float64'): GradientBuffer[] {
+  zeroGradients(dtype: GradientDtype = 'float64'): GradientBuffer[] {
     return this.weights.map((t) => (dtype === 'float32' ? new Float32Array(t.data.length) : new Float64Array(t.data.length)));
   }
 
@@ -222,7 +222,7 @@ export class DecoderGradient {
     const nf = rmsNormForward(xT, T, D, this.w('model.norm.weight'), eps, off);
     // A tied head reads the embedding table [V, D] row by row; an untied one is [D, V].
     const head = a.tied ? embed : this.w('lm_head.weight');
-    const logits = a.tied ? matmulRows(nf.y, T, D, head, V) : matmul(nf.y, T, D, head, V);
+    const logits = a.tied ? matmulT(nf.y, T, D, head, V) : matmul(nf.y, T, D, head, V);
     let loss = 0;
     let correct = 0;
     const logProbs: number[] = [];

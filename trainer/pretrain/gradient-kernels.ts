@@ -9,6 +9,10 @@ export type Vec = Float64Array;
 /** A gradient accumulator: float64 (pretraining, GRPO's default) or float32 (GRPO's `stateDtype`). */
 export type GradientBuffer = Float64Array | Float32Array;
 
+/** The precisions a gradient (and an optimiser's state beside it) may be kept in. */
+export const GRADIENT_DTYPES = ['float64', 'float32'] as const;
+export type GradientDtype = (typeof GRADIENT_DTYPES)[number];
+
 /** X [S, n] · W [n, m] → [S, m], rows from `from` on (earlier rows stay zero). */
 export function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number, from = 0): Vec {
   const out = new Float64Array(S * m);
@@ -24,28 +28,13 @@ export function matmul(x: Vec, S: number, n: number, w: Float32Array, m: number,
   return out;
 }
 
-/** X [S, n] · Wᵀ → [S, m] for W [m, n] (a tied head: each row of the embedding table against x). */
-export function matmulRows(x: Vec, S: number, n: number, w: Float32Array, m: number): Vec {
-  const out = new Float64Array(S * m);
-  for (let s = 0; s < S; s++) {
-    const o = s * n;
-    for (let j = 0; j < m; j++) {
-      const row = j * n;
-      let acc = 0;
-      for (let i = 0; i < n; i++) acc += x[o + i] * w[row + i];
-      out[s * m + j] = acc;
-    }
-  }
-  return out;
-}
-
 /** Whether row s of a [S, m] matrix is all zero. */
 export function zeroRow(x: Vec, s: number, m: number): boolean {
   for (let j = s * m, end = j + m; j < end; j++) if (x[j] !== 0) return false;
   return true;
 }
 
-/** dY [S, m] · Wᵀ → [S, n] (W is [n, m]). */
+/** dY [S, m] · Wᵀ → [S, n] (W is [n, m]); also a tied head's forward, x against each embedding row. */
 export function matmulT(dy: Vec, S: number, m: number, w: Float32Array, n: number): Vec {
   const out = new Float64Array(S * n);
   for (let s = 0; s < S; s++) {
