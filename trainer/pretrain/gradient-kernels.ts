@@ -154,6 +154,8 @@ export interface GatedActivation {
   backward(dAct: Vec, gate: Vec, up: Vec): { dGate: Vec; dUp: Vec };
 }
 
+// Each activation writes its own loops rather than sharing one over (f, f′): SiLU's expressions are the
+// ones the committed base agents were pretrained with, and a shared form would round differently.
 export const silu: GatedActivation = {
   forward(gate, up, from) {
     const act = new Float64Array(gate.length);
