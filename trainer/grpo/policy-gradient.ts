@@ -66,17 +66,19 @@ export interface KlPenalty {
   reference: DecoderGradient;
 }
 
+/** The current and the reference model's log-probabilities of one turn sequence's targets. */
+type LogProbsOf = (s: LossSequence) => { current: number[]; reference: number[] };
+
 /**
  * The KL term's sequences for one trajectory: its turns' completion tokens weighted β (r_t − 1) / T, with
  * r_t from the current and the reference model's log-probabilities; also its mean k3 over those tokens.
  */
-export function klSequences(t: Trajectory, model: DecoderGradient, kl: KlPenalty): { sequences: LossSequence[]; meanK3: number } {
+export function klSequences(t: Trajectory, kl: KlPenalty, logProbsOf: LogProbsOf): { sequences: LossSequence[]; meanK3: number } {
   const base = policyGradientSequences({ ...t, advantage: 1 });
   const tokens = base.reduce((a, s) => a + s.targets.length, 0);
   let k3 = 0;
   const sequences = base.map((s) => {
-    const current = model.logProbs(s);
-    const reference = kl.reference.logProbs(s);
+    const { current, reference } = logProbsOf(s);
     const weights = current.map((lp, r) => {
       const logRatio = reference[r] - lp;
       k3 += Math.exp(logRatio) - logRatio - 1;
@@ -112,12 +114,20 @@ export function policyGradient(
   let k3 = 0;
   const advantageSeqs: LossSequence[] = [];
   const klSeqs: LossSequence[] = [];
+  // Rollouts of a group share early turns: each distinct sequence's two forward passes run once.
+  const logProbs = new Map<string, { current: number[]; reference: number[] }>();
+  const logProbsOf: LogProbsOf = (s) => {
+    const key = sequenceKey(s);
+    let lp = logProbs.get(key);
+    if (!lp) logProbs.set(key, (lp = { current: model.logProbs(s), reference: kl!.reference.logProbs(s) }));
+    return lp;
+  };
   for (const t of trajectories) {
     const seqs = policyGradientSequences(t);
     if (seqs.length) informative++;
     advantageSeqs.push(...seqs);
     if (kl && kl.coef > 0) {
-      const k = klSequences(t, model, kl);
+      const k = klSequences(t, kl, logProbsOf);
       klSeqs.push(...k.sequences);
       k3 += k.meanK3;
     }
