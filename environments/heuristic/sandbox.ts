@@ -4,7 +4,12 @@
  * context holds only the ECMAScript built-ins. Every call copies its arguments in and its result out,
  * so no reference to a host object ever crosses the boundary. Time is bounded per call and in total.
  */
-import ivm from 'isolated-vm';
+import type ivm from 'isolated-vm';
+
+/** Loaded on first use: a process that only validates configs (the Api function) never loads the native module. */
+type IsolatedVm = typeof ivm;
+let isolatedVm: Promise<IsolatedVm> | undefined;
+const loadIsolatedVm = () => (isolatedVm ??= import('isolated-vm').then((m) => m.default));
 
 export interface SandboxLimits {
   /** Heap limit of the isolate in MB (isolated-vm's minimum is 8). */
@@ -102,6 +107,7 @@ export class Sandbox {
   private usedMs = 0;
 
   private constructor(
+    private readonly vm: IsolatedVm,
     private readonly isolate: ivm.Isolate,
     private readonly caller: ivm.Reference<unknown>,
     private readonly limits: SandboxLimits,
@@ -110,6 +116,7 @@ export class Sandbox {
 
   /** Compiles and runs `code`, then looks up `functionName` (a function declaration or a top-level const). */
   static async create(code: string, functionName: string, limits: SandboxLimits): Promise<Sandbox> {
+    const ivm = await loadIsolatedVm();
     const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
     const top = 'the top-level code';
     try {
@@ -129,7 +136,7 @@ export class Sandbox {
       const fn = (await guarded(isolate, lookup.run(context, { reference: true, timeout: limits.perCallMs }), limits.perCallMs, top)) as ivm.Reference<unknown>;
       if (fn.typeof !== 'function') throw new SandboxError('missing-function', `the code does not define a function named ${functionName}`);
       const caller = (await bind.apply(undefined, [fn.derefInto()], { result: { reference: true }, timeout: limits.perCallMs })) as ivm.Reference<unknown>;
-      const sandbox = new Sandbox(isolate, caller, limits, functionName);
+      const sandbox = new Sandbox(ivm, isolate, caller, limits, functionName);
       sandbox.usedMs = performance.now() - started;
       return sandbox;
     } catch (err) {
@@ -150,7 +157,7 @@ export class Sandbox {
     try {
       outcome = await guarded(
         this.isolate,
-        this.caller.apply(undefined, [new ivm.ExternalCopy(args).copyInto()], { result: { copy: true }, timeout }),
+        this.caller.apply(undefined, [new this.vm.ExternalCopy(args).copyInto()], { result: { copy: true }, timeout }),
         timeout,
         what,
       );
