@@ -84,6 +84,12 @@ export interface TrainingReport {
   state: string;
   error: string | null;
   completed_iterations: number;
+  /** Of the last iteration: episodes expected and counted, those that failed or never reported, tokens the model generated. */
+  expected: number | null;
+  counted: number | null;
+  failed: number | null;
+  missing: number | null;
+  completion_tokens: number | null;
   seconds: number;
 }
 
@@ -107,6 +113,11 @@ export async function trainOneIteration(access: StackAccess, environment: Enviro
     state: detail.state,
     error: detail.status?.error ?? (Date.now() >= deadline && detail.state !== 'finished' ? `still ${detail.state} after ${timeoutMs} ms` : null),
     completed_iterations: detail.completedIterations,
+    expected: detail.latest?.expected ?? null,
+    counted: detail.latest?.counted ?? null,
+    failed: detail.latest?.failed ?? null,
+    missing: detail.latest?.missing ?? null,
+    completion_tokens: detail.latest?.tokens.completion ?? null,
     seconds: (performance.now() - started) / 1000,
   };
 }
