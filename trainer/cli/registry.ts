@@ -26,6 +26,7 @@ export const registry: CommandEntry[] = [
   { name: 'evals start', summary: 'start a pay-per-episode evaluation', load: async () => (await import('./commands/evals-start.ts')).command },
   { name: 'evals show', summary: 'an evaluation: summary, interval, cost and every episode', load: async () => (await import('./commands/evals-show.ts')).command },
   { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
+  { name: 'dev rehearse', summary: 'the deployed stack on this machine from what a deploy ships (SST bundles under aws-lambda-ric, boxes from the artifact), used end to end', load: async () => (await import('./commands/dev-rehearse.ts')).command },
   { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },
   { name: 'experiment horizon', summary: 'base, ES, GRPO and random search by horizon and seed, same budget (docs/RESULTS.md)', load: async () => (await import('./commands/experiment-horizon.ts')).command },
   { name: 'experiment horizon-summary', summary: "recompute a horizon experiment's summary (table, intervals, curves) from its cell files", load: async () => (await import('./commands/experiment-horizon-summary.ts')).command },
