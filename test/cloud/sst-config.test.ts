@@ -1,5 +1,5 @@
 /**
- * sst.config.ts evaluated offline (helpers/sst-stack.ts: the SST and Pulumi globals replaced by
+ * sst.config.ts evaluated offline (trainer/rehearsal/sst-stack.ts: the SST and Pulumi globals replaced by
  * recorders); the test asserts the topology the file declares: resources, links, environment variables,
  * permissions, user data. Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
  */
@@ -14,7 +14,7 @@ import { CloudApiEnv } from '../../functions/http-api/cloud-app.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
-import { evaluate, recordedNames, render, stackApp } from './helpers/sst-stack.ts';
+import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
 
 type Permission = { actions: string[]; resources: string[] };
 const EVALUATION_KEYS_ARN = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
