@@ -57,7 +57,11 @@ declare global {
         memory?: `${number} MB` | `${number} GB`;
         timeout?: `${number} seconds` | `${number} minutes`;
         concurrency?: { reserved?: number; provisioned?: number };
-        nodejs?: { install?: string[] };
+        /** /tmp's size. */
+        storage?: `${number} MB` | `${number} GB`;
+        nodejs?: { install?: string[]; esbuild?: { external?: string[] }; minify?: boolean; banner?: string };
+        /** Files added to the function's package at `to` (default `from`), paths relative to sst.config.ts. */
+        copyFiles?: Array<{ from: string; to?: string }>;
         url?: boolean | SstArgs;
         link?: unknown[];
         environment?: Record<string, SstInput<string>>;

@@ -76,6 +76,11 @@ export default $config({
     const cfg = parsed.data;
     const port = cfg.ESOPT_INFERENCE_PORT;
 
+    // isolated-vm needs V8 started without Node's startup snapshot on Node >= 20 (its README); both functions
+    // load it as soon as their bundle is imported (an external import is hoisted to the bundle's top), and
+    // Lambda's Node reads its flags from NODE_OPTIONS, which allows this one.
+    const isolatedVmNodeOptions = '--no-node-snapshot';
+
     const token = new sst.Secret('TrainerToken');
     const bucket = new sst.aws.Bucket('Runs');
     /** Object ARNs in the runs bucket, one per key pattern. */
@@ -151,6 +156,7 @@ export default $config({
       // ~83 MB zip to S3 and creates the function from there, so the 50 MB direct-upload limit does not apply.
       nodejs: { install: ['isolated-vm', '@sparticuz/chromium', 'playwright-core'] },
       environment: {
+        NODE_OPTIONS: isolatedVmNodeOptions,
         ESOPT_BUCKET: bucket.name,
         ESOPT_TRAINER_URL: trainerUrl,
         ...(replicaUrls ? { ESOPT_REPLICA_URLS: replicaUrls } : {}),
@@ -290,8 +296,21 @@ systemctl enable --now ${service}
       url: true,
       // Validating a run config loads its environment's definition, so the same native module as Episode.
       nodejs: { install: ['isolated-vm'] },
+      // Files the API reads at run time, which a bundle does not carry: the dashboard, read beside the code
+      // that serves it (./dashboard/ of dashboard-routes.ts, and of bundle.mjs at the package's root), and
+      // the uPlot and Swagger UI files it resolves with require.resolve, copied to the same paths under
+      // node_modules so that the same resolution finds them (only these files: swagger-ui-dist would also
+      // install @scarf/scarf, whose install script reports to a third party). trainer/rehearsal/sst-build.ts
+      // builds the package and test/cloud/sst-build.test.ts serves every page and asset from it.
+      copyFiles: [
+        { from: 'functions/http-api/dashboard', to: 'dashboard' },
+        { from: 'node_modules/uplot/dist/uPlot.iife.min.js' },
+        { from: 'node_modules/uplot/dist/uPlot.min.css' },
+        { from: 'node_modules/swagger-ui-dist/swagger-ui.css' },
+        { from: 'node_modules/swagger-ui-dist/swagger-ui-bundle.js' },
+      ],
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
-      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath },
+      environment: { NODE_OPTIONS: isolatedVmNodeOptions, ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.

@@ -18,7 +18,7 @@ import { RunConfig } from '../../shared/schemas/index.ts';
 import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
 import { createTlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { MemorySecretStore } from './helpers/memory-secrets.ts';
-import { evaluate, render } from './helpers/sst-stack.ts';
+import { evaluate, render } from '../../trainer/rehearsal/sst-stack.ts';
 
 interface Statement {
   actions: string[];

@@ -1,5 +1,5 @@
 /**
- * sst.config.ts evaluated offline (helpers/sst-stack.ts: the SST and Pulumi globals replaced by
+ * sst.config.ts evaluated offline (trainer/rehearsal/sst-stack.ts: the SST and Pulumi globals replaced by
  * recorders); the test asserts the topology the file declares: resources, links, environment variables,
  * permissions, user data. Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
  */
@@ -14,7 +14,7 @@ import { CloudApiEnv } from '../../functions/http-api/cloud-app.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
-import { evaluate, recordedNames, render, stackApp } from './helpers/sst-stack.ts';
+import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
 
 type Permission = { actions: string[]; resources: string[] };
 const EVALUATION_KEYS_ARN = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
@@ -52,7 +52,9 @@ describe('sst.config.ts', () => {
     // What the package-size test measures against Lambda's limits.
     expect(episode.nodejs).toEqual({ install: EPISODE_INSTALLED_PACKAGES });
     const env = episode.environment as Record<string, unknown>;
-    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
+    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
+    // isolated-vm (the heuristic environment's sandbox) needs Node >= 20 started without its startup snapshot.
+    expect(env.NODE_OPTIONS).toBe('--no-node-snapshot');
     expect(env.ESOPT_BUCKET).toBe(bucket.name);
     expect(env.ESOPT_TRAINER_TOKEN).toBe(token.value);
     // The box's fixed address, which is attached to the instance.
@@ -100,7 +102,17 @@ describe('sst.config.ts', () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
     expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { install: ['isolated-vm'] } });
-    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN', 'NODE_OPTIONS']);
+    // Its bundle imports isolated-vm at load (an external import is hoisted), so it needs the flag too.
+    expect((api.args.environment as Record<string, unknown>).NODE_OPTIONS).toBe('--no-node-snapshot');
+    // The files the API reads at run time (sst-build.test.ts serves each from the built package).
+    expect((api.args.copyFiles as Array<{ from: string }>).map((c) => c.from)).toEqual([
+      'functions/http-api/dashboard',
+      'node_modules/uplot/dist/uPlot.iife.min.js',
+      'node_modules/uplot/dist/uPlot.min.css',
+      'node_modules/swagger-ui-dist/swagger-ui.css',
+      'node_modules/swagger-ui-dist/swagger-ui-bundle.js',
+    ]);
     // The stage's path, which the IAM statements' ARN ends in.
     expect((api.args.environment as Record<string, unknown>).ESOPT_EVALUATION_KEYS).toBe('/esopt/test/eval-keys');
     expect(CloudApiEnv.safeParse(Object.fromEntries(Object.entries(api.args.environment as object).map(([k, v]) => [k, k === 'ESOPT_TOKEN' ? 'a-token-of-sixteen-or-more' : render(v)]))).success).toBe(true);
@@ -230,7 +242,7 @@ describe('sst.config.ts', () => {
     }
     // The trainer box routes over all three; the Episode function may call exactly these origins, each pinned by id.
     expect(one('aws.ec2.Instance', 'Trainer').args.userData).toMatch(/trainer-box .* --provider cuda --replicas 3\n/);
-    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_REPLICA_URLS', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL']);
+    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_REPLICA_URLS', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
     expect(env.ESOPT_REPLICA_URLS).toBe(urls.join(','));
     expect(outputs.replicaUrls).toEqual(urls.map((u) => u.split('=')[1]));
     const asDeployed = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TRAINER_URL: 'https://203.0.113.7:8080/v1', ESOPT_REPLICA_URLS: 'replica-1=https://203.0.113.8:8080/v1,replica-2=https://203.0.113.9:8080/v1' });
