@@ -37,15 +37,15 @@ export default $config({
       ESOPT_TRAINER_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
       ESOPT_INFERENCE_PORT: z.coerce.number().int().min(1024).max(65535).default(8080),
       /**
-       * Who may reach the inference port (TLS, the certificate pinned by the Episode function, behind the
-       * bearer token). Closed by default: Lambda outside a VPC has no fixed addresses, so opening it to
-       * the functions means opening it wider (e.g. 0.0.0.0/0), a choice the operator makes by setting it.
+       * Who may reach the inference port, as CIDRs (IPv4 or IPv6). Unset: everyone (0.0.0.0/0 and ::/0), because
+       * Lambda outside a VPC has no fixed addresses; what crosses the port is TLS with a certificate the Episode
+       * function pins, behind the bearer token (docs/CLOUD.md, "Network"). Set it to narrow the port.
        */
       ESOPT_INFERENCE_CIDRS: z
         .string()
         .default('')
         .transform((s) => s.split(',').map((c) => c.trim()).filter(Boolean))
-        .pipe(z.array(z.cidrv4())),
+        .pipe(z.array(z.union([z.cidrv4(), z.cidrv6()]))),
       ESOPT_EPISODE_MEMORY_MB: z.coerce.number().int().min(128).max(10240).default(1024),
       ESOPT_EPISODE_TIMEOUT_S: z.coerce.number().int().min(10).max(900).default(900),
       /** Reserved concurrency: the most episodes in flight, and a cap on what a runaway fan-out can spend. */
@@ -108,6 +108,7 @@ export default $config({
         Version: '2012-10-17',
         Statement: [
           // The trainer owns the run: manifests, updates, checkpoints, logs; it reads the rewards, and claims and clears the API's queued work.
+          // Its boot state (boxes/trainer/boot.json) is one of these writes.
           { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], Resource: [$interpolate`${bucket.arn}/*`] },
           { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
           { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
@@ -117,9 +118,14 @@ export default $config({
       }),
     });
     const trainerProfile = new aws.iam.InstanceProfile('TrainerProfile', { role: trainerRole.name });
+    // Open to the world unless narrowed: the Episode function calls from Lambda's changing addresses.
+    const cidrs = cfg.ESOPT_INFERENCE_CIDRS.length ? cfg.ESOPT_INFERENCE_CIDRS : ['0.0.0.0/0', '::/0'];
+    const v4 = cidrs.filter((c) => !c.includes(':'));
+    const v6 = cidrs.filter((c) => c.includes(':'));
+    const inferenceSources = { ...(v4.length ? { cidrBlocks: v4 } : {}), ...(v6.length ? { ipv6CidrBlocks: v6 } : {}) };
     const trainerSecurityGroup = new aws.ec2.SecurityGroup('TrainerSecurityGroup', {
       description: `esopt inference port ${port}`,
-      ingress: cfg.ESOPT_INFERENCE_CIDRS.length ? [{ protocol: 'tcp', fromPort: port, toPort: port, cidrBlocks: cfg.ESOPT_INFERENCE_CIDRS }] : [],
+      ingress: [{ protocol: 'tcp', fromPort: port, toPort: port, ...inferenceSources }],
       egress: [{ protocol: '-1', fromPort: 0, toPort: 0, cidrBlocks: ['0.0.0.0/0'] }],
     });
     // NVIDIA drivers preinstalled; esopt's onnxruntime-node runs on it.
@@ -189,42 +195,18 @@ export default $config({
       source: new $util.asset.FileAsset(artifact.path),
       contentType: 'application/gzip',
     });
-    /** A box's boot: the artifact checked and installed, the token from SSM into a root-only file, then its service. */
-    const bootScript = (service: string, description: string, execStart: SstInput<string>) => $interpolate`#!/bin/bash
-set -euo pipefail
-curl -fsSL https://deb.nodesource.com/setup_22.x | bash -
-apt-get install -y nodejs awscli
-aws s3 cp --region ${cfg.ESOPT_AWS_REGION} s3://${bucket.name}/${artifactObject.key} /tmp/esopt.tgz
-echo "${artifact.sha256}  /tmp/esopt.tgz" | sha256sum --check --strict -
-mkdir -p /opt/esopt && tar -xzf /tmp/esopt.tgz -C /opt/esopt --no-same-owner
-cd /opt/esopt && npm ci --omit=dev
-${cfg.ESOPT_TRAINER_PROVIDER === 'cuda' ? 'ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n' : ''}TOKEN=$(aws ssm get-parameter --region ${cfg.ESOPT_AWS_REGION} --with-decryption --name ${tokenParameter.name} --query Parameter.Value --output text)
-install -m 600 /dev/null /etc/esopt.env
-cat > /etc/esopt.env <<ENV
-ESOPT_TOKEN=$TOKEN
-ESOPT_BUCKET=${bucket.name}
-ESOPT_EPISODE_FUNCTION=${episode.name}
-AWS_REGION=${cfg.ESOPT_AWS_REGION}
-ENV
-cat > /etc/systemd/system/${service}.service <<UNIT
-[Unit]
-Description=${description}
-After=network-online.target
-[Service]
-EnvironmentFile=/etc/esopt.env
-WorkingDirectory=/opt/esopt
-ExecStart=/usr/bin/node trainer/cli/bin.js ${execStart}
-# SIGTERM lets a run finish the iteration in flight; it is then resumable.
-TimeoutStopSec=${cfg.ESOPT_EPISODE_TIMEOUT_S + 120}
-Restart=always
-[Install]
-WantedBy=multi-user.target
-UNIT
-systemctl daemon-reload
-systemctl enable --now ${service}
-`;
+    // A box's boot is trainer/hosting/box-boot.sh (retries, the pinned Node, its state in boxes/<box>/boot.json),
+    // carried whole in the user data after the variables that name this stack; the rehearsal runs the same text.
+    const { readFileSync } = await import('node:fs');
+    const bootScript = readFileSync('trainer/hosting/box-boot.sh', 'utf8').replace(/^#![^\n]*\n/, '');
+    /** Single-quoted for bash: the values are names, keys, URLs and flags, never a quote. */
+    const bootVariable = (name: string, value: SstInput<string>) => $interpolate`ESOPT_BOOT_${name}='${value}'\n`;
+    const userDataFor = (box: string, service: string, description: string, args: SstInput<string>) =>
+      $interpolate`#!/bin/bash
+${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${bootVariable('BUCKET', bucket.name)}${bootVariable('ARTIFACT_KEY', artifactObject.key)}${bootVariable('ARTIFACT_SHA256', artifact.sha256)}${bootVariable('TOKEN_PARAMETER', tokenParameter.name)}${bootVariable('EPISODE_FUNCTION', episode.name)}${bootVariable('SERVICE', service)}${bootVariable('DESCRIPTION', description)}${bootVariable('ARGS', args)}${bootVariable('PROVIDER', cfg.ESOPT_TRAINER_PROVIDER)}${bootVariable('STOP_TIMEOUT_S', String(cfg.ESOPT_EPISODE_TIMEOUT_S + 120))}${bootScript}`;
     const serving = `--host 0.0.0.0 --port ${port}`;
-    const userData = bootScript(
+    const userData = userDataFor(
+      'trainer',
       'esopt-trainer-box',
       'esopt trainer box: runs the runs and evaluations queued in the bucket',
       $interpolate`trainer-box ${serving} --public-url ${trainerUrl} --provider ${cfg.ESOPT_TRAINER_PROVIDER}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
@@ -264,13 +246,15 @@ systemctl enable --now ${service}
             // The run it follows (config, manifests, updates, checkpoints, log, status), which run that is, and the artifact it boots from.
             { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/${artifactObject.key}`] },
             { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
-            { Effect: 'Allow', Action: ['s3:PutObject'], Resource: [$interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`, $interpolate`${bucket.arn}/runs/*/replica-reports/*/${r.id}.json`] },
+            // Its own announcement and θ reports, and its own boot state (trainer/hosting/box-boot.sh).
+            { Effect: 'Allow', Action: ['s3:PutObject'], Resource: [$interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`, $interpolate`${bucket.arn}/runs/*/replica-reports/*/${r.id}.json`, $interpolate`${bucket.arn}/boxes/${r.id}/boot.json`] },
             { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
           ],
         }),
       });
       const profile = new aws.iam.InstanceProfile(`ReplicaProfile${r.n}`, { role: role.name });
-      const userData = bootScript(
+      const userData = userDataFor(
+        r.id,
         'esopt-replica-box',
         `esopt ${r.id}: follows the run the trainer box trains and serves its share of the members`,
         $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${cfg.ESOPT_TRAINER_PROVIDER}`,
@@ -314,7 +298,8 @@ systemctl enable --now ${service}
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
-        { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*') },
+        // GET /boxes: each box's boot state.
+        { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json') },
         // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, the queue entry for the
         // trainer box, and the Idempotency-Key records.
         {

@@ -19,6 +19,7 @@
  *   claims/{run|evaluation}/{id}.json                       ← the box that took it (create-only: one per work item)
  *   trainer/certificate.json                                ← the box's TLS certificate, which the Episode function pins
  *   trainer/active-run.json                                 ← the run the coordinator box trains now (replica boxes follow it)
+ *   boxes/{box}/boot.json                                   ← a box's boot state (trainer/hosting/box-boot.sh writes it)
  */
 import { Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
 
@@ -78,6 +79,8 @@ export const keys = {
   workClaim: (kind: WorkKind, work: string) => `claims/${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   trainerCertificate: () => 'trainer/certificate.json',
   activeRun: () => 'trainer/active-run.json',
+  boxes: () => 'boxes/',
+  boxBoot: (box: string) => `boxes/${id(box, 'box id')}/boot.json`,
   idempotency: (hash: string) => {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
     return `idempotency/${hash}.json`;

@@ -7,6 +7,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { HTTPException } from 'hono/http-exception';
 import type { ApiDeps } from './deps.ts';
 import { bearerAuth } from './auth.ts';
+import { registerBoxRoutes } from './boxes-routes.ts';
 import { DASHBOARD_PATHS, registerDashboard } from './dashboard-routes.ts';
 import { DOCS_PATHS, registerDocs } from './docs-routes.ts';
 import { ApiProblem, fail, invalid, issuesOf } from './errors.ts';
@@ -34,6 +35,7 @@ export function createApiApp(deps: ApiDeps): OpenAPIHono {
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'ESOPT_TOKEN' });
   registerRunRoutes(app, deps);
   registerEvaluationRoutes(app, deps);
+  registerBoxRoutes(app, deps);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
     info: { title: 'esopt API', version: '0.1.0', description: 'Training runs, pay-per-episode evaluations and the dashboard. See docs/API.md.' },

@@ -8,3 +8,4 @@ export * from './http-api.ts';
 export * from './work-queue.ts';
 export * from './replicas.ts';
 export * from './evaluation-key.ts';
+export * from './box-boot.ts';

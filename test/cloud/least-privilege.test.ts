@@ -124,7 +124,7 @@ describe('least privilege', () => {
         { actions: ['ssm:GetParameter'], resources: [EVALUATION_KEYS] },
       ],
       Api: [
-        { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`) },
+        { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json'].map((p) => `${BUCKET}/${p}`) },
         {
           actions: ['s3:PutObject'],
           resources: ['runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`),
@@ -199,7 +199,7 @@ describe('least privilege', () => {
       expect(all[`ReplicaRole${n}`]).toEqual([
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*`, `${BUCKET}/trainer/active-run.json`, artifact] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
-        { actions: ['s3:PutObject'], resources: [`${BUCKET}/runs/*/replicas/replica-${n}.json`, `${BUCKET}/runs/*/replica-reports/*/replica-${n}.json`] },
+        { actions: ['s3:PutObject'], resources: [`${BUCKET}/runs/*/replicas/replica-${n}.json`, `${BUCKET}/runs/*/replica-reports/*/replica-${n}.json`, `${BUCKET}/boxes/replica-${n}/boot.json`] },
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
       ]);
     }
@@ -210,6 +210,9 @@ describe('least privilege', () => {
     expect(writers(keys.replica('r1', 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.replicaReport('r1', 4, 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.trainerCertificate())).toEqual(['TrainerRole']);
+    // Each box's boot state: its own role's write (the trainer's role writes the whole bucket).
+    expect(writers(keys.boxBoot('trainer'))).toEqual(['TrainerRole']);
+    expect(writers(keys.boxBoot('replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.activeRun())).toEqual(['TrainerRole']);
     expect(writers(keys.coordinatorLease('r1', 0))).toEqual(['TrainerRole']);
     for (const key of [keys.manifest('r1', 0), keys.update('r1', 0), keys.checkpointWeights('r1', 0), keys.log('r1'), keys.runStatus('r1'), keys.reward('r1', 0, 0, 't')]) {

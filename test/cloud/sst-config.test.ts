@@ -17,6 +17,9 @@ import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
 
 type Permission = { actions: string[]; resources: string[] };
+const BOOT_SCRIPT = readFileSync('trainer/hosting/box-boot.sh', 'utf8');
+/** The ESOPT_BOOT_* assignments a box's user data makes before the boot script's text. */
+const bootVariables = (userData: string) => Object.fromEntries([...userData.matchAll(/^ESOPT_BOOT_([A-Z0-9_]+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
 const EVALUATION_KEYS_ARN = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
 
 describe('sst.config.ts', () => {
@@ -129,43 +132,60 @@ describe('sst.config.ts', () => {
     expect(instance.vpcSecurityGroupIds).toEqual([one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').self.id]);
     expect(instance.iamInstanceProfile).toBe(one('aws.iam.InstanceProfile', 'TrainerProfile').self.name);
     const userData = instance.userData as string;
-    expect(userData).toMatch(/^#!\/bin\/bash/);
-    expect(userData).toContain('https://deb.nodesource.com/setup_22.x');
-    expect(userData).toContain('npm ci');
-    expect(userData).not.toMatch(/git clone|github\.com/);
-    // The poller, serving inference on the open port at the address the Episode function is told.
+    // The boot is trainer/hosting/box-boot.sh, whole, after the variables that name this stack (the rehearsal runs the same text).
+    expect(userData).toMatch(/^#!\/bin\/bash\n(ESOPT_BOOT_[A-Z0-9_]+='[^'\n]*'\n)+/);
+    expect(userData.endsWith(BOOT_SCRIPT.replace(/^#![^\n]*\n/, ''))).toBe(true);
+    expect(userData.length).toBeLessThan(16 * 1024);
+    // No remote script piped into a shell: Node is the official tarball, checked by its SHA-256.
+    expect(userData).not.toMatch(/nodesource|curl[^\n]*\|\s*(ba)?sh|git clone|github\.com/);
+    expect(userData).toMatch(/https:\/\/nodejs\.org\/dist\/v\$NODE_VERSION\/\$name/);
+    expect(userData).toContain('NODE_VERSION=22.21.1\n');
+    expect(userData).toContain('[x64]=680d3f30b24a7ff24b98db5e96f294c0070f8f9078df658da1bce1b9c9873c88\n');
+    expect(userData).toContain('| sha256sum --check --strict -\n');
+    expect(userData).toContain('npm ci --omit=dev');
+    // Exactly the variables the script requires, naming this stack; the poller, serving inference on the open port at the address the Episode function is told.
     const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
-    expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cpu\n`);
-    expect(userData).not.toContain('ONNXRUNTIME_NODE_INSTALL');
-    expect(userData).toContain('systemctl enable --now esopt-trainer-box');
+    const required = /^for required in ([A-Z0-9_ ]+); do$/m.exec(BOOT_SCRIPT)?.[1].split(' ');
+    const vars = bootVariables(userData);
+    expect(Object.keys(vars).sort()).toEqual([...required!].sort());
+    expect(vars).toEqual({
+      BOX: 'trainer',
+      REGION: 'us-east-1',
+      BUCKET: render(one('sst.aws.Bucket', 'Runs').self.name),
+      ARTIFACT_KEY: render(one('aws.s3.BucketObjectv2', 'TrainerArtifact').self.key),
+      ARTIFACT_SHA256: vars.ARTIFACT_SHA256,
+      TOKEN_PARAMETER: render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name),
+      EPISODE_FUNCTION: render(one('sst.aws.Function', 'Episode').self.name),
+      SERVICE: 'esopt-trainer-box',
+      DESCRIPTION: 'esopt trainer box: runs the runs and evaluations queued in the bucket',
+      ARGS: `trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cpu`,
+      PROVIDER: 'cpu',
+      STOP_TIMEOUT_S: '1020',
+    });
     expect(userData).not.toMatch(/bin\.js serve /);
-    // Its environment names the stack exactly as the command reads it (cloud-target.ts).
-    const envFile = /cat > \/etc\/esopt\.env <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
-    expect(envFile).toEqual([
-      'ESOPT_TOKEN=$TOKEN',
-      `ESOPT_BUCKET=${render(one('sst.aws.Bucket', 'Runs').self.name)}`,
-      `ESOPT_EPISODE_FUNCTION=${render(one('sst.aws.Function', 'Episode').self.name)}`,
-      'AWS_REGION=us-east-1',
-    ]);
-    expect(userData).toMatch(/install -m 600 \/dev\/null \/etc\/esopt\.env/);
-    expect(userData).toContain(render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name));
+    // The service's environment names the stack exactly as the command reads it (cloud-target.ts), in a root-only file.
+    const envFile = /cat >"\$ENV_FILE" <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
+    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION']);
+    expect(userData).toMatch(/install -m 600 \/dev\/null "\$ENV_FILE"/);
     expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
     expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args).toMatchObject({ type: 'SecureString', value: one('sst.Secret', 'TrainerToken').self.value });
     const policy = JSON.parse(one('aws.iam.RolePolicy', 'TrainerPolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
     const ssm = policy.Statement.find((s) => s.Action.includes('ssm:GetParameter'));
     expect(ssm?.Resource).toEqual([render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.arn)]);
+    // Its boot state, boxes/trainer/boot.json, is among the trainer's writes (the whole bucket).
+    const put = policy.Statement.find((s) => s.Action.includes('s3:PutObject'));
+    expect(put?.Resource).toEqual([`${render(one('sst.aws.Bucket', 'Runs').self.arn)}/*`]);
     // The trainer may invoke the Episode function (esopt trainer-box, esopt train --cloud), and only that function.
     const invoke = JSON.parse(one('aws.iam.RolePolicy', 'TrainerInvokePolicy').args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
     expect(invoke.Statement).toEqual([{ Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [render(one('sst.aws.Function', 'Episode').self.arn)] }]);
     expect(one('aws.iam.RolePolicy', 'TrainerInvokePolicy').args.role).toBe(one('aws.iam.Role', 'TrainerRole').self.id);
-    const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000' });
+    const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000', ESOPT_EPISODE_TIMEOUT_S: '300' });
     expect(two('aws.ec2.Instance', 'Trainer').args.instanceType).toBe('g6.2xlarge');
-    expect(two('aws.ec2.Instance', 'Trainer').args.userData).toContain('--port 9000');
-    // The CUDA provider: its binaries installed after npm ci, and the poller told to use it.
+    expect(bootVariables(two('aws.ec2.Instance', 'Trainer').args.userData as string)).toMatchObject({ ARGS: expect.stringContaining('--port 9000 '), STOP_TIMEOUT_S: '420' });
+    // The CUDA provider: the script installs its binaries after npm ci, and the poller is told to use it.
     const { one: gpu } = await evaluate({ ESOPT_TRAINER_PROVIDER: 'cuda' });
-    const gpuUserData = gpu('aws.ec2.Instance', 'Trainer').args.userData as string;
-    expect(gpuUserData).toContain('npm ci --omit=dev\nONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js\n');
-    expect(gpuUserData).toMatch(/trainer-box .* --provider cuda\n/);
+    expect(bootVariables(gpu('aws.ec2.Instance', 'Trainer').args.userData as string)).toMatchObject({ PROVIDER: 'cuda', ARGS: expect.stringMatching(/ --provider cuda$/) });
+    expect(BOOT_SCRIPT).toMatch(/if \[ "\$ESOPT_BOOT_PROVIDER" = cuda \]; then\n  step cuda\n  ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules\/onnxruntime-node\/script\/install\.js\n/);
     await expect(evaluate({ ESOPT_TRAINER_PROVIDER: 'tpu' })).rejects.toThrow(/ESOPT_TRAINER_PROVIDER/);
   });
 
@@ -178,20 +198,22 @@ describe('sst.config.ts', () => {
     expect(object.args).toMatchObject({ bucket: one('sst.aws.Bucket', 'Runs').self.name, key: `artifacts/esopt-${sha256}.tgz` });
     const userData = one('aws.ec2.Instance', 'Trainer').args.userData as string;
     // Downloaded through the object (so after its upload), checked, unpacked, then the lock file's dependencies.
-    const steps = userData.split('\n');
+    expect(bootVariables(userData)).toMatchObject({ BUCKET: render(one('sst.aws.Bucket', 'Runs').self.name), ARTIFACT_KEY: render(object.self.key), ARTIFACT_SHA256: sha256 });
+    const steps = BOOT_SCRIPT.split('\n');
     const at = (re: RegExp) => steps.findIndex((l) => re.test(l));
-    expect(steps[at(/^aws s3 cp /)]).toBe(`aws s3 cp --region us-east-1 s3://${render(one('sst.aws.Bucket', 'Runs').self.name)}/${render(object.self.key)} /tmp/esopt.tgz`);
-    const check = steps[at(/sha256sum/)];
-    expect(check).toBe(`echo "${sha256}  /tmp/esopt.tgz" | sha256sum --check --strict -`);
-    expect(at(/^aws s3 cp /)).toBeLessThan(at(/sha256sum/));
-    expect(at(/sha256sum/)).toBeLessThan(at(/^mkdir -p \/opt\/esopt && tar -xzf \/tmp\/esopt\.tgz/));
-    expect(at(/^mkdir -p \/opt\/esopt/)).toBeLessThan(at(/npm ci --omit=dev/));
+    expect(steps[at(/^retry aws s3 cp .*ARTIFACT_KEY/)]).toBe('retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$ESOPT_BOOT_ARTIFACT_KEY" "$WORK_DIR/esopt.tgz"');
+    const check = steps[at(/ARTIFACT_SHA256 .*sha256sum/)];
+    expect(check).toBe('echo "$ESOPT_BOOT_ARTIFACT_SHA256  $WORK_DIR/esopt.tgz" | sha256sum --check --strict -');
+    expect(at(/^retry aws s3 cp .*ARTIFACT_KEY/)).toBeLessThan(at(/ARTIFACT_SHA256 .*sha256sum/));
+    const unpack = steps[at(/^tar -xzf "\$WORK_DIR\/esopt\.tgz"/)];
+    expect(at(/ARTIFACT_SHA256 .*sha256sum/)).toBeLessThan(at(/^tar -xzf "\$WORK_DIR\/esopt\.tgz"/));
+    expect(at(/^tar -xzf/)).toBeLessThan(at(/npm ci --omit=dev/));
     // The box's check, run here: it passes for the uploaded bytes and stops the boot (set -e) for any other.
     const box = mkdtempSync(join(tmpdir(), 'esopt-box-'));
-    const run = (script: string) => spawnSync('bash', ['-euo', 'pipefail', '-c', script.replaceAll('/tmp/esopt.tgz', join(box, 'esopt.tgz')).replaceAll('/opt/esopt', join(box, 'opt'))], { encoding: 'utf8' });
+    const run = (script: string) => spawnSync('bash', ['-euo', 'pipefail', '-c', `mkdir -p "$APP_DIR"; ${script}`], { encoding: 'utf8', env: { ...process.env, ESOPT_BOOT_ARTIFACT_SHA256: sha256, WORK_DIR: box, APP_DIR: join(box, 'opt') } });
     copyFileSync(path, join(box, 'esopt.tgz'));
     expect(run(check).status).toBe(0);
-    expect(run(steps[at(/^mkdir -p \/opt\/esopt/)]).status).toBe(0);
+    expect(run(unpack).status).toBe(0);
     // What it unpacks is this tree: the lock file npm ci installs from, the CLI the unit starts; no node_modules, no .git.
     for (const f of ['package.json', 'package-lock.json', 'trainer/cli/bin.js', 'sst.config.ts']) expect(readFileSync(join(box, 'opt', f), 'utf8'), f).toBe(readFileSync(f, 'utf8'));
     expect(existsSync(join(box, 'opt', 'node_modules'))).toBe(false);
@@ -232,49 +254,58 @@ describe('sst.config.ts', () => {
       expect(instance).toMatchObject({ instanceType: 'g5.xlarge', vpcSecurityGroupIds: [group.self.id], iamInstanceProfile: one('aws.iam.InstanceProfile', `ReplicaProfile${n}`).self.name, metadataOptions: { httpTokens: 'required' } });
       expect(one('aws.iam.InstanceProfile', `ReplicaProfile${n}`).args.role).toBe(one('aws.iam.Role', `ReplicaRole${n}`).self.name);
       const userData = instance.userData as string;
-      // The same checked artifact and SSM token as the trainer box, then the replica box's service.
-      expect(userData).toContain('sha256sum --check --strict -');
-      expect(userData).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12');
-      expect(userData).toContain(render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name));
+      // The same boot, checked artifact and SSM token as the trainer box, then the replica box's service.
+      expect(userData.endsWith(BOOT_SCRIPT.replace(/^#![^\n]*\n/, ''))).toBe(true);
+      expect(bootVariables(userData)).toMatchObject({
+        BOX: `replica-${n}`,
+        PROVIDER: 'cuda',
+        SERVICE: 'esopt-replica-box',
+        TOKEN_PARAMETER: render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name),
+        ARTIFACT_SHA256: outputs.artifactSha256,
+        ARGS: `replica-box --id replica-${n} --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
+      });
       expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
-      expect(userData).toContain(`ExecStart=/usr/bin/node trainer/cli/bin.js replica-box --id replica-${n} --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda\n`);
-      expect(userData).toContain('systemctl enable --now esopt-replica-box');
+      // Its role may write its own boot state and no other box's.
+      const replicaPolicy = JSON.parse(one('aws.iam.RolePolicy', `ReplicaPolicy${n}`).args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] };
+      const writes = replicaPolicy.Statement.filter((s) => s.Action.includes('s3:PutObject')).flatMap((s) => s.Resource);
+      expect(writes.filter((r) => r.includes('/boxes/'))).toEqual([`${render(one('sst.aws.Bucket', 'Runs').self.arn)}/boxes/replica-${n}/boot.json`]);
     }
     // The trainer box routes over all three; the Episode function may call exactly these origins, each pinned by id.
-    expect(one('aws.ec2.Instance', 'Trainer').args.userData).toMatch(/trainer-box .* --provider cuda --replicas 3\n/);
+    expect(bootVariables(one('aws.ec2.Instance', 'Trainer').args.userData as string).ARGS).toMatch(/^trainer-box .* --provider cuda --replicas 3$/);
     expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_REPLICA_URLS', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
     expect(env.ESOPT_REPLICA_URLS).toBe(urls.join(','));
     expect(outputs.replicaUrls).toEqual(urls.map((u) => u.split('=')[1]));
     const asDeployed = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TRAINER_URL: 'https://203.0.113.7:8080/v1', ESOPT_REPLICA_URLS: 'replica-1=https://203.0.113.8:8080/v1,replica-2=https://203.0.113.9:8080/v1' });
     expect(asDeployed.ESOPT_REPLICA_URLS).toEqual({ 'replica-1': 'https://203.0.113.8:8080/v1', 'replica-2': 'https://203.0.113.9:8080/v1' });
-    // The port: closed by default for every box, opened for all of them at once as configured.
-    expect(group.args.ingress).toEqual([]);
-    const { one: open } = await evaluate({ ESOPT_REPLICAS: '2', ESOPT_INFERENCE_CIDRS: '0.0.0.0/0' });
-    expect(open('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').args.ingress).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'] }]);
-    expect(open('aws.ec2.Instance', 'Replica1').args.vpcSecurityGroupIds).toEqual([open('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').self.id]);
+    // The port: open by default for every box, narrowed for all of them at once as configured.
+    expect(group.args.ingress).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'], ipv6CidrBlocks: ['::/0'] }]);
+    const { one: narrow } = await evaluate({ ESOPT_REPLICAS: '2', ESOPT_INFERENCE_CIDRS: '198.51.100.0/24' });
+    expect(narrow('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').args.ingress).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['198.51.100.0/24'] }]);
+    expect(narrow('aws.ec2.Instance', 'Replica1').args.vpcSecurityGroupIds).toEqual([narrow('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').self.id]);
     // One box (the default) declares no replica and tells nobody about replicas.
     const { recorded: single, one: first } = await evaluate({ ESOPT_REPLICAS: '1' });
     expect(recordedNames(single).filter((n) => /Replica/.test(n))).toEqual([]);
-    expect(first('aws.ec2.Instance', 'Trainer').args.userData).not.toContain('--replicas');
+    expect(bootVariables(first('aws.ec2.Instance', 'Trainer').args.userData as string).ARGS).not.toContain('--replicas');
     for (const bad of ['0', '17', '1.5', 'two']) await expect(evaluate({ ESOPT_REPLICAS: bad }), bad).rejects.toThrow(/invalid deploy settings[^]*ESOPT_REPLICAS/);
   });
 
-  it('opens the inference port only as configured: closed by default, the link TLS with the certificate published where only the box writes', async () => {
+  it('opens the inference port to the world by default (Lambda has no fixed address), narrowed by ESOPT_INFERENCE_CIDRS; the link TLS with the certificate published where only the box writes', async () => {
     const ingress = async (env: Record<string, string>) => {
       const { one } = await evaluate(env);
       return one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').args.ingress;
     };
-    expect(await ingress({})).toEqual([]);
-    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '0.0.0.0/0' })).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'] }]);
+    const open = [{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'], ipv6CidrBlocks: ['::/0'] }];
+    expect(await ingress({})).toEqual(open);
+    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '' })).toEqual(open);
     // The box serves TLS because its public URL is https (trainer-box's rule), and the Episode function pins what it publishes.
     const { one } = await evaluate();
     const url = render((one('sst.aws.Function', 'Episode').args.environment as Record<string, unknown>).ESOPT_TRAINER_URL);
     expect(url).toMatch(/^https:/);
-    expect(one('aws.ec2.Instance', 'Trainer').args.userData).toContain(`--public-url ${url} `);
+    expect(bootVariables(one('aws.ec2.Instance', 'Trainer').args.userData as string).ARGS).toContain(`--public-url ${url} `);
     expect(await ingress({ ESOPT_INFERENCE_CIDRS: '10.0.0.0/16, 192.0.2.0/24', ESOPT_INFERENCE_PORT: '8443' })).toEqual([
       { protocol: 'tcp', fromPort: 8443, toPort: 8443, cidrBlocks: ['10.0.0.0/16', '192.0.2.0/24'] },
     ]);
-    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '' })).toEqual([]);
+    expect(await ingress({ ESOPT_INFERENCE_CIDRS: '2001:db8::/32,192.0.2.0/24' })).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['192.0.2.0/24'], ipv6CidrBlocks: ['2001:db8::/32'] }]);
     await expect(evaluate({ ESOPT_INFERENCE_CIDRS: '10.0.0.0/99' })).rejects.toThrow(/invalid deploy settings[^]*ESOPT_INFERENCE_CIDRS/);
   });
 });

@@ -25,6 +25,7 @@ export const registry: CommandEntry[] = [
   { name: 'runs watch', summary: 'follow a run live until it ends', load: async () => (await import('./commands/runs-watch.ts')).command },
   { name: 'evals start', summary: 'start a pay-per-episode evaluation', load: async () => (await import('./commands/evals-start.ts')).command },
   { name: 'evals show', summary: 'an evaluation: summary, interval, cost and every episode', load: async () => (await import('./commands/evals-show.ts')).command },
+  { name: 'cloud status', summary: "the deployed stack: each box's boot state, and whether the Api, the trainer box and the Episode function answer", load: async () => (await import('./commands/cloud-status.ts')).command },
   { name: 'dev cloud', summary: 'one iteration through s3rver + the local Lambda endpoint (S3 and Lambda adapters)', load: async () => (await import('./commands/dev-cloud.ts')).command },
   { name: 'dev rehearse', summary: 'the deployed stack on this machine from what a deploy ships (SST bundles under aws-lambda-ric, boxes from the artifact), used end to end', load: async () => (await import('./commands/dev-rehearse.ts')).command },
   { name: 'noise', summary: 'print values of a member\'s seeded Gaussian noise', load: async () => (await import('./commands/noise.ts')).command },

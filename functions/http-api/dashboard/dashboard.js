@@ -55,6 +55,19 @@ function fillTable(selector, items, cellsOf, onClick, selectedId) {
   );
 }
 
+// ---------------------------------------------------------------- boxes
+
+/** One line: each box's boot state (GET /boxes), e.g. "boxes: trainer ready · replica-1 failed at token: …". */
+async function loadBoxes() {
+  const { boxes, unreadable } = await api('/boxes');
+  const el = $('#boxes');
+  const parts = boxes.map((b) => `${b.box} ${b.status === 'running' ? `booting (${b.step})` : b.status === 'failed' ? `failed at ${b.step}: ${b.error || ''}` : 'ready'} since ${b.at.slice(0, 19).replace('T', ' ')}Z`);
+  for (const u of unreadable) parts.push(`${u.key} unreadable`);
+  el.textContent = parts.length ? `boxes: ${parts.join(' · ')}` : '';
+  el.className = boxes.some((b) => b.status === 'failed') ? 'error' : 'muted';
+  el.hidden = !parts.length;
+}
+
 // ---------------------------------------------------------------- runs
 
 async function loadRuns() {
@@ -287,7 +300,7 @@ async function start() {
   if (!state.token) return askToken('');
   $('#token-form').hidden = true;
   try {
-    await Promise.all([loadRuns(), loadEvaluations()]);
+    await Promise.all([loadRuns(), loadEvaluations(), loadBoxes()]);
     showError('');
     document.body.dataset.ready = 'true';
   } catch (err) {

@@ -1,0 +1,24 @@
+/**
+ * A box's boot state as trainer/hosting/box-boot.sh writes it to the bucket (`keys.boxBoot(box)`) at each
+ * step, when the service has started (`ready`) and when a step fails (`failed`, with the error): what
+ * `esopt cloud status`, the Api's GET /boxes and the dashboard show. Its log lines have the token redacted.
+ */
+import { z } from 'zod';
+import { Id } from './ids.ts';
+
+/** The boot's steps in order, as the script names them. */
+export const BOX_BOOT_STEPS = ['start', 'packages', 'node', 'artifact', 'unpack', 'dependencies', 'cuda', 'token', 'service', 'ready'] as const;
+
+export const BoxBootState = z.object({
+  /** `trainer` or `replica-<i>`. */
+  box: Id,
+  step: z.enum(BOX_BOOT_STEPS),
+  status: z.enum(['running', 'ready', 'failed']),
+  at: z.iso.datetime(),
+  error: z.string().optional(),
+  /** The artifact the box installs (the deploy's `artifactSha256` output). */
+  artifactSha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The boot log's last lines (at most 50). */
+  log: z.array(z.string()).max(50),
+});
+export type BoxBootState = z.infer<typeof BoxBootState>;

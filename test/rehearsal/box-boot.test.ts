@@ -1,0 +1,132 @@
+/**
+ * trainer/hosting/box-boot.sh, the boot every box's user data runs, rehearsed into an empty directory against
+ * s3rver and the local SSM (trainer/rehearsal/box-install.ts): the real artifact installed and the unit's
+ * command line read back; failures (a wrong artifact hash, a missing token parameter) written to the bucket as
+ * `failed` with the step and the log tail, and a non-zero exit; a step that fails twice, then succeeds.
+ */
+import { GetParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
+import { buildBoxArtifact, type BoxArtifact } from '../../scripts/box-artifact.ts';
+import { keys } from '../../shared/keys.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { rehearseBoxInstall, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
+
+const TOKEN = 'boot-test-token-0123456789abcdef';
+const PARAMETER = '/esopt/rehearsal/trainer-token';
+let s3: LocalS3;
+let ssm: SsmEndpoint;
+let store: S3ObjectStore;
+let artifact: BoxArtifact;
+const scratch = mkdtempSync(join(tmpdir(), 'esopt-box-boot-'));
+
+const variables = (over: Partial<BoxBootVariables> = {}): BoxBootVariables => ({
+  ESOPT_BOOT_BOX: 'trainer',
+  ESOPT_BOOT_REGION: 'us-east-1',
+  ESOPT_BOOT_BUCKET: s3.bucket,
+  ESOPT_BOOT_ARTIFACT_KEY: artifact.key,
+  ESOPT_BOOT_ARTIFACT_SHA256: artifact.sha256,
+  ESOPT_BOOT_TOKEN_PARAMETER: PARAMETER,
+  ESOPT_BOOT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode',
+  ESOPT_BOOT_SERVICE: 'esopt-trainer-box',
+  ESOPT_BOOT_DESCRIPTION: 'esopt trainer box (rehearsal)',
+  ESOPT_BOOT_ARGS: 'trainer-box --host 127.0.0.1 --port 8443 --public-url https://127.0.0.1:8443/v1 --provider cpu',
+  ESOPT_BOOT_PROVIDER: 'cpu',
+  ESOPT_BOOT_STOP_TIMEOUT_S: '1020',
+  ...over,
+});
+let boxes = 0;
+const emptyRoot = () => mkdtempSync(join(scratch, `box-${++boxes}-`));
+const common = () => ({ s3Endpoint: s3.endpoint, ssmEndpoint: ssm.url });
+
+beforeAll(async () => {
+  [s3, ssm] = await Promise.all([startLocalS3('esopt-boot'), startSsmEndpoint()]);
+  store = new S3ObjectStore(s3.storeConfig);
+  artifact = buildBoxArtifact(process.cwd(), join(scratch, 'artifact'));
+  await store.put(artifact.key, readFileSync(artifact.path));
+  const client = new SSMClient({ region: 'us-east-1', endpoint: ssm.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  await client.send(new PutParameterCommand({ Name: PARAMETER, Type: 'SecureString', Value: TOKEN }));
+  expect((await client.send(new GetParameterCommand({ Name: PARAMETER, WithDecryption: true }))).Parameter?.Value).toBe(TOKEN);
+  client.destroy();
+});
+
+afterAll(async () => {
+  store?.destroy();
+  await Promise.all([s3?.close(), ssm?.close()]);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
+  it('installs the deploy\'s artifact into an empty directory and writes `ready`; the unit runs the CLI with the stack\'s environment', async () => {
+    const root = emptyRoot();
+    const done = await rehearseBoxInstall({ root, variables: variables(), ...common(), timeoutMs: 600_000 });
+    expect(done.exitCode, done.log.slice(-3000)).toBe(0);
+    expect(done.state).toMatchObject({ box: 'trainer', step: 'ready', status: 'ready', artifactSha256: artifact.sha256 });
+    expect(done.state?.error).toBeUndefined();
+    expect(done.service?.command).toEqual([join(done.paths.nodeDir, 'bin/node'), 'trainer/cli/bin.js', 'trainer-box', '--host', '127.0.0.1', '--port', '8443', '--public-url', 'https://127.0.0.1:8443/v1', '--provider', 'cpu']);
+    expect(done.service?.cwd).toBe(done.paths.app);
+    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1' });
+    // Root-only, since it holds the token.
+    expect(statSync(done.paths.envFile).mode & 0o777).toBe(0o600);
+    const unit = readFileSync(done.service!.unit, 'utf8');
+    expect(unit).toContain('TimeoutStopSec=1020\n');
+    expect(unit).toContain('Restart=always\n');
+    // The tree this checkout deploys, with its production dependencies: the unit's command loads.
+    expect(readFileSync(join(done.paths.app, 'package-lock.json'), 'utf8')).toBe(readFileSync('package-lock.json', 'utf8'));
+    expect(existsSync(join(done.paths.app, 'node_modules/tsx/package.json'))).toBe(true);
+    expect(existsSync(join(done.paths.app, 'node_modules/vitest'))).toBe(false);
+    const [node, ...args] = done.service!.command;
+    const help = spawnSync(node, [...args.slice(0, 2), '--help'], { cwd: done.service!.cwd, encoding: 'utf8', env: { ...process.env, ...done.service!.env } });
+    expect(help.stdout + help.stderr).toContain('esopt trainer-box --public-url URL');
+    // Every step reported, and the token nowhere in what the bucket holds.
+    for (const step of ['packages', 'node', 'artifact', 'unpack', 'dependencies', 'token', 'service']) expect(done.log).toContain(`box boot: step ${step}\n`);
+    expect(JSON.stringify(done.state)).not.toContain(TOKEN);
+    expect(done.replaced.map((r) => r.step)).toEqual(['packages', 'node', 'service (start)']);
+    console.log(`real artifact install: ${done.durationMs} ms`);
+  }, 600_000);
+
+  it('fails loudly on a wrong artifact hash: `failed` at step artifact with the check in the log tail, and a non-zero exit', async () => {
+    const done = await rehearseBoxInstall({ root: emptyRoot(), variables: variables({ ESOPT_BOOT_ARTIFACT_SHA256: '0'.repeat(64) }), ...common(), npmCiStep: 'true' });
+    expect(done.exitCode).not.toBe(0);
+    expect(done.state).toMatchObject({ step: 'artifact', status: 'failed' });
+    expect(done.state?.error).toMatch(/^step artifact failed \(exit 1\): .*sha256sum --check/);
+    expect(done.state?.log.some((l) => /esopt\.tgz: FAILED/.test(l))).toBe(true);
+    expect(done.service).toBeNull();
+    expect(existsSync(done.paths.app)).toBe(false);
+  });
+
+  it('retries the token read with backoff, then fails at step token without a token in the state', async () => {
+    const done = await rehearseBoxInstall({ root: emptyRoot(), variables: variables({ ESOPT_BOOT_TOKEN_PARAMETER: '/esopt/rehearsal/missing' }), ...common(), npmCiStep: 'true' });
+    expect(done.exitCode).not.toBe(0);
+    expect(done.state).toMatchObject({ step: 'token', status: 'failed' });
+    const log = done.state!.log.join('\n');
+    expect(log).toContain('ParameterNotFound');
+    expect(log).toMatch(/attempt 1 failed \(exit 1\), again in 0\.05s: aws ssm get-parameter/);
+    expect(log).toMatch(/attempt 2 failed \(exit 1\), again in 0\.1s: aws ssm get-parameter/);
+    expect(log).toMatch(/gave up after 3 attempts \(exit 1\): aws ssm get-parameter/);
+    expect(existsSync(done.paths.envFile)).toBe(false);
+  });
+
+  it('a step that fails twice then succeeds is retried and the boot ends `ready`; a token that reaches the log is redacted', async () => {
+    const counter = join(scratch, 'npm-attempts');
+    const stub = join(scratch, 'flaky-npm-ci.sh');
+    writeFileSync(stub, `#!/bin/bash\nn=$(( $(cat "${counter}" 2>/dev/null || echo 0) + 1 ))\necho $n > "${counter}"\necho "npm ci attempt $n"\n[ "$n" -ge 3 ]\n`, { mode: 0o755 });
+    // A unit start that prints the env file: the state must still not hold the token.
+    const done = await rehearseBoxInstall({ root: emptyRoot(), variables: variables({ ESOPT_BOOT_BOX: 'replica-1', ESOPT_BOOT_SERVICE: 'esopt-replica-box' }), ...common(), npmCiStep: stub, env: { ESOPT_BOOT_START_STEP: 'cat "$ESOPT_BOOT_ENV_FILE"; echo "token is $TOKEN"' } });
+    expect(done.exitCode, done.log).toBe(0);
+    expect(readFileSync(counter, 'utf8').trim()).toBe('3');
+    expect(done.state).toMatchObject({ box: 'replica-1', step: 'ready', status: 'ready' });
+    expect(done.log).toMatch(/attempt 1 failed \(exit 1\), again in 0\.05s: .*flaky-npm-ci\.sh\nnpm ci attempt 2\nbox boot: attempt 2 failed/);
+    // The log on the box has it (root-only, as /etc/esopt.env); the bucket's copy does not.
+    expect(done.log).toContain(TOKEN);
+    expect(JSON.stringify(done.state)).not.toContain(TOKEN);
+    expect(done.state!.log).toContain('ESOPT_TOKEN=[redacted]');
+    expect(done.state!.log).toContain('token is [redacted]');
+    expect(await store.get(keys.boxBoot('replica-1'))).not.toBeNull();
+  });
+});

@@ -1,0 +1,190 @@
+#!/bin/bash
+# The boot of a trainer or replica box. sst.config.ts puts this text in each box's user data after the
+# ESOPT_BOOT_* assignments that name the stack; trainer/rehearsal/box-install.ts runs the same text into an
+# empty directory. Every network step is retried with exponential backoff, and the box writes its boot state
+# (step, status, time, error, the log's last lines with the token redacted) to s3://$BUCKET/boxes/$BOX/boot.json
+# at each step, on success (`ready`) and on failure (`failed`, then a non-zero exit).
+#
+# Set by the user data: ESOPT_BOOT_BOX (trainer | replica-<i>), ESOPT_BOOT_REGION, ESOPT_BOOT_BUCKET,
+# ESOPT_BOOT_ARTIFACT_KEY, ESOPT_BOOT_ARTIFACT_SHA256, ESOPT_BOOT_TOKEN_PARAMETER, ESOPT_BOOT_EPISODE_FUNCTION,
+# ESOPT_BOOT_SERVICE, ESOPT_BOOT_DESCRIPTION, ESOPT_BOOT_ARGS (after `trainer/cli/bin.js`), ESOPT_BOOT_PROVIDER
+# (cpu | cuda), ESOPT_BOOT_STOP_TIMEOUT_S.
+# Overridable for a rehearsal: ESOPT_BOOT_APP_DIR, ESOPT_BOOT_ENV_FILE, ESOPT_BOOT_UNIT_DIR, ESOPT_BOOT_WORK_DIR,
+# ESOPT_BOOT_LOG, ESOPT_BOOT_NODE_DIR, ESOPT_BOOT_ATTEMPTS, ESOPT_BOOT_BACKOFF_S, and the steps that need the
+# internet or the host: ESOPT_BOOT_PACKAGES_STEP, ESOPT_BOOT_NODE_STEP, ESOPT_BOOT_NPM_CI_STEP,
+# ESOPT_BOOT_START_STEP (each a command run instead of the default).
+set -Eeuo pipefail
+set +x
+
+for required in BOX REGION BUCKET ARTIFACT_KEY ARTIFACT_SHA256 TOKEN_PARAMETER EPISODE_FUNCTION SERVICE DESCRIPTION ARGS PROVIDER STOP_TIMEOUT_S; do
+  name=ESOPT_BOOT_$required
+  if [ -z "${!name:-}" ]; then echo "box boot: $name is not set" >&2; exit 2; fi
+done
+APP_DIR=${ESOPT_BOOT_APP_DIR:-/opt/esopt}
+ENV_FILE=${ESOPT_BOOT_ENV_FILE:-/etc/esopt.env}
+UNIT_DIR=${ESOPT_BOOT_UNIT_DIR:-/etc/systemd/system}
+WORK_DIR=${ESOPT_BOOT_WORK_DIR:-/var/lib/esopt-boot}
+LOG=${ESOPT_BOOT_LOG:-/var/log/esopt-boot.log}
+NODE_DIR=${ESOPT_BOOT_NODE_DIR:-/opt/node}
+ATTEMPTS=${ESOPT_BOOT_ATTEMPTS:-6}
+BACKOFF_S=${ESOPT_BOOT_BACKOFF_S:-2}
+# The official build, checked against the SHA-256 in the release's signed SHASUMS256.txt.
+NODE_VERSION=22.21.1
+declare -A NODE_SHA256=(
+  [x64]=680d3f30b24a7ff24b98db5e96f294c0070f8f9078df658da1bce1b9c9873c88
+  [arm64]=e660365729b434af422bcd2e8e14228637ecf24a1de2cd7c916ad48f2a0521e1
+)
+STATE_KEY="boxes/$ESOPT_BOOT_BOX/boot.json"
+STEP=start
+TOKEN=
+
+mkdir -p "$WORK_DIR" "$(dirname "$LOG")"
+# Root-only: a line a step prints could hold a secret.
+touch "$LOG" && chmod 600 "$LOG"
+# Everything goes to the log (the state's tail is read from it); fd 3 keeps the console for the outcome.
+exec 3>&1 >>"$LOG" 2>&1
+export PATH="$NODE_DIR/bin:$PATH"
+
+# retry CMD…: runs CMD up to $ATTEMPTS times, waiting $BACKOFF_S, then twice that, … (at most 60 s) in between.
+retry() {
+  local attempt=1 wait=$BACKOFF_S rc
+  while true; do
+    "$@" && return 0
+    rc=$?
+    if [ "$attempt" -ge "$ATTEMPTS" ]; then echo "box boot: gave up after $attempt attempts (exit $rc): $*" >&2; return "$rc"; fi
+    echo "box boot: attempt $attempt failed (exit $rc), again in ${wait}s: $*" >&2
+    sleep "$wait"
+    attempt=$((attempt + 1))
+    wait=$(awk -v w="$wait" 'BEGIN { w *= 2; print (w > 60 ? 60 : w) }')
+  done
+}
+
+# json TEXT: TEXT as a JSON string (control characters dropped).
+json() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\t'/ }
+  s=$(printf '%s' "$s" | tr -d '\000-\037\177')
+  printf '"%s"' "$s"
+}
+
+# state STATUS [ERROR]: the boot state, written to the bucket (best effort: a boot is not failed by its report).
+state() {
+  local status=$1 error=${2:-} lines=() line first=1 out="$WORK_DIR/boot.json"
+  mapfile -t lines < <(tail -n 50 "$LOG" 2>/dev/null || true)
+  {
+    printf '{"box":%s,"step":%s,"status":%s,"at":%s,' "$(json "$ESOPT_BOOT_BOX")" "$(json "$STEP")" "$(json "$status")" "$(json "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)")"
+    if [ -n "$error" ]; then printf '"error":%s,' "$(json "$(redact "$error")")"; fi
+    printf '"artifactSha256":%s,"log":[' "$(json "$ESOPT_BOOT_ARTIFACT_SHA256")"
+    for line in "${lines[@]+"${lines[@]}"}"; do
+      [ "$first" = 1 ] || printf ','
+      first=0
+      line=$(redact "$line")
+      json "${line:0:400}"
+    done
+    printf ']}\n'
+  } >"$out"
+  if command -v aws >/dev/null; then
+    retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" --content-type application/json "$out" "s3://$ESOPT_BOOT_BUCKET/$STATE_KEY" >/dev/null ||
+      echo "box boot: could not write $STATE_KEY"
+  fi
+}
+
+# redact TEXT: TEXT without the token or anything assigned to ESOPT_TOKEN.
+redact() {
+  local s=$1
+  if [ -n "$TOKEN" ]; then s=${s//"$TOKEN"/[redacted]}; fi
+  printf '%s' "$s" | sed -E 's/(ESOPT_TOKEN=)[^[:space:]]*/\1[redacted]/g'
+}
+
+step() {
+  STEP=$1
+  echo "box boot: step $STEP"
+  state running
+}
+
+on_error() {
+  local rc=$? command=$BASH_COMMAND
+  trap - ERR
+  echo "box boot: step $STEP failed (exit $rc): $command"
+  state failed "step $STEP failed (exit $rc): $command"
+  { echo "esopt box boot FAILED at step $STEP (exit $rc); s3://$ESOPT_BOOT_BUCKET/$STATE_KEY, $LOG:"; tail -n 20 "$LOG"; } >&3 2>&1 || true
+  exit "$rc"
+}
+trap on_error ERR
+
+packages() {
+  command -v aws >/dev/null && return 0
+  retry apt-get update -q && DEBIAN_FRONTEND=noninteractive retry apt-get install -y -q awscli
+}
+
+node_tarball() {
+  local arch
+  case "$(uname -m)" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) echo "no Node build pinned for $(uname -m)"; return 1 ;; esac
+  local name="node-v$NODE_VERSION-linux-$arch.tar.xz"
+  retry curl -fsSL --connect-timeout 20 -o "$WORK_DIR/$name" "https://nodejs.org/dist/v$NODE_VERSION/$name"
+  echo "${NODE_SHA256[$arch]}  $WORK_DIR/$name" | sha256sum --check --strict -
+  mkdir -p "$NODE_DIR"
+  tar -xJf "$WORK_DIR/$name" -C "$NODE_DIR" --strip-components=1 --no-same-owner
+}
+
+step packages
+eval "${ESOPT_BOOT_PACKAGES_STEP:-packages}"
+
+step node
+eval "${ESOPT_BOOT_NODE_STEP:-node_tarball}"
+node --version
+
+step artifact
+retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$ESOPT_BOOT_ARTIFACT_KEY" "$WORK_DIR/esopt.tgz"
+echo "$ESOPT_BOOT_ARTIFACT_SHA256  $WORK_DIR/esopt.tgz" | sha256sum --check --strict -
+
+step unpack
+mkdir -p "$APP_DIR"
+tar -xzf "$WORK_DIR/esopt.tgz" -C "$APP_DIR" --no-same-owner
+
+step dependencies
+cd "$APP_DIR"
+# npm ci removes node_modules before it installs, so each attempt starts clean.
+retry ${ESOPT_BOOT_NPM_CI_STEP:-npm ci --omit=dev --prefer-offline --no-audit --no-fund}
+if [ "$ESOPT_BOOT_PROVIDER" = cuda ]; then
+  step cuda
+  ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules/onnxruntime-node/script/install.js
+fi
+
+step token
+# Read into a variable, never echoed; the env file is root-only before the token is written into it.
+TOKEN=$(trap - ERR; retry aws ssm get-parameter --region "$ESOPT_BOOT_REGION" --with-decryption --name "$ESOPT_BOOT_TOKEN_PARAMETER" --query Parameter.Value --output text)
+if [ -z "$TOKEN" ] || [ "$TOKEN" = None ]; then echo "the token parameter $ESOPT_BOOT_TOKEN_PARAMETER is empty"; false; fi
+mkdir -p "$(dirname "$ENV_FILE")"
+install -m 600 /dev/null "$ENV_FILE"
+cat >"$ENV_FILE" <<ENV
+ESOPT_TOKEN=$TOKEN
+ESOPT_BUCKET=$ESOPT_BOOT_BUCKET
+ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION
+AWS_REGION=$ESOPT_BOOT_REGION
+ENV
+
+step service
+mkdir -p "$UNIT_DIR"
+cat >"$UNIT_DIR/$ESOPT_BOOT_SERVICE.service" <<UNIT
+[Unit]
+Description=$ESOPT_BOOT_DESCRIPTION
+After=network-online.target
+[Service]
+EnvironmentFile=$ENV_FILE
+WorkingDirectory=$APP_DIR
+ExecStart=$NODE_DIR/bin/node trainer/cli/bin.js $ESOPT_BOOT_ARGS
+# SIGTERM lets a run finish the iteration in flight; it is then resumable.
+TimeoutStopSec=$ESOPT_BOOT_STOP_TIMEOUT_S
+Restart=always
+[Install]
+WantedBy=multi-user.target
+UNIT
+eval "${ESOPT_BOOT_START_STEP:-systemctl daemon-reload && systemctl enable --now \"\$ESOPT_BOOT_SERVICE\"}"
+
+STEP=ready
+echo "box boot: ready ($ESOPT_BOOT_SERVICE)"
+state ready
+echo "esopt box boot: ready, $ESOPT_BOOT_SERVICE started" >&3
