@@ -22,7 +22,7 @@ import { fillEnvironment, fillPlaceholders, type DeployValues } from './deploy-v
 import { startFunctionUrl, type FunctionUrl } from './function-url.ts';
 import { startLambdaFunction, type LambdaFunction } from './lambda-function.ts';
 import { buildFunction, type FunctionBuild } from './sst-build.ts';
-import { evaluate, stackFunctionOf, type StackFunction } from './sst-stack.ts';
+import { evaluate, stackFunction, type StackFunction } from './sst-stack.ts';
 
 export const REHEARSAL_STAGE = 'rehearsal';
 const REGION = 'us-east-1';
@@ -125,7 +125,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
     // The functions, built and started as deployed.
     const functions: Record<string, RehearsedFunction> = {};
     for (const name of ['Episode', 'Api']) {
-      const definition = stackFunctionOf(stack.one('sst.aws.Function', name));
+      const definition = stackFunction(stack.one('sst.aws.Function', name));
       log(`building ${name} as sst deploy builds it …`);
       const build = await buildFunction(definition, { root: o.root });
       log(`${name}: ${(build.bytes / 1e6).toFixed(1)} MB unzipped${build.cached ? ' (cached build)' : ''}; ${definition.memoryMb} MB memory, ${definition.ephemeralStorageMb} MB /tmp, ${definition.timeoutS} s`);

@@ -174,7 +174,7 @@ export async function stackFunctions(env: Record<string, string> = {}): Promise<
   return all.filter((r) => r.type === 'sst.aws.Function').map((r) => stackFunction(r));
 }
 
-function stackFunction({ name, args }: Recorded): StackFunction {
+export function stackFunction({ name, args }: Recorded): StackFunction {
   const nodejs = (args.nodejs ?? {}) as { install?: string[]; esbuild?: { external?: string[] } & Record<string, unknown>; minify?: boolean; banner?: string };
   for (const key of Object.keys(nodejs)) {
     if (!KNOWN_NODEJS_OPTIONS.has(key)) throw new Error(`function ${name}: nodejs.${key} is not reproduced by the rehearsal (trainer/rehearsal/sst-build.ts)`);
