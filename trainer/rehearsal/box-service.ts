@@ -4,8 +4,7 @@
  * to a file beside the install (journald's place on the box).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { connect } from 'node:net';
+import { createWriteStream, readFileSync } from 'node:fs';
 
 export interface BoxService {
   id: string;
@@ -26,6 +25,8 @@ export async function startBoxService(o: {
   host: string;
   port: number;
   logFile: string;
+  /** When the service is up; by default, when its first log line is written (each box's service logs one once it polls). */
+  ready?: () => Promise<boolean>;
   readyTimeoutMs?: number;
 }): Promise<BoxService> {
   const [bin, ...args] = o.command;
@@ -38,13 +39,13 @@ export async function startBoxService(o: {
   let done = false;
   void exit.then(() => (done = true));
   const deadline = Date.now() + (o.readyTimeoutMs ?? 60_000);
-  // Ready when the inference port accepts connections (it opens once the certificate is published).
+  const ready = o.ready ?? (async () => tail(o.logFile).trim() !== '' && tail(o.logFile) !== '(no log)');
   for (;;) {
-    if (done) throw new Error(`box ${o.id}: its service exited before it listened on ${o.host}:${o.port}; see ${o.logFile}`);
-    if (await listening(o.host, o.port)) break;
+    if (done) throw new Error(`box ${o.id}: its service exited before it was ready:\n${tail(o.logFile)}`);
+    if (await ready()) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`box ${o.id}: nothing listens on ${o.host}:${o.port} after ${o.readyTimeoutMs ?? 60_000} ms; see ${o.logFile}`);
+      throw new Error(`box ${o.id}: not ready after ${o.readyTimeoutMs ?? 60_000} ms:\n${tail(o.logFile)}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -64,13 +65,10 @@ export async function startBoxService(o: {
   };
 }
 
-function listening(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '(no log)';
+  }
 }

@@ -4,7 +4,8 @@
  * gives each one its local value. A placeholder without one is refused by name, so a new reference in
  * the stack cannot pass the rehearsal unresolved.
  */
-const PLACEHOLDER = /\$\{([A-Za-z0-9_.:-]+(?:\([^)]*\))?)\}/g;
+/** A recorded output: `${sst.…}` or `${aws.…}` (bash's own `${…}` in a user data is left alone). */
+const PLACEHOLDER = /\$\{((?:sst|aws)\.[A-Za-z0-9_.]+)\}/g;
 
 export type DeployValues = Record<string, string>;
 

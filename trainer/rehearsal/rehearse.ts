@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/local-cloud/invoke-endpoint.ts';
+import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { buildBoxArtifact } from '../../scripts/box-artifact.ts';
 import { freeLoopbackPort } from '../server/free-port.ts';
@@ -164,7 +165,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
         variables,
         s3Endpoint: s3.endpoint,
         ssmEndpoint: ssm.url,
-        ...(o.boxInstall === 'link' ? { npmCiStep: `ln -s ${JSON.stringify(join(o.root, 'node_modules'))} node_modules` } : {}),
+        // The script splits the step into words (no shell quoting), hence a path without spaces.
+        ...(o.boxInstall === 'link' ? { npmCiStep: `ln -s ${join(o.root, 'node_modules').replace(/\s/g, '\\$&')} node_modules` } : {}),
       });
       bootReplaced = install.replaced;
       if (install.exitCode !== 0 || !install.service) {
@@ -181,6 +183,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
           host,
           port,
           logFile: join(root, 'service.log'),
+          // The trainer box is up once it has published its certificate, which the Episode function pins.
+          ...(n === 0 ? { ready: async () => (await store.get(keys.trainerCertificate())) !== null } : {}),
         }),
       );
       closers.push(() => boxes[n]!.stop());
