@@ -76,9 +76,8 @@ export default $config({
     const cfg = parsed.data;
     const port = cfg.ESOPT_INFERENCE_PORT;
 
-    // isolated-vm needs V8 started without Node's startup snapshot on Node >= 20 (its README); both functions
-    // load it as soon as their bundle is imported (an external import is hoisted to the bundle's top), and
-    // Lambda's Node reads its flags from NODE_OPTIONS, which allows this one.
+    // isolated-vm needs V8 started without Node's startup snapshot on Node >= 20 (its README); the Episode
+    // function runs the heuristic sandbox, and Lambda's Node reads its flags from NODE_OPTIONS, which allows this one.
     const isolatedVmNodeOptions = '--no-node-snapshot';
 
     const token = new sst.Secret('TrainerToken');
@@ -278,8 +277,10 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       memory: '512 MB',
       timeout: '30 seconds',
       url: true,
-      // Validating a run config loads its environment's definition, so the same native module as Episode.
-      nodejs: { install: ['isolated-vm'] },
+      // Validating a run config loads its environment's definition but never runs an episode, and the heuristic
+      // sandbox imports isolated-vm on first use: left out of the bundle (a native module cannot be bundled)
+      // and not installed, so the Api function ships and loads no native code.
+      nodejs: { esbuild: { external: ['isolated-vm'] } },
       // Files the API reads at run time, which a bundle does not carry: the dashboard, read beside the code
       // that serves it (./dashboard/ of dashboard-routes.ts, and of bundle.mjs at the package's root), and
       // the uPlot and Swagger UI files it resolves with require.resolve, copied to the same paths under
@@ -294,7 +295,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         { from: 'node_modules/swagger-ui-dist/swagger-ui-bundle.js' },
       ],
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
-      environment: { NODE_OPTIONS: isolatedVmNodeOptions, ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath },
+      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.

@@ -104,10 +104,10 @@ describe('sst.config.ts', () => {
   it('serves the Api function through a function URL, with its own permissions rather than a bucket link (least-privilege.test.ts lists them)', async () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
-    expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { install: ['isolated-vm'] } });
-    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN', 'NODE_OPTIONS']);
-    // Its bundle imports isolated-vm at load (an external import is hoisted), so it needs the flag too.
-    expect((api.args.environment as Record<string, unknown>).NODE_OPTIONS).toBe('--no-node-snapshot');
+    // No native module: isolated-vm is left out of the bundle and never installed (the sandbox imports it on first use).
+    expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { esbuild: { external: ['isolated-vm'] } } });
+    expect((api.args.nodejs as { install?: unknown }).install).toBeUndefined();
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
     // The files the API reads at run time (sst-build.test.ts serves each from the built package).
     expect((api.args.copyFiles as Array<{ from: string }>).map((c) => c.from)).toEqual([
       'functions/http-api/dashboard',

@@ -22,6 +22,7 @@ import { rehearseBoxInstall, type BoxBootVariables, type ReplacedStep } from './
 import { fillEnvironment, fillPlaceholders, type DeployValues } from './deploy-values.ts';
 import { startFunctionUrl, type FunctionUrl } from './function-url.ts';
 import { startLambdaFunction, type LambdaFunction } from './lambda-function.ts';
+import { seedIsolatedVmPrebuild } from './prebuilt-binaries.ts';
 import { buildFunction, type FunctionBuild } from './sst-build.ts';
 import { evaluate, stackFunction, type StackFunction } from './sst-stack.ts';
 
@@ -123,6 +124,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
     await ssmClient.send(new PutParameterCommand({ Name: values['aws.ssm.Parameter.TrainerTokenParameter.name']!, Type: 'SecureString', Value: token }));
     ssmClient.destroy();
 
+    // isolated-vm's prebuilt binary where the deploy's npm installs look for it before GitHub.
+    const prebuild = seedIsolatedVmPrebuild(o.root);
     // The functions, built and started as deployed.
     const functions: Record<string, RehearsedFunction> = {};
     for (const name of ['Episode', 'Api']) {
@@ -192,6 +195,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
     }
     const replaced = [
       ...REHEARSAL_REPLACED,
+      ...(prebuild ? [{ step: 'prebuilt binaries', deployed: `prebuild-install downloads ${prebuild.package}'s binary from GitHub (${prebuild.url})`, rehearsal: "the binary this checkout's own install built for the same version, Node ABI and platform, put in prebuild-install's cache: GitHub is out of reach here" }] : []),
       ...bootReplaced,
       ...(o.boxInstall === 'link' ? [{ step: 'npm ci', deployed: 'npm ci --omit=dev from the lock file (the box builds its native modules)', rehearsal: "a link to the checkout's node_modules: the suite's time" }] : []),
     ];

@@ -1,0 +1,48 @@
+/**
+ * What ships, run as AWS runs it (trainer/rehearsal/rehearse.ts): the functions built as `sst deploy` builds
+ * them under aws-lambda-ric with their memory, /tmp and timeout from sst.config.ts, the Api behind a function
+ * URL, the trainer box booted from the deploy's artifact by its own user data. Through it, as a user: the
+ * dashboard and /docs with every asset, and one web iteration started with `esopt runs start`, played by the
+ * Episode function in the Lambda build of Chromium against the box over pinned TLS. A bundle that lacks a file
+ * it reads at run time fails here (test/cloud/sst-build.test.ts removes one on purpose).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolve } from 'node:path';
+import { startRehearsal, type Rehearsal } from '../../trainer/rehearsal/rehearse.ts';
+import { loadPages, trainOneIteration } from '../../trainer/rehearsal/scenarios.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+let stack: Rehearsal;
+
+beforeAll(async () => {
+  // The box's npm ci is replaced by a link to this checkout's node_modules (minutes saved; listed in `replaced`).
+  stack = await startRehearsal({ root: ROOT, replicas: 1, boxInstall: 'link', maxEnvironments: 2 });
+}, 600_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe('the rehearsed stack', () => {
+  it('serves the dashboard and /docs, and every asset they reference, from the bundled Api function', async () => {
+    const pages = await loadPages({ apiUrl: stack.apiUrl });
+    expect(pages.map((p) => p.path)).toEqual(expect.arrayContaining(['/', '/docs', '/assets/dashboard.js', '/assets/uplot.js', '/assets/uplot.css', '/docs/assets/swagger-ui-bundle.js', '/openapi.json']));
+    expect(pages.filter((p) => p.status !== 200).map((p) => `${p.path} ${p.status}`)).toEqual([]);
+    // Each answered by the runtime interface client in an execution environment of its own (not this process).
+    expect(stack.functions.Api!.lambda.invocations.length).toBeGreaterThanOrEqual(pages.length);
+  });
+
+  it('trains one web iteration started with `esopt runs start`: every episode counted, played in the Lambda Chromium', async () => {
+    const report = await trainOneIteration({ apiUrl: stack.apiUrl, token: stack.token, log: () => {} }, 'web', 300_000);
+    expect(report).toMatchObject({ state: 'finished', error: null, completed_iterations: 1, failed: 0, missing: 0 });
+    expect(report.counted).toBe(report.expected);
+    expect(report.completion_tokens).toBeGreaterThan(0);
+    const episodes = stack.functions.Episode!.lambda.invocations;
+    expect(episodes.length).toBeGreaterThanOrEqual(report.expected!);
+    expect(episodes.filter((i) => !i.ok)).toEqual([]);
+    // The browser was inflated into the function's own /tmp volume, within its memory.
+    const { memoryMb, ephemeralStorageMb } = stack.functions.Episode!.definition;
+    expect(Math.max(...episodes.map((i) => i.tmpUsedMb))).toBeGreaterThan(50);
+    expect(Math.max(...episodes.map((i) => i.tmpUsedMb))).toBeLessThanOrEqual(ephemeralStorageMb);
+    expect(Math.max(...episodes.map((i) => i.peakMemoryMb))).toBeLessThan(memoryMb);
+  }, 300_000);
+});
