@@ -151,7 +151,10 @@ export default $config({
     const episode = new sst.aws.Function('Episode', {
       handler: 'functions/episode.handler',
       runtime: functionRuntime,
+      // Memory and /tmp from the rehearsal's measured peaks with at least a 2× margin (docs/CLOUD.md, "Sizing
+      // the functions"); /tmp holds the inflated Chromium, and 512 MB is what Lambda gives without charge.
       memory: `${cfg.ESOPT_EPISODE_MEMORY_MB} MB`,
+      storage: '512 MB',
       timeout: `${cfg.ESOPT_EPISODE_TIMEOUT_S} seconds`,
       concurrency: { reserved: cfg.ESOPT_EPISODE_CONCURRENCY },
       // Installed next to the bundle, not bundled: the heuristic environment's isolate (a native module), and
@@ -274,6 +277,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
     const api = new sst.aws.Function('Api', {
       handler: 'functions/api.handler',
       runtime: functionRuntime,
+      // 512 MB buys CPU (Lambda's share grows with memory) for cold starts, well past the measured peak (docs/CLOUD.md).
       memory: '512 MB',
       timeout: '30 seconds',
       url: true,

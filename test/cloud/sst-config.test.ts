@@ -51,7 +51,7 @@ describe('sst.config.ts', () => {
     const bucket = one('sst.aws.Bucket', 'Runs').self;
     const token = one('sst.Secret', 'TrainerToken').self;
     const address = one('aws.ec2.Eip', 'TrainerAddress').self;
-    expect(episode).toMatchObject({ handler: 'functions/episode.handler', runtime: 'nodejs22.x', memory: '1024 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
+    expect(episode).toMatchObject({ handler: 'functions/episode.handler', runtime: 'nodejs22.x', memory: '1024 MB', storage: '512 MB', timeout: '900 seconds', concurrency: { reserved: 200 } });
     // What the package-size test measures against Lambda's limits.
     expect(episode.nodejs).toEqual({ install: EPISODE_INSTALLED_PACKAGES });
     const env = episode.environment as Record<string, unknown>;

@@ -35,6 +35,8 @@ export interface LambdaFunction {
   readonly invocations: InvocationRecord[];
   /** Environments started so far (cold starts). */
   readonly started: number;
+  /** Shuts the idle environments down, as Lambda does after a while: the next invocations start cold. */
+  recycle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -94,6 +96,11 @@ export async function startLambdaFunction(o: LambdaFunctionOptions): Promise<Lam
     invocations,
     get started() {
       return started;
+    },
+    async recycle() {
+      const shut = idle.splice(0);
+      for (const env of shut) all.delete(env);
+      await Promise.all(shut.map((e) => e.close()));
     },
     async close() {
       closed = true;

@@ -70,24 +70,23 @@ export async function rehearse(o: RehearsalOptions & { environments?: Environmen
     const pages = await loadPages(access);
     for (const p of pages) if (p.status !== 200) failures.push(`GET ${p.path} answered ${p.status}`);
     const trainings: TrainingReport[] = [];
+    const evaluations: EvaluationReport[] = [];
     for (const env of environments) {
+      // Each environment's episodes in execution environments of their own, so its /tmp and memory are its own.
+      await stack.functions.Episode!.lambda.recycle();
       const t = await trainOneIteration(access, env);
       trainings.push(t);
       log(`${env}: run ${t.state}, ${t.counted ?? 0}/${t.expected ?? 0} episodes counted, ${t.failed ?? 0} failed, ${t.completion_tokens ?? 0} tokens generated (${t.seconds.toFixed(0)} s)`);
       if (t.state !== 'finished' || t.failed !== 0 || t.counted !== t.expected || !t.completion_tokens) failures.push(`training ${env}: ${t.state}${t.error ? ` (${t.error})` : ''}, ${t.counted}/${t.expected} counted, ${t.failed} failed, ${t.completion_tokens} tokens`);
-    }
-    const evaluations: EvaluationReport[] = [];
-    if (o.evaluations !== false) {
-      for (const env of environments) {
-        for (const endpoint of [keyed, open]) {
-          const e = await evaluateEndpoint(access, env, endpoint);
-          evaluations.push(e);
-          log(`${env}: ${e.keyed ? 'keyed' : 'unkeyed'} evaluation ${e.state}, ${e.episodes} episodes, ${e.failed} failed (${e.seconds.toFixed(0)} s)`);
-          if (e.state !== 'finished' || e.failed !== 0 || e.episodes === 0) failures.push(`evaluation ${env} ${e.keyed ? 'keyed' : 'unkeyed'}: ${e.state}${e.error ? ` (${e.error})` : ''}, ${e.failed}/${e.episodes} failed${e.first_error ? `: ${e.first_error}` : ''}`);
-        }
+      if (o.evaluations === false) continue;
+      for (const endpoint of [keyed, open]) {
+        const e = await evaluateEndpoint(access, env, endpoint);
+        evaluations.push(e);
+        log(`${env}: ${e.keyed ? 'keyed' : 'unkeyed'} evaluation ${e.state}, ${e.episodes} episodes, ${e.failed} failed (${e.seconds.toFixed(0)} s)`);
+        if (e.state !== 'finished' || e.failed !== 0 || e.episodes === 0) failures.push(`evaluation ${env} ${e.keyed ? 'keyed' : 'unkeyed'}: ${e.state}${e.error ? ` (${e.error})` : ''}, ${e.failed}/${e.episodes} failed${e.first_error ? `: ${e.first_error}` : ''}`);
       }
-      if (keyed.calls.unauthorized > 0) failures.push(`the keyed endpoint refused ${keyed.calls.unauthorized} calls without its key`);
     }
+    if (keyed.calls.unauthorized > 0) failures.push(`the keyed endpoint refused ${keyed.calls.unauthorized} calls without its key`);
     const episode = stack.functions.Episode!;
     const api = stack.functions.Api!;
     const conf = (f: typeof episode) => ({ memory_mb: f.definition.memoryMb, ephemeral_storage_mb: f.definition.ephemeralStorageMb, timeout_s: f.definition.timeoutS });
