@@ -188,8 +188,8 @@ export default $config({
     });
 
     // What the box runs is what this deploy uploads: the tree being deployed as a tarball named and checked
-    // by its SHA-256 (scripts/box-artifact.ts); its dependencies are the lock file's, integrity-checked by npm ci.
-    const { buildBoxArtifact } = await import('./scripts/box-artifact.ts');
+    // by its SHA-256 (trainer/hosting/box-artifact.ts); its dependencies are the lock file's, integrity-checked by npm ci.
+    const { buildBoxArtifact } = await import('./trainer/hosting/box-artifact.ts');
     const artifact = buildBoxArtifact(process.cwd());
     const artifactObject = new aws.s3.BucketObjectv2('TrainerArtifact', {
       bucket: bucket.name,

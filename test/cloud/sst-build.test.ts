@@ -167,12 +167,16 @@ describe('the functions built as sst deploy builds them', () => {
       expect(build.handler).toBe('bundle.handler');
       const top = readdirSync(build.dir).sort();
       // The source map is uploaded apart from the zip.
-      expect(top).toEqual([...new Set(['bundle.mjs', 'node_modules', 'package-lock.json', 'package.json', ...def.copyFiles.map((c) => c.to.split('/')[0]!)])].sort());
-      expect(JSON.parse(readFileSync(join(build.dir, 'package.json'), 'utf8'))).toEqual({ dependencies: Object.fromEntries(def.install.map((p) => [p, expect.stringMatching(/^\d+\.\d+\.\d+$/)])) });
+      // SST writes a package.json and installs only when nodejs.install names packages.
+      const manifests = def.install.length ? ['node_modules', 'package-lock.json', 'package.json'] : [];
+      expect(top).toEqual([...new Set(['bundle.mjs', ...manifests, ...def.copyFiles.map((c) => c.to.split('/')[0]!)])].sort());
+      if (def.install.length) expect(JSON.parse(readFileSync(join(build.dir, 'package.json'), 'utf8'))).toEqual({ dependencies: Object.fromEntries(def.install.map((p) => [p, expect.stringMatching(/^\d+\.\d+\.\d+$/)])) });
       // node_modules: what npm installed from the cut lockfile (the install packages and their dependencies), and the copied files' folders.
-      const locked = Object.keys((JSON.parse(readFileSync(join(build.dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> }).packages)
-        .filter((p) => p.startsWith('node_modules/') && !p.slice('node_modules/'.length).includes('/node_modules/'))
-        .map((p) => p.slice('node_modules/'.length));
+      const locked = def.install.length
+        ? Object.keys((JSON.parse(readFileSync(join(build.dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> }).packages)
+            .filter((p) => p.startsWith('node_modules/') && !p.slice('node_modules/'.length).includes('/node_modules/'))
+            .map((p) => p.slice('node_modules/'.length))
+        : [];
       for (const p of def.install) expect(locked).toContain(p);
       const copiedPackages = def.copyFiles.filter((c) => c.to.startsWith('node_modules/')).map((c) => c.to.split('/')[1]!);
       const installedNames = readdirSync(join(build.dir, 'node_modules')).flatMap((n) => (n.startsWith('@') ? readdirSync(join(build.dir, 'node_modules', n)).map((m) => `${n}/${m}`) : n.startsWith('.') ? [] : [n]));

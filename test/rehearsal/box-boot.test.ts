@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
-import { buildBoxArtifact, type BoxArtifact } from '../../scripts/box-artifact.ts';
+import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binaries.ts';
+import { buildBoxArtifact, type BoxArtifact } from '../../trainer/hosting/box-artifact.ts';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { rehearseBoxInstall, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
@@ -46,6 +47,8 @@ const common = () => ({ s3Endpoint: s3.endpoint, ssmEndpoint: ssm.url });
 
 beforeAll(async () => {
   [s3, ssm] = await Promise.all([startLocalS3('esopt-boot'), startSsmEndpoint()]);
+  // As the rehearsal does: the box's npm ci finds isolated-vm's binary where it would download it (GitHub is out of reach).
+  seedIsolatedVmPrebuild(process.cwd());
   store = new S3ObjectStore(s3.storeConfig);
   artifact = buildBoxArtifact(process.cwd(), join(scratch, 'artifact'));
   await store.put(artifact.key, readFileSync(artifact.path));

@@ -15,7 +15,7 @@ import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/
 import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/local-cloud/invoke-endpoint.ts';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { buildBoxArtifact } from '../../scripts/box-artifact.ts';
+import { buildBoxArtifact } from '../hosting/box-artifact.ts';
 import { freeLoopbackPort } from '../server/free-port.ts';
 import { startBoxService, type BoxService } from './box-service.ts';
 import { rehearseBoxInstall, type BoxBootVariables, type ReplacedStep } from './box-install.ts';
