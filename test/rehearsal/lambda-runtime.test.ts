@@ -132,7 +132,7 @@ describe('a function under aws-lambda-ric behind a function URL', () => {
     expect(small.peakMemoryMb).toBeLessThanOrEqual(192);
     const started = fn.started;
     const killed = await fn.invoke({ rawPath: '/alloc', queryStringParameters: { mb: '400' } });
-    expect(killed).toMatchObject({ ok: false, errorType: 'Runtime.ExitError', errorMessage: 'Runtime exited with error: signal: killed' });
+    expect(killed).toMatchObject({ ok: false, errorType: 'Runtime.OutOfMemory', errorMessage: 'Runtime exited with error: signal: killed' });
     const next = await fn.invoke({ rawPath: '/plain' });
     expect(next).toMatchObject({ ok: true, coldStart: true });
     expect(fn.started).toBe(started + 1);

@@ -2,7 +2,7 @@
  * One Lambda execution environment on this machine: AWS's runtime interface client (aws-lambda-ric) running
  * a function's code directory, behind its own Runtime API, with Lambda's limits. As root:
  * - memory: a cgroup v1 memory group with the function's memory as its limit (swap included), so past
- *   it the kernel kills the runtime, as Lambda does; its peak usage is read per invocation;
+ *   it the kernel kills the runtime, as Lambda does (Runtime.OutOfMemory); its peak usage is read per invocation;
  * - a private mount namespace with the code bind-mounted read-only at /var/task and /tmp a fresh ext4
  *   volume of the configured ephemeral storage (a loop device: its pages are reclaimable cache, not
  *   memory, as Lambda's /tmp is disk);
@@ -191,8 +191,10 @@ export class ExecutionEnvironment {
     }
     if (outcome.kind === 'exit') {
       this.dead = outcome.why;
+      // Lambda names a kill by the memory limit Runtime.OutOfMemory; the group's OOM-kill counter tells it apart.
+      const oomKilled = /^oom_kill [1-9]/m.test(readFileSync(join(this.cgroup, 'memory.oom_control'), 'utf8'));
       await this.cleanup();
-      return { ok: false, payload: null, errorType: 'Runtime.ExitError', errorMessage: `Runtime exited with error: ${outcome.why}`, ...base };
+      return { ok: false, payload: null, errorType: oomKilled ? 'Runtime.OutOfMemory' : 'Runtime.ExitError', errorMessage: `Runtime exited with error: ${outcome.why}`, ...base };
     }
     if (outcome.kind === 'init-error') {
       await this.kill('init error');

@@ -7,6 +7,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
+import { bearerToken, tokenMatches } from '../../shared/bearer-token.ts';
 
 export interface ExternalEndpoint {
   baseUrl: string;
@@ -24,7 +25,8 @@ export async function startExternalEndpoint(options: { apiKey?: string } = {}): 
   const calls = { answered: 0, unauthorized: 0 };
   const app = new Hono();
   app.post('/v1/chat/completions', async (c) => {
-    if (options.apiKey !== undefined && c.req.header('authorization') !== `Bearer ${options.apiKey}`) {
+    const given = bearerToken(c.req.header('authorization'));
+    if (options.apiKey !== undefined && (given === null || !tokenMatches(given, options.apiKey))) {
       calls.unauthorized++;
       return c.json({ error: { message: 'invalid api key', type: 'invalid_request_error', code: 'invalid_api_key' } }, 401);
     }

@@ -4,6 +4,7 @@
  * dashboard and /docs with their assets; with the Episode function's peak memory and /tmp per environment,
  * measured by the rehearsed Lambda, for sizing the function.
  */
+import { keys } from '../../shared/keys.ts';
 import { EnvironmentName } from '../../shared/schemas/index.ts';
 import { startExternalEndpoint } from './external-endpoint.ts';
 import type { InvocationRecord } from './lambda-function.ts';
@@ -25,7 +26,8 @@ export interface RehearsalReport {
   ok: boolean;
   failures: string[];
   functions: Array<{ name: string; unzipped_mb: number; installed: string[]; build_ms: number; cached: boolean }>;
-  boxes: Array<{ id: string; url: string }>;
+  /** Each box, and for a replica box the runs it announced itself under (it had caught up and served their members). */
+  boxes: Array<{ id: string; url: string; followed_runs: number | null }>;
   trainings: TrainingReport[];
   evaluations: EvaluationReport[];
   external_calls: { keyed: { answered: number; unauthorized: number }; open: { answered: number; unauthorized: number } };
@@ -86,6 +88,13 @@ export async function rehearse(o: RehearsalOptions & { environments?: Environmen
         if (e.state !== 'finished' || e.failed !== 0 || e.episodes === 0) failures.push(`evaluation ${env} ${e.keyed ? 'keyed' : 'unkeyed'}: ${e.state}${e.error ? ` (${e.error})` : ''}, ${e.failed}/${e.episodes} failed${e.first_error ? `: ${e.first_error}` : ''}`);
       }
     }
+    // A replica box announces itself under each run it follows once it has caught up; one that followed none served nothing.
+    const followed = new Map<string, number>();
+    for (const b of stack.boxes.filter((x) => x.id !== 'trainer')) {
+      const runs = await Promise.all(trainings.map(async (t) => (await stack.store.get(keys.replica(t.run, b.id))) !== null));
+      followed.set(b.id, runs.filter(Boolean).length);
+      if (!runs.some(Boolean)) failures.push(`${b.id} followed none of the ${trainings.length} runs`);
+    }
     if (keyed.calls.unauthorized > 0) failures.push(`the keyed endpoint refused ${keyed.calls.unauthorized} calls without its key`);
     const episode = stack.functions.Episode!;
     const api = stack.functions.Api!;
@@ -98,7 +107,7 @@ export async function rehearse(o: RehearsalOptions & { environments?: Environmen
       ok: failures.length === 0,
       failures,
       functions: Object.entries(stack.functions).map(([name, f]) => ({ name, unzipped_mb: Math.round(f.build.bytes / 1e5) / 10, installed: f.build.installed, build_ms: Math.round(f.build.ms), cached: f.build.cached })),
-      boxes: stack.boxes.map((b) => ({ id: b.id, url: `https://${b.host}:${b.port}/v1` })),
+      boxes: stack.boxes.map((b) => ({ id: b.id, url: `https://${b.host}:${b.port}/v1`, followed_runs: followed.get(b.id) ?? null })),
       trainings,
       evaluations,
       external_calls: { keyed: { ...keyed.calls }, open: { ...open.calls } },

@@ -41,7 +41,7 @@ export const command: Command = {
       const lines = [
         `rehearsal ${report.ok ? 'PASSED' : 'FAILED'} in ${report.seconds.toFixed(0)} s`,
         ...report.functions.map((f) => `  function ${f.name}: ${f.unzipped_mb} MB unzipped, installed ${f.installed.join(', ') || 'nothing'}`),
-        ...report.boxes.map((b) => `  box ${b.id} at ${b.url}`),
+        ...report.boxes.map((b) => `  box ${b.id} at ${b.url}${b.followed_runs === null ? '' : `, followed ${b.followed_runs}/${report.trainings.length} runs`}`),
         ...report.trainings.map((t) => `  train ${t.environment}: ${t.state}, ${t.counted}/${t.expected} counted, ${t.failed} failed`),
         ...report.evaluations.map((e) => `  evaluate ${e.environment} ${e.keyed ? 'keyed' : 'unkeyed'}: ${e.state}, ${e.episodes - e.failed}/${e.episodes} episodes without error`),
         `  pages: ${report.pages.filter((x) => x.status === 200).length}/${report.pages.length} answered 200`,
