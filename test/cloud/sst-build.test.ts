@@ -12,6 +12,7 @@ import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { functionUrlEvent } from './helpers/function-url-event.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binaries.ts';
 import { buildFunction, type FunctionBuild } from '../../trainer/rehearsal/sst-build.ts';
@@ -19,31 +20,6 @@ import { stackFunctions, type StackFunction } from '../../trainer/rehearsal/sst-
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TOKEN = 'sst-build-test-token-0123456789';
-
-/** A function-URL event (payload 2.0), as Lambda hands it to the handler. */
-function functionUrlEvent(method: string, path: string, headers: Record<string, string> = {}, body?: string) {
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { host: 'abc.lambda-url.us-east-1.on.aws', 'user-agent': 'vitest', ...headers },
-    requestContext: {
-      accountId: 'anonymous',
-      apiId: 'abc',
-      domainName: 'abc.lambda-url.us-east-1.on.aws',
-      domainPrefix: 'abc',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'vitest' },
-      requestId: 'r1',
-      routeKey: '$default',
-      stage: '$default',
-      time: '05/Dec/2026:12:00:00 +0000',
-      timeEpoch: 1796472000000,
-    },
-    ...(body !== undefined ? { body } : {}),
-    isBase64Encoded: false,
-  };
-}
 
 type Answer = { statusCode: number; body: string; headers?: Record<string, string> };
 
