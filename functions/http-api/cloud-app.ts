@@ -40,6 +40,7 @@ export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: 
     store,
     token: env.ESOPT_TOKEN,
     ...storeQueueLaunchers(store, { secrets, path: env.ESOPT_EVALUATION_KEYS }),
+    deployed: true,
     // The trainer box that picks queued work up serves base models and checkpoints.
     servesOwnModels: true,
     prices: CostPrices.parse(env.ESOPT_COST_PRICES ? JSON.parse(env.ESOPT_COST_PRICES) : {}),

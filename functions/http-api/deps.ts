@@ -10,6 +10,8 @@ export interface ApiDeps {
   token: string;
   runs: RunLauncher;
   evaluations: EvaluationLauncher;
+  /** A deployed stack: no request may name a program or a path on its machines (host-choices.ts). */
+  deployed: boolean;
   /** Whether POST /evaluations may ask for base or checkpoint models (a model host is configured). */
   servesOwnModels: boolean;
   prices: CostPrices;

@@ -5,6 +5,7 @@ import { keys } from '../../shared/keys.ts';
 import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, type EvaluationStatus, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
+import { hostChoiceIssues } from './host-choices.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
 import { StoredTranscript } from '../episode-transcript.ts';
@@ -62,7 +63,7 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const issues = await environmentIssues(body);
+      const issues = [...(await environmentIssues(body)), ...hostChoiceIssues(body, deps.deployed)];
       if (issues.length) throw invalidProblem(issues);
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {
         throw new ApiProblem(422, 'model_not_servable', `this deployment cannot serve ${body.model.kind} models; evaluate an external endpoint, or use the local API (esopt api)`);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
 import { CheckpointList, Created, IdParam, MetricsSeries, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
+import { hostChoiceIssues } from './host-choices.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
 import { newId } from './ids.ts';
@@ -39,6 +40,8 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       }
       const options = definition.optionsSchema.safeParse(config.environment.options);
       if (!options.success) throw invalidProblem(issuesOf(options.error, 'environment.options'));
+      const refused = hostChoiceIssues(config, deps.deployed);
+      if (refused.length) throw invalidProblem(refused);
 
       let id = newId(config.name ?? 'run');
       while (!(await writeJson(store, keys.config(id), config, true))) id = newId(config.name ?? 'run');

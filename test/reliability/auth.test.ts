@@ -207,7 +207,7 @@ describe('tokens in records', () => {
     const store = new FsObjectStore(fuzz.root);
     const secrets = new MemorySecretStore();
     const runs = new LocalRunLauncher({ store, storeRoot: fuzz.root, log, token: INFERENCE_TOKEN, pollMs: 20 });
-    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
+    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, deployed: false, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
     try {
       const res = await app.request('/runs', {
         method: 'POST',

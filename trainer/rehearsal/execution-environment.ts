@@ -19,6 +19,9 @@ import { startRuntimeApi, type RuntimeApi, type RuntimeOutcome } from './runtime
 
 const MEMORY_CGROUP_ROOT = '/sys/fs/cgroup/memory';
 const TASK_ROOT = '/var/task';
+/** Where Lambda keeps its runtime and Node; bound there so they stay visible whatever /tmp hides (a checkout under /tmp). */
+const RUNTIME_DIR = '/var/runtime';
+const LANG_NODE = '/var/lang/bin/node';
 
 export interface EnvironmentSpec {
   /** The function's name (AWS_LAMBDA_FUNCTION_NAME). */
@@ -64,9 +67,9 @@ export function checkLimitsAvailable(): void {
   }
 }
 
-/** The runtime interface client's entry, resolved from this checkout (a devDependency), never from the function's code. */
-function ricEntry(): string {
-  return join(dirname(createRequire(import.meta.url).resolve('aws-lambda-ric/package.json')), 'bin', 'index.mjs');
+/** The runtime interface client's package, resolved from this checkout (a devDependency), never from the function's code. */
+function ricDir(): string {
+  return dirname(createRequire(import.meta.url).resolve('aws-lambda-ric/package.json'));
 }
 
 let serial = 0;
@@ -97,7 +100,8 @@ export class ExecutionEnvironment {
     const image = join(dir, 'tmp.img');
     execFileSync('truncate', ['-s', `${spec.ephemeralStorageMb}M`, image]);
     execFileSync('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', image]);
-    mkdirSync(TASK_ROOT, { recursive: true });
+    for (const dir of [TASK_ROOT, RUNTIME_DIR, dirname(LANG_NODE)]) mkdirSync(dir, { recursive: true });
+    if (!existsSync(LANG_NODE)) writeFileSync(LANG_NODE, '');
     const node = process.execPath;
     const env: Record<string, string> = {
       // What Lambda's nodejs runtime sets (docs: "Defined runtime environment variables").
@@ -112,11 +116,11 @@ export class ExecutionEnvironment {
       AWS_DEFAULT_REGION: spec.region,
       AWS_LAMBDA_RUNTIME_API: api.address,
       LAMBDA_TASK_ROOT: TASK_ROOT,
-      LAMBDA_RUNTIME_DIR: dirname(dirname(ricEntry())),
+      LAMBDA_RUNTIME_DIR: RUNTIME_DIR,
       _HANDLER: spec.handler,
       TZ: ':UTC',
       LANG: 'en_US.UTF-8',
-      PATH: `${dirname(node)}:/usr/local/bin:/usr/bin:/bin`,
+      PATH: `${dirname(LANG_NODE)}:/usr/local/bin:/usr/bin:/bin`,
       ...spec.environment,
     };
     const script = [
@@ -124,14 +128,17 @@ export class ExecutionEnvironment {
       `echo $$ > ${cgroup}/cgroup.procs`,
       `mount --bind "$ESOPT_CODE_DIR" ${TASK_ROOT}`,
       `mount -o remount,bind,ro ${TASK_ROOT}`,
+      `mount --bind "$ESOPT_RIC_DIR" ${RUNTIME_DIR}`,
+      `mount -o remount,bind,ro ${RUNTIME_DIR}`,
+      `mount --bind "$ESOPT_NODE" ${LANG_NODE}`,
       `mount -o loop "$ESOPT_TMP_IMAGE" /tmp`,
       'chmod 1777 /tmp',
       `cd ${TASK_ROOT}`,
-      'unset ESOPT_CODE_DIR ESOPT_TMP_IMAGE',
-      `exec "${node}" "${ricEntry()}" "$_HANDLER"`,
+      'unset ESOPT_CODE_DIR ESOPT_TMP_IMAGE ESOPT_RIC_DIR ESOPT_NODE',
+      `exec ${LANG_NODE} ${RUNTIME_DIR}/bin/index.mjs "$_HANDLER"`,
     ].join('\n');
     const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
-      env: { ...env, ESOPT_CODE_DIR: spec.codeDir, ESOPT_TMP_IMAGE: image },
+      env: { ...env, ESOPT_CODE_DIR: spec.codeDir, ESOPT_TMP_IMAGE: image, ESOPT_RIC_DIR: ricDir(), ESOPT_NODE: node },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // The function's log (CloudWatch's place).

@@ -39,6 +39,8 @@ export function apiOverTempStore(token: string): FuzzedApi {
     store,
     token,
     ...storeQueueLaunchers(store, { secrets: new MemorySecretStore(), path: '/esopt/test/eval-keys' }),
+    // As the Api function builds it: queued work, a deployed stack's refusals.
+    deployed: true,
     servesOwnModels: true,
     prices: CostPrices.parse({}),
     log: pino({ level: 'debug' }, sink),
