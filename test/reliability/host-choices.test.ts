@@ -29,6 +29,7 @@ describe('what a request may not choose on a deployed stack', () => {
     ['a run whose model is a directory on the box', '/runs', tinyRunConfig({ model: { dir: '/etc' } }), 'model.dir'],
     ['an evaluation that names the browser program', '/evaluations', evaluation({ kind: 'external', baseUrl: 'https://agent.example.com/v1', model: 'm' }, web({ executablePath: '/usr/bin/env' })), 'environment.options.executablePath'],
     ['a base evaluation of a directory on the box', '/evaluations', evaluation({ kind: 'base', model: { dir: '/root' } }), 'model.model.dir'],
+    ['a run whose model dir climbs out of the shipped models', '/runs', tinyRunConfig({ model: { dir: 'models/../../../etc' } }), 'model.dir'],
     ['a keyed evaluation of a plain-http endpoint', '/evaluations', evaluation({ kind: 'external', baseUrl: 'http://agent.example.com/v1', model: 'm', apiKey: 'sk-secret-0123' }), 'model.baseUrl'],
   ];
   for (const [what, path, body, field] of hostile) {
@@ -41,8 +42,9 @@ describe('what a request may not choose on a deployed stack', () => {
     });
   }
 
-  it('takes what names nothing on the host: a preset, the web option left out, a keyed https or loopback endpoint, an unkeyed http one', async () => {
+  it('takes what names nothing on the host: a preset or a shipped model, the web option left out, a keyed https or loopback endpoint, an unkeyed http one', async () => {
     expect((await post('/runs', tinyRunConfig({ environment: web({}) }))).status).toBe(201);
+    expect((await post('/runs', tinyRunConfig({ model: { dir: 'models/sudoku-6x6-grid' } }))).status).toBe(201);
     for (const baseUrl of ['https://agent.example.com/v1', 'http://127.0.0.1:9/v1', 'http://localhost:9/v1']) {
       expect((await post('/evaluations', evaluation({ kind: 'external', baseUrl, model: 'm', apiKey: 'sk-secret-0123' }))).status, baseUrl).toBe(202);
     }
