@@ -9,6 +9,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bootVariables as bootAssignments } from '../../trainer/rehearsal/box-install.ts';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
 import { CloudApiEnv } from '../../functions/http-api/cloud-app.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
@@ -19,7 +20,8 @@ import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehears
 type Permission = { actions: string[]; resources: string[] };
 const BOOT_SCRIPT = readFileSync('trainer/hosting/box-boot.sh', 'utf8');
 /** The ESOPT_BOOT_* assignments a box's user data makes before the boot script's text. */
-const bootVariables = (userData: string) => Object.fromEntries([...userData.matchAll(/^ESOPT_BOOT_([A-Z0-9_]+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
+/** A user data's ESOPT_BOOT_* assignments, as the rehearsal reads them, by their names without the prefix. */
+const bootVariables = (userData: string) => Object.fromEntries(Object.entries(bootAssignments(userData)).map(([k, v]) => [k.slice('ESOPT_BOOT_'.length), v]));
 const EVALUATION_KEYS_ARN = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
 
 describe('sst.config.ts', () => {

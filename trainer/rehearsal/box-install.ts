@@ -31,6 +31,12 @@ export interface BoxBootVariables {
   ESOPT_BOOT_STOP_TIMEOUT_S: string;
 }
 
+/** The bash assignments (`ESOPT_BOOT_X='value'`) a box's user data sets before its boot script. */
+export function bootVariables(userData: string): BoxBootVariables {
+  const found = Object.fromEntries([...userData.matchAll(/^(ESOPT_BOOT_[A-Z0-9_]+)='([^']*)'$/gm)].map((m) => [m[1]!, m[2]!]));
+  return found as unknown as BoxBootVariables;
+}
+
 export interface ReplacedStep {
   step: string;
   /** What the box does. */

@@ -18,7 +18,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { buildBoxArtifact } from '../hosting/box-artifact.ts';
 import { freeLoopbackPort } from '../server/free-port.ts';
 import { startBoxService, type BoxService } from './box-service.ts';
-import { rehearseBoxInstall, type BoxBootVariables, type ReplacedStep } from './box-install.ts';
+import { bootVariables, rehearseBoxInstall, type ReplacedStep } from './box-install.ts';
 import { fillEnvironment, fillPlaceholders, type DeployValues } from './deploy-values.ts';
 import { startFunctionUrl, type FunctionUrl } from './function-url.ts';
 import { startLambdaFunction, type LambdaFunction } from './lambda-function.ts';
@@ -65,12 +65,6 @@ export interface Rehearsal {
   replaced: ReplacedStep[];
   workDir: string;
   close(): Promise<void>;
-}
-
-/** The bash assignments (`ESOPT_BOOT_X='value'`) a box's user data sets before its boot script. */
-export function bootVariables(userData: string): BoxBootVariables {
-  const found = Object.fromEntries([...userData.matchAll(/^(ESOPT_BOOT_[A-Z0-9_]+)='([^']*)'$/gm)].map((m) => [m[1]!, m[2]!]));
-  return found as unknown as BoxBootVariables;
 }
 
 const REHEARSAL_REPLACED: ReplacedStep[] = [
