@@ -19,6 +19,8 @@ export interface Restored {
   next: number;
   /** Log entries applied on top of the checkpoint. */
   replayed: number;
+  /** The iteration of the checkpoint θ was loaded from; null when it started from the model's θ_0. */
+  checkpoint: number | null;
   skippedCheckpoints: Array<{ iteration: number; reason: string }>;
 }
 
@@ -47,5 +49,5 @@ export async function restoreFromLog(store: ObjectStore, run: string, weights: W
     next++;
     replayed++;
   }
-  return { next, replayed, skippedCheckpoints: loaded?.skipped ?? [] };
+  return { next, replayed, checkpoint: loaded?.meta.iteration ?? null, skippedCheckpoints: loaded?.skipped ?? [] };
 }
