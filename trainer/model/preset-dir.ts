@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { buildDecoder } from './build-decoder.ts';
 import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer.ts';
 import { checkDecoderGraph } from './graph-check.ts';
+import type { ModelConfig } from './config.ts';
 import { PRESETS, type PresetName } from './presets.ts';
 import { decoderTensors, decoderTensorSpecs } from './weights.ts';
 import { MODEL_FILE, writeOnnxStreaming } from '../onnx/external-data.ts';
@@ -23,6 +24,11 @@ export function writePresetDir(dir: string, preset: PresetName, seed: number, te
   checkDecoderGraph(graph, config, `preset ${preset}`);
   mkdirSync(dir, { recursive: true });
   writeOnnxStreaming(dir, graph, tensors);
+  writePresetFiles(dir, preset);
+}
+
+/** The preset's config.json and byte-level tokenizer files (every file of its directory but the graph's). */
+export function writePresetFiles(dir: string, preset: PresetName, config: ModelConfig = PRESETS[preset]): void {
   writeFileSync(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(dir, 'tokenizer_config.json'), `${JSON.stringify(byteTokenizerConfig(), null, 2)}\n`);
