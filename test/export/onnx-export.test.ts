@@ -3,11 +3,13 @@
  * the file's own form. The export loads with plain onnxruntime-node (an InferenceSession on the file) and
  * with loadModelDir (θ hash = θ_K), and decodes greedily token for token like the engine holding θ_K: for
  * PyTorch's tied exports (the head a folded transposed copy, or a Transpose node) in full and low-rank
- * mode, a built preset, and an fp16 export with external data and a duplicated head, which stays fp16.
+ * mode, a built preset, an fp16 export with external data and a duplicated head, which stays fp16, a
+ * merged decoder (written back merged), and a bf16 export, which stays bf16.
  */
-import { readdirSync, readFileSync, rmSync, mkdtempSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { GenerateRow, PerturbationMode } from '../../trainer/engine.ts';
@@ -17,10 +19,11 @@ import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte
 import type { ModelConfig } from '../../trainer/model/config.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { loadModelDir, saveModelDir } from '../../trainer/model/model-dir.ts';
+import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { toHalf } from '../../trainer/onnx/half.ts';
+import { bf16Bits, bf16Value, toHalf } from '../../trainer/onnx/half.ts';
 import { DataType, decodeModel, type ModelProto } from '../../trainer/onnx/proto.ts';
-import { foldTiedHead, toHalfExport } from '../model/helpers/exporter-style.ts';
+import { foldTiedHead, toHalfExport, toMergedDecoder } from '../model/helpers/exporter-style.ts';
 import { madeRun } from './helpers/made-run.ts';
 import { plainGreedy } from './helpers/plain-greedy.ts';
 
@@ -108,6 +111,44 @@ describe('ONNX export of other layouts', () => {
     toHalf(table.data, half, 'fp16');
     expect(bytesOf('model.embed_tokens.weight')).toEqual(Buffer.from(half.buffer));
     expect(bytesOf('lm_head.weight')).toEqual(Buffer.from(half.buffer));
+  });
+});
+
+describe('ONNX export of a merged decoder and of bf16', () => {
+  it('a merged decoder is written back merged (the If and both branches kept) and decodes like the engine', { timeout: 60_000 }, async () => {
+    const dir = join(root, 'merged-model');
+    saveModelDir(dir, { config: PRESETS.tiny, graph: toMergedDecoder(buildDecoder(PRESETS.tiny, initDecoderWeights(PRESETS.tiny, 6))), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+    renameSync(join(dir, 'model.onnx'), join(dir, 'decoder_model_merged.onnx'));
+    const made = await madeRun({ root: join(root, 'merged', 'store'), run: 'r', model: { dir }, mode: 'full', updates: 1 });
+    try {
+      const out = join(root, 'merged', 'export');
+      const summary = await exportModel({ store: made.store, run: 'r', out });
+      expect(summary.files.map((f) => f.path)).toEqual(['config.json', 'decoder_model_merged.onnx', 'model.onnx_data', 'tokenizer.json', 'tokenizer_config.json']);
+      const file = join(out, 'decoder_model_merged.onnx');
+      expect(structure(graphOf(file))).toEqual(structure(graphOf(join(dir, 'decoder_model_merged.onnx'))));
+      expect(hashTheta(loadModelDir(out).weights)).toBe(made.hashes[1]);
+      const engineTokens = (await made.engine.generate(rows(PROMPTS))).map((r) => r.tokenIds);
+      expect(await plainGreedy(file, PRESETS.tiny, PROMPTS, NEW_TOKENS, { use_cache_branch: new ort.Tensor('bool', [true], [1]) })).toEqual(engineTokens);
+    } finally {
+      await made.engine.close();
+    }
+  });
+
+  it('a bf16 export stays bf16: its weights are θ_K rounded to bf16, and it loads back to those values', async () => {
+    const c = { ...PRESETS.tiny, torch_dtype: 'bfloat16' };
+    const dir = join(root, 'bf16-model');
+    saveModelDir(dir, { config: c, graph: toHalfExport(buildDecoder(c, initDecoderWeights(c, 9)), 'bf16'), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+    const made = await madeRun({ root: join(root, 'bf16', 'store'), run: 'r', model: { dir }, mode: 'full', updates: 1 });
+    try {
+      const out = join(root, 'bf16', 'export');
+      await exportModel({ store: made.store, run: 'r', out });
+      expect(new Set(graphOf(join(out, 'model.onnx')).graph.initializer.filter((t) => t.name.endsWith('.weight')).map((t) => t.dataType))).toEqual(new Set([DataType.BFLOAT16]));
+      const rounded = made.engine.segments().map((s) => ({ data: s.data.map((v) => bf16Value(bf16Bits(v))) }));
+      expect(made.engine.segments().some((s) => s.data.some((v, i) => v !== rounded[made.engine.segments().indexOf(s)].data[i]))).toBe(true);
+      expect(hashTheta(loadModelDir(out).weights)).toBe(hashTheta(rounded));
+    } finally {
+      await made.engine.close();
+    }
   });
 });
 

@@ -6,7 +6,7 @@ import * as ort from 'onnxruntime-node';
 import { headDim, kvHeads, type ModelConfig } from '../../../trainer/model/config.ts';
 import { fp16Value } from '../../../trainer/onnx/half.ts';
 
-export async function plainGreedy(path: string, c: ModelConfig, prompts: number[][], n: number): Promise<number[][]> {
+export async function plainGreedy(path: string, c: ModelConfig, prompts: number[][], n: number, extra: Record<string, ort.Tensor> = {}): Promise<number[][]> {
   const s = await ort.InferenceSession.create(path);
   try {
     const half = (s.inputMetadata.find((m) => m.name === 'past_key_values.0.key') as { type?: string } | undefined)?.type === 'float16';
@@ -16,6 +16,7 @@ export async function plainGreedy(path: string, c: ModelConfig, prompts: number[
       for (let step = 0; step < n; step++) {
         const len = ids.length;
         const feeds: Record<string, ort.Tensor> = {
+          ...extra,
           input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, len]),
           attention_mask: new ort.Tensor('int64', new BigInt64Array(len).fill(1n), [1, len]),
           position_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (_, i) => BigInt(i)), [1, len]),
