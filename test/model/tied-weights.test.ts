@@ -90,7 +90,7 @@ describe('one tied θ entry in both modes', () => {
   it("low-rank mode: a member row's logits equal the dense model with E + (s·σ·A Bᵀ/√r)ᵀ in both uses", async () => {
     // the loader's rewrite on an exporter-style graph (without the loader's last-position logits)
     const graph = foldTiedHead(buildDecoder(c, copy(weights)), 'transposed-initializer');
-    expect(tieHead(graph, c, 'model.onnx')).toEqual({ tied: true, removed: 'onnx::MatMul_4321' });
+    expect(tieHead(graph, c, 'model.onnx')).toEqual({ tied: true, embedding: 'model.embed_tokens.weight', removed: 'onnx::MatMul_4321', removedLayout: 'transposed' });
     const { model, targets, groups } = lowRankRewrite(graph, weights);
     const head = targets.find((t) => t.weight === 0)!;
     expect(head).toMatchObject({ name: 'model.embed_tokens.weight', m: 32, n: 260, transposed: true });

@@ -13,6 +13,7 @@ export const registry: CommandEntry[] = [
   { name: 'replica', summary: 'follow a run as a trainer replica: hold θ, serve the members routed here, apply each logged update', load: async () => (await import('./commands/replica.ts')).command },
   { name: 'replica-box', summary: "follow the run the deployed coordinator box trains, as one of the stack's trainer replicas (a replica box's service)", load: async () => (await import('./commands/replica-box.ts')).command },
   { name: 'trainer-box', summary: "run the runs and evaluations queued in the deployed stack's bucket (the GPU box's service)", load: async () => (await import('./commands/trainer-box.ts')).command },
+  { name: 'export', summary: "write a run's model at an iteration (θ_K) out of the system: an ONNX model directory or Hugging Face safetensors", load: async () => (await import('./commands/export.ts')).command },
   { name: 'serve', summary: 'serve the OpenAI-compatible inference API until interrupted', load: async () => (await import('./commands/serve.ts')).command },
   { name: 'episode', summary: 'play one episode of an environment with a scripted or HTTP policy', load: async () => (await import('./commands/episode.ts')).command },
   { name: 'tasks', summary: "sample an environment's tasks from its train or eval split", load: async () => (await import('./commands/tasks.ts')).command },

@@ -19,12 +19,18 @@ export interface Restored {
   next: number;
   /** Log entries applied on top of the checkpoint. */
   replayed: number;
+  /** The iteration of the checkpoint θ was loaded from; null when it started from the model's θ_0. */
+  checkpoint: number | null;
   skippedCheckpoints: Array<{ iteration: number; reason: string }>;
 }
 
-export async function restoreFromLog(store: ObjectStore, run: string, weights: WeightHost, rank: number): Promise<Restored> {
+/**
+ * θ after the updates of iterations below `atMost` (θ_atMost; default: the whole log): the newest verified
+ * checkpoint at or below it, then the log entries after that checkpoint and below `atMost`.
+ */
+export async function restoreFromLog(store: ObjectStore, run: string, weights: WeightHost, rank: number, atMost = Infinity): Promise<Restored> {
   const segments = weights.segments();
-  const loaded = await loadLatestCheckpoint(store, run, segments);
+  const loaded = await loadLatestCheckpoint(store, run, segments, atMost);
   // A loaded checkpoint wrote θ behind the engine's back: let it refresh what depends on θ.
   if (loaded) await weights.commitUpdate();
   let next = loaded?.meta.iteration ?? 0;
@@ -35,6 +41,7 @@ export async function restoreFromLog(store: ObjectStore, run: string, weights: W
   let replayed = 0;
   for (const entry of await readLog(store, run)) {
     if (entry.iteration < next) continue;
+    if (entry.iteration >= atMost) break;
     if (entry.iteration !== next) throw new Error(`log jumps from iteration ${next - 1} to ${entry.iteration}`);
     await applyLogEntry(weights, entry, rank);
     const h = hashTheta(segments);
@@ -42,5 +49,5 @@ export async function restoreFromLog(store: ObjectStore, run: string, weights: W
     next++;
     replayed++;
   }
-  return { next, replayed, skippedCheckpoints: loaded?.skipped ?? [] };
+  return { next, replayed, checkpoint: loaded?.meta.iteration ?? null, skippedCheckpoints: loaded?.skipped ?? [] };
 }

@@ -42,5 +42,5 @@ export async function resume(ctx: Pick<LoopContext, 'store' | 'run' | 'config' |
     await appendLog(store, run, entry);
   }
   await fillMetricsHoles(store, run, config, next);
-  return { next, replayed, skippedCheckpoints: restored.skippedCheckpoints };
+  return { next, replayed, checkpoint: restored.checkpoint, skippedCheckpoints: restored.skippedCheckpoints };
 }

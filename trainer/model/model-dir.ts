@@ -40,6 +40,18 @@ export interface LoadedModel {
   weights: NamedTensor[];
   /** θ's fp16 weights (an fp16 export), fed to sessions cast from their masters; absent for fp32. */
   half?: HalfTheta;
+  /** What loading changed in the file's θ (a loaded export only), so an export can write the original form back. */
+  rewrites?: LoadRewrites;
+}
+
+/** The loader's changes to θ's initializers, each undone by writing the original form (trainer/export/). */
+export interface LoadRewrites {
+  /** The head's own copy of the embedding table that the tie dropped (tied-weights.ts), and how it held the table. */
+  tiedCopy?: { name: string; embedding: string; layout: 'copy' | 'transposed' };
+  /** Weights the file reads through a Transpose, held transposed since (transposed-weights.ts). */
+  transposed: string[];
+  /** Weights the file stores in bf16, held widened to fp32 (bf16-widening.ts). */
+  bf16: string[];
 }
 
 export interface SaveInput {
@@ -86,13 +98,14 @@ export function loadModelDir(dir: string): LoadedModel {
   const graph = decodeModel(readFileSync(modelPath), modelPath);
   inlineCacheBranch(graph, modelPath);
   for (const t of graph.graph.initializer) loadTensorData(dir, t, modelPath);
+  const bf16 = graph.graph.initializer.filter((t) => t.dataType === DataType.BFLOAT16).map((t) => t.name);
   // bf16 runs as fp32 (bf16-widening.ts): its weights load as fp32 initializers, i.e. plain fp32 θ
   widenBf16(graph, modelPath);
   checkDecoderGraph(graph, config, modelPath);
   const tie = tieHead(graph, config, modelPath);
   if (tie.warning) process.emitWarning(tie.warning);
   // after the tie: a Transpose over the embedding table is the tied head's, not a weight's own
-  foldWeightTransposes(graph);
+  const transposed = foldWeightTransposes(graph);
   logitsAtLastPosition(graph);
 
   const weights: NamedTensor[] = [];
@@ -104,7 +117,12 @@ export function loadModelDir(dir: string): LoadedModel {
     weights.push({ name: t.name, dims: t.dims, data: t.dataType === DataType.FLOAT16 ? fp32Master(t) : new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4) });
   }
   if (weights.length === 0) throw new Error(`${modelPath}: no perturbable weights found (fp32 or fp16 MatMul/Gemm weights, Gather tables, *.weight/*.bias)`);
-  return { dir, file: modelPath, config, tokenizer, graph, weights, ...(half.size ? { half: new HalfTheta(graph.graph.initializer, half) } : {}) };
+  const rewrites: LoadRewrites = {
+    transposed,
+    bf16: bf16.filter((name) => weights.some((w) => w.name === name)),
+    ...(tie.removed && tie.removedLayout && tie.embedding ? { tiedCopy: { name: tie.removed, embedding: tie.embedding, layout: tie.removedLayout } } : {}),
+  };
+  return { dir, file: modelPath, config, tokenizer, graph, weights, rewrites, ...(half.size ? { half: new HalfTheta(graph.graph.initializer, half) } : {}) };
 }
 
 const BYTES_PER: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.FLOAT16]: 2, [DataType.BFLOAT16]: 2, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.BOOL]: 1, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.DOUBLE]: 8 };

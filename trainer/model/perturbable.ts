@@ -5,7 +5,8 @@
  */
 import { DataType, type GraphProto, type TensorProto } from '../onnx/proto.ts';
 
-const CONSTANT_NAME = /rotary|inv_freq|cos_cache|sin_cache|cos_cached|sin_cached/i;
+/** Buffers computed from the config (rotary tables): never parameters, never perturbed. */
+export const CONSTANT_NAME = /rotary|inv_freq|cos_cache|sin_cache|cos_cached|sin_cached/i;
 
 function usedAs(graph: GraphProto): Map<string, Set<string>> {
   const uses = new Map<string, Set<string>>();

@@ -8,19 +8,27 @@ import { join } from 'node:path';
 import { buildDecoder } from './build-decoder.ts';
 import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer.ts';
 import { checkDecoderGraph } from './graph-check.ts';
+import type { ModelConfig } from './config.ts';
 import { PRESETS, type PresetName } from './presets.ts';
 import { decoderTensors, decoderTensorSpecs } from './weights.ts';
 import { MODEL_FILE, writeOnnxStreaming } from '../onnx/external-data.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
 
 /** Where cached presets live unless ESOPT_MODEL_CACHE says otherwise (relative to the working directory). */
 export const DEFAULT_MODEL_CACHE = '.esopt/models';
 
-export function writePresetDir(dir: string, preset: PresetName, seed: number): void {
+/** The preset's directory, its θ the seed's initial weights or `tensors` (a trained θ, by the preset's names). */
+export function writePresetDir(dir: string, preset: PresetName, seed: number, tensors: Iterable<NamedTensor> = decoderTensors(PRESETS[preset], seed)): void {
   const config = PRESETS[preset];
   const graph = buildDecoder(config, decoderTensorSpecs(config).map((s) => ({ name: s.name, dims: s.dims, data: new Float32Array(0) })));
   checkDecoderGraph(graph, config, `preset ${preset}`);
   mkdirSync(dir, { recursive: true });
-  writeOnnxStreaming(dir, graph, decoderTensors(config, seed));
+  writeOnnxStreaming(dir, graph, tensors);
+  writePresetFiles(dir, preset);
+}
+
+/** The preset's config.json and byte-level tokenizer files (every file of its directory but the graph's). */
+export function writePresetFiles(dir: string, preset: PresetName, config: ModelConfig = PRESETS[preset]): void {
   writeFileSync(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   writeFileSync(join(dir, 'tokenizer_config.json'), `${JSON.stringify(byteTokenizerConfig(), null, 2)}\n`);

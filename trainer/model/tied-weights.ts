@@ -16,6 +16,10 @@ export interface TieResult {
   tied: boolean;
   /** The initializer removed by the rewrite (the exporter's copy), if any. */
   removed?: string;
+  /** The embedding table the head reads once tied. */
+  embedding?: string;
+  /** How the removed copy held the table: as stored (`copy`, [vocab, hidden]) or transposed ([hidden, vocab]). */
+  removedLayout?: 'copy' | 'transposed';
   /** Something the user should know (a tie the config disowns). */
   warning?: string;
 }
@@ -103,7 +107,7 @@ export function tieHead(model: ModelProto, config: ModelConfig, file: string): T
     }
     return { tied: false };
   }
-  if (source === E && !transposeNode) return { tied: true };
+  if (source === E && !transposeNode) return { tied: true, embedding: E.name };
   if (config_ === false) {
     return {
       tied: false,
@@ -132,5 +136,6 @@ export function tieHead(model: ModelProto, config: ModelConfig, file: string): T
     removed = source.name;
   }
   if (!model.opsetImport.some((o) => o.domain === 'com.microsoft')) model.opsetImport.push({ domain: 'com.microsoft', version: 1 });
-  return { tied: true, removed };
+  // `transposed`: the head read its source through transB or a Transpose, so the source held E as stored
+  return { tied: true, embedding: E.name, removed, ...(removed ? { removedLayout: transposed ? ('copy' as const) : ('transposed' as const) } : {}) };
 }

@@ -4,7 +4,24 @@
  * stored [n, m] (lowrank-graph.ts), formed row by row of E in float64 so E sees one rounding per element.
  */
 import { accumulateLowRank, lowRankFactors, type LowRankTerm } from '../../shared/lowrank.ts';
+import type { EngineUpdate } from '../engine.ts';
+import type { NamedTensor } from '../onnx/named-tensor.ts';
+import { lowRankOffsets } from './lowrank-factors.ts';
 import type { LowRankTarget } from './lowrank-graph.ts';
+
+/**
+ * One iteration's update in low-rank mode: each target W ← (1 − decay)·W + Σ coefⱼ·AⱼBⱼᵀ/√r, with the
+ * factors the population was drawn with. The engine and a session-free replay (trainer/export/) both
+ * apply it here, so they reach the same θ bit for bit.
+ */
+export function foldLowRankUpdate(weights: readonly NamedTensor[], targets: readonly LowRankTarget[], u: EngineUpdate): void {
+  const offsets = lowRankOffsets(targets, u.rank);
+  targets.forEach((t, j) => {
+    const W = weights[t.weight].data;
+    if (u.decay) for (let i = 0; i < W.length; i++) W[i] *= 1 - u.decay;
+    foldLowRank(W, t, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));
+  });
+}
 
 export function foldLowRank(W: Float32Array, t: LowRankTarget, r: number, terms: readonly LowRankTerm[]): void {
   if (!t.transposed) return accumulateLowRank(W, t.m, t.n, r, terms);

@@ -38,12 +38,22 @@ export interface LowRankGroup {
   b: string;
 }
 
-export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): { model: ModelProto; targets: LowRankTarget[]; groups: LowRankGroup[] } {
+/** The weight a MatMul (or tied head) multiplies by, as an index into `weights`, when it is a 2-D weight of θ. */
+function targetReader(weights: readonly NamedTensor[]): (n: NodeProto) => number | undefined {
   const byName = new Map(weights.map((w, i) => [w.name, i]));
-  const isTarget = (n: NodeProto) => {
+  return (n) => {
     const wi = (n.opType === 'MatMul' && (n.domain ?? '') === '') || isTiedHead(n) ? byName.get(n.input[1]) : undefined;
     return wi !== undefined && weights[wi].dims.length === 2 ? wi : undefined;
   };
+}
+
+/**
+ * The weights low-rank mode perturbs and updates, in canonical (weight) order: what the rewrite serves, and
+ * what an update folds into without a session (trainer/export/).
+ */
+export function lowRankTargets(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): LowRankTarget[] {
+  const byName = new Map(weights.map((w, i) => [w.name, i]));
+  const isTarget = targetReader(weights);
   const transposedWeights = new Set(model.graph.node.filter(isTiedHead).map(isTarget).filter((w): w is number => w !== undefined));
   // targets in canonical (weight) order: that order lays out the factors in each member's stream
   const targetWeights = [...new Set(model.graph.node.map(isTarget).filter((w): w is number => w !== undefined))].sort((a, b) => a - b);
@@ -55,6 +65,14 @@ export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[
   if (targets.some((t) => t.transposed) && model.graph.node.some((n) => n.opType === 'MatMul' && transposedWeights.has(byName.get(n.input[1]) ?? -1))) {
     throw new Error(`${file}: a weight is read both transposed (a tied head) and as a plain MatMul weight; low-rank mode cannot perturb it one way for both`);
   }
+  return targets;
+}
+
+export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): { model: ModelProto; targets: LowRankTarget[]; groups: LowRankGroup[] } {
+  const isTarget = targetReader(weights);
+  const targets = lowRankTargets(model, weights, file);
+  const byName = new Map(weights.map((w, i) => [w.name, i]));
+  const transposedWeights = new Set(targets.filter((t) => t.transposed).map((t) => t.weight));
   const targetOf = new Map(targets.map((t, i) => [t.weight, i]));
 
   // one group per distinct MatMul input x (a weight read from two inputs joins two groups: same factors)

@@ -5,8 +5,8 @@
 import type * as ort from 'onnxruntime-node';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
-import { foldLowRank } from '../../perturbation/lowrank-fold.ts';
-import { FactorCache, lowRankOffsets, zeroFactorFeeds } from '../../perturbation/lowrank-factors.ts';
+import { foldLowRankUpdate } from '../../perturbation/lowrank-fold.ts';
+import { FactorCache, zeroFactorFeeds } from '../../perturbation/lowrank-factors.ts';
 import type { LowRankGroup, LowRankTarget } from '../../perturbation/lowrank-graph.ts';
 import type { LoadedModel } from '../model-dir.ts';
 import type { DecodeRows, MemberServing } from './member-serving.ts';
@@ -42,12 +42,7 @@ export class LowRankServing implements MemberServing {
   }
 
   async applyUpdate(u: EngineUpdate): Promise<void> {
-    const offsets = lowRankOffsets(this.targets, u.rank);
-    this.targets.forEach((t, j) => {
-      const W = this.model.weights[t.weight].data;
-      if (u.decay) for (let i = 0; i < W.length; i++) W[i] *= 1 - u.decay;
-      foldLowRank(W, t, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));
-    });
+    foldLowRankUpdate(this.model.weights, this.targets, u);
     this.factorCache = null;
     await this.refresh();
     if (this.population) this.setPopulation(this.population);

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { ExportFormat, Id, Iteration } from '../../../shared/schemas/index.ts';
+import type { ObjectStore } from '../../../shared/ports/object-store.ts';
+import { FsObjectStore } from '../../../shared/store/fs.ts';
+import { exportModel } from '../../export/export-model.ts';
+import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
+import { flag, parseFlags } from '../../command/args.ts';
+import type { Command } from '../../command/command.ts';
+import { UsageError } from '../../command/usage-error.ts';
+
+/** The run's store: a local one (--store, default .esopt/store) or the deployed stack's bucket (--cloud). */
+function storeOf(p: ReturnType<typeof parseFlags>): ObjectStore {
+  if (!p.values.cloud) return new FsObjectStore(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)));
+  if (p.values.store !== undefined) throw new UsageError('--store is for a local store; with --cloud the run is read from ESOPT_BUCKET');
+  try {
+    return openCloudStore(cloudTargetFromEnv(process.env));
+  } catch (err) {
+    throw new UsageError(`--cloud: ${(err as Error).message}`);
+  }
+}
+
+export const command: Command = {
+  name: 'export',
+  usage:
+    'esopt export --run RUN --out DIR [--iteration K] [--format onnx|safetensors] [--store DIR | --cloud] [--json]\n' +
+    '  θ_K of the run (default: its latest iteration) as an ONNX model directory in the layout the model was loaded from (onnx, the default)\n' +
+    "  or as model.safetensors with the Hugging Face parameter names, beside config.json and the tokenizer files; DIR must be new or empty\n" +
+    '  --cloud: the run in ESOPT_BUCKET (AWS_REGION; AWS_ENDPOINT_URL_S3 overrides)',
+  async run(argv, io) {
+    const p = parseFlags(argv, {
+      run: { type: 'string' },
+      out: { type: 'string' },
+      iteration: { type: 'string' },
+      format: { type: 'string', default: 'onnx' },
+      store: { type: 'string' },
+      cloud: { type: 'boolean' },
+    });
+    const run = flag(p.values, 'run', Id);
+    const out = flag(p.values, 'out', z.string().min(1));
+    const iteration = p.values.iteration === undefined ? undefined : flag(p.values, 'iteration', z.coerce.number().pipe(Iteration));
+    const format = flag(p.values, 'format', ExportFormat);
+    const store = storeOf(p);
+    const started = Date.now();
+    const summary = await exportModel({ store, run, iteration, out, format, onProgress: (m) => io.stderr(`export: ${m} (${((Date.now() - started) / 1000).toFixed(1)} s)`) });
+    if (p.json) io.stdout(JSON.stringify(summary));
+    else {
+      const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+      io.stdout(
+        [
+          `run ${summary.run}: θ_${summary.iteration} (${summary.thetaHash}) as ${summary.format} in ${summary.out}`,
+          ...summary.files.map((f) => `  ${f.path}  ${mib(f.bytes)}  sha256 ${f.sha256}`),
+          ...summary.skipped.map((s) => `  (not carried over: ${s.file}: ${s.why})`),
+        ].join('\n'),
+      );
+    }
+    return 0;
+  },
+};

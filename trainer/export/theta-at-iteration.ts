@@ -1,0 +1,43 @@
+/**
+ * θ_K of a run: its model opened as the trainer opens it, the newest verified checkpoint at or below K,
+ * and the log replayed through iteration K − 1's update, each step checked against the logged θ hash.
+ */
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { RunConfig } from '../../shared/schemas/index.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import { readLog } from '../loop/checkpoints.ts';
+import { readRunConfig } from '../loop/resume.ts';
+import { restoreFromLog } from '../loop/restore.ts';
+import type { LoadedModel } from '../model/model-dir.ts';
+import { openModel } from '../model/open-model.ts';
+import { modelTheta } from './model-theta.ts';
+
+export interface ThetaAtIteration {
+  config: RunConfig;
+  /** The run's model with θ_K in its weights. */
+  model: LoadedModel;
+  /** K: the number of updates θ holds. */
+  iteration: number;
+  thetaHash: string;
+  /** The checkpoint θ was restored from (null: θ_0, the model as opened). */
+  checkpoint: number | null;
+  /** Log entries replayed on top of it. */
+  replayed: number;
+}
+
+/** θ_K (K defaults to the latest the log holds); K past the log is an error naming what the log holds. */
+export async function thetaAtIteration(store: ObjectStore, run: string, iteration?: number): Promise<ThetaAtIteration> {
+  const config = await readRunConfig(store, run);
+  if (!config) throw new Error(`no run ${run} in the store (no ${keys.config(run)})`);
+  const log = await readLog(store, run);
+  const latest = log.length ? log[log.length - 1].iteration + 1 : 0;
+  const k = iteration ?? latest;
+  if (!Number.isInteger(k) || k < 0) throw new Error(`iteration must be an integer ≥ 0, got ${k}`);
+  if (k > latest) throw new Error(`iteration ${k} is beyond run ${run}'s log, which holds ${latest === 0 ? 'no update yet (only θ_0)' : `the updates of iterations 0…${latest - 1} (θ_0 … θ_${latest})`}`);
+  const model = openModel(config.model);
+  const theta = modelTheta(model, config.mode);
+  const restored = await restoreFromLog(store, run, theta, config.rank, k);
+  if (restored.next !== k) throw new Error(`run ${run}: θ reached iteration ${restored.next}, not ${k} (the log has a gap)`);
+  return { config, model, iteration: k, thetaHash: hashTheta(theta.segments()), checkpoint: restored.checkpoint, replayed: restored.replayed };
+}
