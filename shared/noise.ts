@@ -23,6 +23,12 @@ import { philox4x32 } from './philox.ts';
 export const CHUNK = 4096;
 const SALT = 0x5eed0e50;
 
+/**
+ * Names this stream's definition (chunking, seeding, generator, ziggurat, float32 ε) in exported runs
+ * (docs/REPLAY.md): any change that alters a single bit of ε must bump `version`.
+ */
+export const NOISE_DEFINITION = { id: 'esopt-noise', version: 1 } as const;
+
 export interface NoiseKey {
   runSeed: number;
   iteration: number;
