@@ -416,13 +416,13 @@ typedef struct {
   double decay;
   uint64_t ncoef;
   Coef *coefs;
-  char hashAfter[64];
+  char hashAfter[33];
 } Update;
 
 typedef struct {
   int lowrank;
   uint64_t rank, params, ntensors, ntargets, nupdates;
-  char theta0[64];
+  char theta0[33];
   Tensor *tensors;
   Target *targets;
   Update *updates;
@@ -453,6 +453,13 @@ static uint32_t next_u32_field(const char *what) {
   return (uint32_t)v;
 }
 
+/* A θ hash field: 32 lowercase hex digits (REPLAY.md §7). */
+static void next_hash(char out[33], const char *what) {
+  const char *t = next_token();
+  if (strlen(t) != 32 || strspn(t, "0123456789abcdef") != 32) die(1, "run.txt: %s must be 32 lowercase hex digits", what);
+  memcpy(out, t, 33);
+}
+
 static double next_bits(const char *what) {
   char *end;
   const char *t = next_token();
@@ -480,7 +487,7 @@ static void read_artifact(const char *path, Artifact *a) {
   else die(1, "run.txt: unknown mode %s", token);
   a->rank = next_uint("rank");
   expect_word("theta0");
-  strncpy(a->theta0, next_token(), 63);
+  next_hash(a->theta0, "theta0");
   expect_word("tensors");
   a->ntensors = next_uint("tensor count");
   a->params = next_uint("params");
@@ -520,7 +527,7 @@ static void read_artifact(const char *path, Artifact *a) {
     u->runSeed = next_u32_field("runSeed");
     u->decay = next_bits("decay");
     u->ncoef = next_uint("coefficient count");
-    strncpy(u->hashAfter, next_token(), 63);
+    next_hash(u->hashAfter, "thetaHashAfter");
     if (u->iteration != i) die(1, "run.txt: updates must run from iteration 0 without gaps%s", "");
     u->coefs = alloc(u->ncoef, sizeof(Coef));
     for (c = 0; c < u->ncoef; c++) {
@@ -657,10 +664,16 @@ static int cmd_run(const char *text, const char *theta0, const char *out) {
   return missed ? 3 : 0;
 }
 
-static uint32_t arg_u32(const char *s, const char *what) {
+static uint64_t arg_u64(const char *s, const char *what) {
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
-  if (*end != 0 || s[0] == '-' || v > 0xFFFFFFFFu) die(1, "%s must be a uint32", what);
+  if (*end != 0 || s[0] == '-' || s[0] == 0 || v > 9007199254740992ull) die(1, "%s must be an integer in [0, 2^53]", what);
+  return (uint64_t)v;
+}
+
+static uint32_t arg_u32(const char *s, const char *what) {
+  uint64_t v = arg_u64(s, what);
+  if (v > 0xFFFFFFFFu) die(1, "%s must be a uint32", what);
   return (uint32_t)v;
 }
 
@@ -672,8 +685,8 @@ static int cmd_noise(char **argv) {
   key.runSeed = arg_u32(argv[0], "RUNSEED");
   key.iteration = arg_u32(argv[1], "ITERATION");
   key.member = arg_u32(argv[2], "MEMBER");
-  offset = strtoull(argv[3], NULL, 10);
-  count = strtoull(argv[4], NULL, 10);
+  offset = arg_u64(argv[3], "OFFSET");
+  count = arg_u64(argv[4], "COUNT");
   eps = alloc(count, sizeof(float));
   paths = alloc(count, 1);
   noise_range(key, offset, count, eps, paths);
