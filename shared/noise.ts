@@ -7,7 +7,8 @@
  * independently, in any order, in chunks, on any machine: chunk boundaries are a property of the stream,
  * not of the caller. Everything before the ziggurat is 32-bit integer arithmetic; the ziggurat's values
  * are products of those integers with a table, and its rare slow path uses Math.exp/log, which V8
- * computes with its own fdlibm port (the same bits on every platform).
+ * computes with its own fdlibm port (the same bits on every platform; a V8 whose Math.log is no longer
+ * fdlibm's would change the tail, docs/REPLAY.md §4).
  *
  * `applyNoise` adds c·ε[a:b] into θ (or into a Float64 accumulator) in place, with O(1) scratch state.
  *
@@ -22,6 +23,12 @@ import { philox4x32 } from './philox.ts';
 
 export const CHUNK = 4096;
 const SALT = 0x5eed0e50;
+
+/**
+ * Names this stream's definition (chunking, seeding, generator, ziggurat, float32 ε) in exported runs
+ * (docs/REPLAY.md): any change that alters a single bit of ε must bump `version`.
+ */
+export const NOISE_DEFINITION = { id: 'esopt-noise', version: 1 } as const;
 
 export interface NoiseKey {
   runSeed: number;

@@ -10,3 +10,4 @@ export * from './replicas.ts';
 export * from './evaluation-key.ts';
 export * from './box-boot.ts';
 export * from './model-export.ts';
+export * from './run-artifact.ts';
