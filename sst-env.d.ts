@@ -84,6 +84,18 @@ declare global {
         constructor(name: string, args: SstArgs);
         readonly key: SstOutput<string>;
       }
+      class BucketLifecycleConfigurationV2 {
+        constructor(name: string, args: SstArgs);
+      }
+    }
+    namespace lambda {
+      class FunctionUrl {
+        constructor(name: string, args: SstArgs);
+        readonly functionUrl: SstOutput<string>;
+      }
+      class Permission {
+        constructor(name: string, args: SstArgs);
+      }
     }
     namespace ssm {
       class Parameter {

@@ -56,6 +56,10 @@ export default $config({
        * (docs/TRAINER.md, Trainer replicas); R boxes bill while a run trains (costOfEpisodesWithReplicas).
        */
       ESOPT_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
+      /** Days an overwritten or deleted object's previous version is kept (the bucket is versioned). */
+      ESOPT_NONCURRENT_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+      /** Days a box artifact is kept; a box that reboots later than this after the last deploy cannot reinstall. */
+      ESOPT_ARTIFACT_DAYS: z.coerce.number().int().min(7).max(3650).default(90),
     });
     // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
     for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
@@ -81,7 +85,22 @@ export default $config({
     const isolatedVmNodeOptions = '--no-node-snapshot';
 
     const token = new sst.Secret('TrainerToken');
-    const bucket = new sst.aws.Bucket('Runs');
+    // Versioned: an overwrite or a delete (the trainer role may delete) keeps the previous version, which the
+    // lifecycle below removes after ESOPT_NONCURRENT_DAYS.
+    const bucket = new sst.aws.Bucket('Runs', { versioning: true });
+    // What accumulates by prefix: superseded versions, the box artifacts of earlier deploys, idempotency
+    // records and claims. Records under a run (checkpoints, transcripts) are the run's and stay with it.
+    new aws.s3.BucketLifecycleConfigurationV2('RunsLifecycle', {
+      bucket: bucket.name,
+      rules: [
+        { id: 'noncurrent-versions', status: 'Enabled', filter: {}, noncurrentVersionExpiration: { noncurrentDays: cfg.ESOPT_NONCURRENT_DAYS } },
+        { id: 'incomplete-uploads', status: 'Enabled', filter: {}, abortIncompleteMultipartUpload: { daysAfterInitiation: 2 } },
+        // A box downloads its artifact at first boot only (its user data runs once); later deploys upload new keys.
+        { id: 'old-artifacts', status: 'Enabled', filter: { prefix: 'artifacts/' }, expiration: { days: cfg.ESOPT_ARTIFACT_DAYS } },
+        // An Idempotency-Key answers retries for a day (docs/API.md); a claim only needs to outlive its queue entry.
+        { id: 'idempotency-records', status: 'Enabled', filter: { prefix: 'idempotency/' }, expiration: { days: 7 } },
+      ],
+    });
     /** Object ARNs in the runs bucket, one per key pattern. */
     const objects = (...patterns: string[]) => patterns.map((p) => $interpolate`${bucket.arn}/${p}`);
 
@@ -222,7 +241,8 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         vpcSecurityGroupIds: [trainerSecurityGroup.id],
         // Boot downloads Node and esopt's dependencies before the fixed address is attached.
         associatePublicIpAddress: true,
-        rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3' },
+        // Encrypted whatever the account's EBS default: the disk holds θ, checkpoints and the model cache.
+        rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3', encrypted: true },
         metadataOptions: { httpTokens: 'required' },
         userData,
         userDataReplaceOnChange: true,
@@ -280,7 +300,8 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       // 512 MB buys CPU (Lambda's share grows with memory) for cold starts, well past the measured peak (docs/CLOUD.md).
       memory: '512 MB',
       timeout: '30 seconds',
-      url: true,
+      // The function URL is made below, not by SST: SST's grants lambda:InvokeFunction to every principal
+      // unconditionally, which lets any AWS account invoke the function directly, past the URL.
       // Validating a run config loads its environment's definition but never runs an episode, and the heuristic
       // sandbox imports isolated-vm on first use: left out of the bundle (a native module cannot be bundled)
       // and not installed, so the Api function ships and loads no native code.
@@ -320,10 +341,16 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       ],
     });
 
+    // The function URL is the only way in: InvokeFunctionUrl for everyone (the app checks the bearer token), and
+    // InvokeFunction only where the call came through the URL (both are required of URLs made since October 2025).
+    const apiUrl = new aws.lambda.FunctionUrl('ApiUrl', { functionName: api.name, authorizationType: 'NONE' });
+    new aws.lambda.Permission('ApiUrlInvokeUrl', { function: api.name, action: 'lambda:InvokeFunctionUrl', principal: '*', functionUrlAuthType: 'NONE' });
+    new aws.lambda.Permission('ApiUrlInvokeFunction', { function: api.name, action: 'lambda:InvokeFunction', principal: '*', invokedViaFunctionUrl: true });
+
     return {
       bucket: bucket.name,
       episodeFunction: episode.name,
-      apiUrl: api.url,
+      apiUrl: apiUrl.functionUrl,
       trainerUrl,
       trainerInstance: trainer.id,
       replicaUrls: replicas.map((r) => r.url),

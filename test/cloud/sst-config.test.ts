@@ -36,6 +36,10 @@ describe('sst.config.ts', () => {
       'aws.iam.Role TrainerRole',
       'aws.iam.RolePolicy TrainerInvokePolicy',
       'aws.iam.RolePolicy TrainerPolicy',
+      'aws.lambda.FunctionUrl ApiUrl',
+      'aws.lambda.Permission ApiUrlInvokeFunction',
+      'aws.lambda.Permission ApiUrlInvokeUrl',
+      'aws.s3.BucketLifecycleConfigurationV2 RunsLifecycle',
       'aws.s3.BucketObjectv2 TrainerArtifact',
       'aws.ssm.Parameter TrainerTokenParameter',
       'sst.Secret TrainerToken',
@@ -107,7 +111,7 @@ describe('sst.config.ts', () => {
     const { one, outputs } = await evaluate();
     const api = one('sst.aws.Function', 'Api');
     // No native module: isolated-vm is left out of the bundle and never installed (the sandbox imports it on first use).
-    expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', url: true, nodejs: { esbuild: { external: ['isolated-vm'] } } });
+    expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', nodejs: { esbuild: { external: ['isolated-vm'] } } });
     expect((api.args.nodejs as { install?: unknown }).install).toBeUndefined();
     expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
     // The files the API reads at run time (sst-build.test.ts serves each from the built package).
@@ -123,8 +127,48 @@ describe('sst.config.ts', () => {
     expect(CloudApiEnv.safeParse(Object.fromEntries(Object.entries(api.args.environment as object).map(([k, v]) => [k, k === 'ESOPT_TOKEN' ? 'a-token-of-sixteen-or-more' : render(v)]))).success).toBe(true);
     expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
     expect(api.args.link).toBeUndefined();
-    expect(outputs.apiUrl).toBe(api.self.url);
+    expect(outputs.apiUrl).toBe(one('aws.lambda.FunctionUrl', 'ApiUrl').self.functionUrl);
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
+  });
+
+  it('lets the Api function be invoked through its URL only: no grant of lambda:InvokeFunction that a direct call meets', async () => {
+    const { one, recorded } = await evaluate();
+    const api = one('sst.aws.Function', 'Api');
+    // SST's own URL (`url: true`) grants lambda:InvokeFunction to "*" with no condition: any account could call the function directly.
+    expect(api.args.url).toBeUndefined();
+    expect(one('aws.lambda.FunctionUrl', 'ApiUrl').args).toEqual({ functionName: api.self.name, authorizationType: 'NONE' });
+    const permissions = recorded.filter((r) => r.type === 'aws.lambda.Permission').map((r) => r.args);
+    expect(permissions).toHaveLength(2);
+    for (const p of permissions) expect(p.function).toBe(api.self.name);
+    // What each statement lets an unauthenticated caller do: the URL, and an invoke that came through it.
+    const direct = permissions.filter((p) => p.action === 'lambda:InvokeFunction');
+    expect(direct).toEqual([{ function: api.self.name, action: 'lambda:InvokeFunction', principal: '*', invokedViaFunctionUrl: true }]);
+    expect(permissions.filter((p) => p.action === 'lambda:InvokeFunctionUrl')).toEqual([{ function: api.self.name, action: 'lambda:InvokeFunctionUrl', principal: '*', functionUrlAuthType: 'NONE' }]);
+    // Nothing else in the stack grants an invoke of the Api function (the trainer's role invokes the Episode function only).
+    expect(JSON.stringify(recorded.filter((r) => r.type === 'aws.iam.RolePolicy').map((r) => r.args.policy))).not.toContain(render(api.self.arn));
+  });
+
+  it('keeps the bucket versioned with a lifecycle for what accumulates, and encrypts the boxes\' disks', async () => {
+    const { one, recorded } = await evaluate({ ESOPT_REPLICAS: '2' });
+    expect(one('sst.aws.Bucket', 'Runs').args).toEqual({ versioning: true });
+    const lifecycle = one('aws.s3.BucketLifecycleConfigurationV2', 'RunsLifecycle').args as { bucket: unknown; rules: Array<Record<string, any>> };
+    expect(lifecycle.bucket).toBe(one('sst.aws.Bucket', 'Runs').self.name);
+    const rule = (id: string) => lifecycle.rules.find((r) => r.id === id);
+    expect(rule('noncurrent-versions')).toMatchObject({ status: 'Enabled', noncurrentVersionExpiration: { noncurrentDays: 30 } });
+    expect(rule('old-artifacts')).toMatchObject({ status: 'Enabled', filter: { prefix: 'artifacts/' }, expiration: { days: 90 } });
+    expect(rule('idempotency-records')).toMatchObject({ filter: { prefix: 'idempotency/' } });
+    // No rule reaches into a run's own records.
+    for (const r of lifecycle.rules) expect(r.filter.prefix ?? '').not.toMatch(/^runs\//);
+    // The artifact rule covers the key every deploy writes.
+    expect(render(one('aws.s3.BucketObjectv2', 'TrainerArtifact').args.key)).toMatch(/^artifacts\//);
+    const instances = recorded.filter((r) => r.type === 'aws.ec2.Instance');
+    expect(instances.map((i) => i.name)).toEqual(['Trainer', 'Replica1']);
+    for (const i of instances) expect(i.args.rootBlockDevice).toMatchObject({ encrypted: true, volumeType: 'gp3' });
+    const longer = await evaluate({ ESOPT_NONCURRENT_DAYS: '7', ESOPT_ARTIFACT_DAYS: '365' });
+    const rules = (longer.one('aws.s3.BucketLifecycleConfigurationV2', 'RunsLifecycle').args as { rules: Array<Record<string, any>> }).rules;
+    expect(rules.find((r) => r.id === 'noncurrent-versions')?.noncurrentVersionExpiration).toEqual({ noncurrentDays: 7 });
+    expect(rules.find((r) => r.id === 'old-artifacts')?.expiration).toEqual({ days: 365 });
+    await expect(evaluate({ ESOPT_ARTIFACT_DAYS: '1' })).rejects.toThrow(/ESOPT_ARTIFACT_DAYS/);
   });
 
   it('boots a g5/g6-class trainer that installs esopt and runs `esopt trainer-box` on the stack, the token fetched from SSM (never in user data)', async () => {

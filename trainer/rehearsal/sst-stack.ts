@@ -51,7 +51,8 @@ Object.assign(globalThis, {
   aws: {
     getCallerIdentityOutput: () => ({ accountId: new Placeholder('aws.getCallerIdentity.accountId') }),
     getPartitionOutput: () => ({ partition: new Placeholder('aws.getPartition.partition') }),
-    s3: { BucketObjectv2: resource('aws.s3.BucketObjectv2', ['key', 'id']) },
+    s3: { BucketObjectv2: resource('aws.s3.BucketObjectv2', ['key', 'id']), BucketLifecycleConfigurationV2: resource('aws.s3.BucketLifecycleConfigurationV2', []) },
+    lambda: { FunctionUrl: resource('aws.lambda.FunctionUrl', ['functionUrl']), Permission: resource('aws.lambda.Permission', []) },
     ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
     iam: {
       Role: resource('aws.iam.Role', ['id', 'name', 'arn']),
