@@ -6,7 +6,7 @@
  */
 import { GetParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binarie
 import { buildBoxArtifact, type BoxArtifact } from '../../trainer/hosting/box-artifact.ts';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { rehearseBoxInstall, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
+import { rehearseBoxInstall, SERVICE_USER, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
 
 const TOKEN = 'boot-test-token-0123456789abcdef';
 const PARAMETER = '/esopt/rehearsal/trainer-token';
@@ -25,6 +25,8 @@ let ssm: SsmEndpoint;
 let store: S3ObjectStore;
 let artifact: BoxArtifact;
 const scratch = mkdtempSync(join(tmpdir(), 'esopt-box-boot-'));
+// Traversable, as a box's / is: the service's unprivileged user reaches the install through it.
+chmodSync(scratch, 0o755);
 
 const variables = (over: Partial<BoxBootVariables> = {}): BoxBootVariables => ({
   ESOPT_BOOT_BOX: 'trainer',
@@ -73,7 +75,7 @@ describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
     expect(done.state?.error).toBeUndefined();
     expect(done.service?.command).toEqual([join(done.paths.nodeDir, 'bin/node'), 'trainer/cli/bin.js', 'trainer-box', '--host', '127.0.0.1', '--port', '8443', '--public-url', 'https://127.0.0.1:8443/v1', '--provider', 'cpu']);
     expect(done.service?.cwd).toBe(done.paths.app);
-    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1' });
+    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1', HOME: done.paths.state, ESOPT_MODEL_CACHE: join(done.paths.state, 'models') });
     // Root-only, since it holds the token.
     expect(statSync(done.paths.envFile).mode & 0o777).toBe(0o600);
     const unit = readFileSync(done.service!.unit, 'utf8');
@@ -83,13 +85,29 @@ describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
     expect(readFileSync(join(done.paths.app, 'package-lock.json'), 'utf8')).toBe(readFileSync('package-lock.json', 'utf8'));
     expect(existsSync(join(done.paths.app, 'node_modules/tsx/package.json'))).toBe(true);
     expect(existsSync(join(done.paths.app, 'node_modules/vitest'))).toBe(false);
+    // The service runs as its own unprivileged user, in a hardened unit.
+    const user = done.service!.user;
+    expect(user.name).toBe(SERVICE_USER);
+    expect(user.uid).not.toBe(0);
+    expect(unit).toContain(`User=${SERVICE_USER}\n`);
+    for (const line of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes', 'CapabilityBoundingSet=', `ReadWritePaths=${done.paths.state}`]) expect(unit).toContain(`${line}\n`);
+    expect(statSync(done.paths.state)).toMatchObject({ uid: user.uid, gid: user.gid });
+    expect(statSync(done.paths.state).mode & 0o777).toBe(0o700);
+    // As that user: the unit's command loads from the root-owned app, the state directory takes writes, the app
+    // and the env file do not (systemd reads the env file as root, before it drops to the user).
     const [node, ...args] = done.service!.command;
-    const help = spawnSync(node, [...args.slice(0, 2), '--help'], { cwd: done.service!.cwd, encoding: 'utf8', env: { ...process.env, ...done.service!.env } });
+    const asUser = { uid: user.uid, gid: user.gid, encoding: 'utf8' as const };
+    const help = spawnSync(node, [...args.slice(0, 2), '--help'], { ...asUser, cwd: done.service!.cwd, env: { ...process.env, ...done.service!.env } });
     expect(help.stdout + help.stderr).toContain('esopt trainer-box --public-url URL');
+    const tryWrite = (path: string) => spawnSync(node, ['-e', `require('node:fs').writeFileSync(${JSON.stringify(path)}, 'x')`], asUser).status;
+    expect(tryWrite(join(done.paths.state, 'probe'))).toBe(0);
+    expect(tryWrite(join(done.paths.app, 'probe'))).not.toBe(0);
+    expect(tryWrite(join(done.paths.app, 'trainer/cli/bin.js'))).not.toBe(0);
+    expect(spawnSync(node, ['-e', `require('node:fs').readFileSync(${JSON.stringify(done.paths.envFile)})`], asUser).status).not.toBe(0);
     // Every step reported, and the token nowhere in what the bucket holds.
-    for (const step of ['packages', 'node', 'artifact', 'unpack', 'dependencies', 'token', 'service']) expect(done.log).toContain(`box boot: step ${step}\n`);
+    for (const step of ['packages', 'node', 'artifact', 'unpack', 'dependencies', 'token', 'user', 'service']) expect(done.log).toContain(`box boot: step ${step}\n`);
     expect(JSON.stringify(done.state)).not.toContain(TOKEN);
-    expect(done.replaced.map((r) => r.step)).toEqual(['packages', 'node', 'service (start)']);
+    expect(done.replaced.map((r) => r.step)).toEqual(['packages', 'node', 'user', 'service (start)']);
     console.log(`real artifact install: ${done.durationMs} ms`);
   }, 600_000);
 

@@ -10,9 +10,11 @@
 # ESOPT_BOOT_SERVICE, ESOPT_BOOT_DESCRIPTION, ESOPT_BOOT_ARGS (after `trainer/cli/bin.js`), ESOPT_BOOT_PROVIDER
 # (cpu | cuda), ESOPT_BOOT_STOP_TIMEOUT_S.
 # Overridable for a rehearsal: ESOPT_BOOT_APP_DIR, ESOPT_BOOT_ENV_FILE, ESOPT_BOOT_UNIT_DIR, ESOPT_BOOT_WORK_DIR,
-# ESOPT_BOOT_LOG, ESOPT_BOOT_NODE_DIR, ESOPT_BOOT_ATTEMPTS, ESOPT_BOOT_BACKOFF_S, and the steps that need the
-# internet or the host: ESOPT_BOOT_PACKAGES_STEP, ESOPT_BOOT_NODE_STEP, ESOPT_BOOT_NPM_CI_STEP,
-# ESOPT_BOOT_START_STEP (each a command run instead of the default).
+# ESOPT_BOOT_LOG, ESOPT_BOOT_NODE_DIR, ESOPT_BOOT_STATE_DIR, ESOPT_BOOT_SERVICE_USER, ESOPT_BOOT_ATTEMPTS,
+# ESOPT_BOOT_BACKOFF_S, and the steps that need the internet or change the host: ESOPT_BOOT_PACKAGES_STEP,
+# ESOPT_BOOT_NODE_STEP, ESOPT_BOOT_USER_STEP, ESOPT_BOOT_NPM_CI_STEP, ESOPT_BOOT_START_STEP (each a command run
+# instead of the default).
+# The service runs as its own unprivileged user: it reads the app (root's), writes only its state directory.
 set -Eeuo pipefail
 set +x
 
@@ -26,6 +28,8 @@ UNIT_DIR=${ESOPT_BOOT_UNIT_DIR:-/etc/systemd/system}
 WORK_DIR=${ESOPT_BOOT_WORK_DIR:-/var/lib/esopt-boot}
 LOG=${ESOPT_BOOT_LOG:-/var/log/esopt-boot.log}
 NODE_DIR=${ESOPT_BOOT_NODE_DIR:-/opt/node}
+STATE_DIR=${ESOPT_BOOT_STATE_DIR:-/var/lib/esopt}
+SERVICE_USER=${ESOPT_BOOT_SERVICE_USER:-esopt}
 ATTEMPTS=${ESOPT_BOOT_ATTEMPTS:-6}
 BACKOFF_S=${ESOPT_BOOT_BACKOFF_S:-2}
 # The official build, checked against the SHA-256 in the release's signed SHASUMS256.txt.
@@ -129,6 +133,10 @@ node_tarball() {
   tar -xJf "$WORK_DIR/$name" -C "$NODE_DIR" --strip-components=1 --no-same-owner
 }
 
+service_user() {
+  id -u "$SERVICE_USER" >/dev/null 2>&1 || useradd --system --user-group --home-dir "$STATE_DIR" --shell /usr/sbin/nologin "$SERVICE_USER"
+}
+
 step packages
 eval "${ESOPT_BOOT_PACKAGES_STEP:-packages}"
 
@@ -166,6 +174,13 @@ ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION
 AWS_REGION=$ESOPT_BOOT_REGION
 ENV
 
+step user
+eval "${ESOPT_BOOT_USER_STEP:-service_user}"
+# The service's only writable place (model cache, home); the app stays root's and read-only to it.
+mkdir -p "$STATE_DIR"
+chown "$SERVICE_USER:$(id -gn "$SERVICE_USER")" "$STATE_DIR"
+chmod 700 "$STATE_DIR"
+
 step service
 mkdir -p "$UNIT_DIR"
 cat >"$UNIT_DIR/$ESOPT_BOOT_SERVICE.service" <<UNIT
@@ -173,12 +188,32 @@ cat >"$UNIT_DIR/$ESOPT_BOOT_SERVICE.service" <<UNIT
 Description=$ESOPT_BOOT_DESCRIPTION
 After=network-online.target
 [Service]
+User=$SERVICE_USER
 EnvironmentFile=$ENV_FILE
+Environment=HOME=$STATE_DIR ESOPT_MODEL_CACHE=$STATE_DIR/models
 WorkingDirectory=$APP_DIR
 ExecStart=$NODE_DIR/bin/node trainer/cli/bin.js $ESOPT_BOOT_ARGS
 # SIGTERM lets a run finish the iteration in flight; it is then resumable.
 TimeoutStopSec=$ESOPT_BOOT_STOP_TIMEOUT_S
 Restart=always
+# Hardening: the file system read-only but its state directory and a private /tmp, no privilege to gain
+# or keep. Devices stay visible (the GPU's), and memory may be writable and executable (V8's JIT).
+ReadWritePaths=$STATE_DIR
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+NoNewPrivileges=yes
+CapabilityBoundingSet=
+RestrictSUIDSGID=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+LockPersonality=yes
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK
 [Install]
 WantedBy=multi-user.target
 UNIT

@@ -4,7 +4,7 @@
  * (the unit's command line, working directory and environment file), the boot state the script wrote to
  * the bucket, and the steps replaced because they need the internet or the host.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +49,7 @@ export interface ReplacedStep {
 export const REPLACED_STEPS: ReplacedStep[] = [
   { step: 'packages', deployed: 'apt-get install awscli (unless `aws` is on PATH), retried', rehearsal: 'nothing: an `aws` stand-in on PATH (trainer/rehearsal/aws-cli-stand-in.ts) serves the script\'s s3 cp and ssm get-parameter through the AWS SDK against s3rver and the local SSM; apt needs the internet and root on a Debian host' },
   { step: 'node', deployed: 'the official Node 22.21.1 tarball from nodejs.org, checked by its SHA-256, unpacked to ESOPT_BOOT_NODE_DIR', rehearsal: "this machine's node and npm linked into ESOPT_BOOT_NODE_DIR/bin: the download needs the internet" },
+  { step: 'user', deployed: 'useradd --system esopt (the unprivileged user the unit runs as), unless it exists', rehearsal: "the existing unprivileged user `nobody`: adding a user would change this machine" },
   { step: 'service (start)', deployed: 'systemctl daemon-reload && systemctl enable --now <unit>', rehearsal: 'the unit file is written as on the box and read back into the command line and environment returned here, which the caller starts: there is no systemd to start it' },
 ];
 
@@ -75,10 +76,19 @@ export interface BoxInstall {
   /** The boot log on the "box". */
   log: string;
   /** What systemd would run, when the boot reached the unit. */
-  service: { command: string[]; cwd: string; env: Record<string, string>; unit: string } | null;
-  paths: { app: string; envFile: string; unitDir: string; log: string; nodeDir: string };
+  service: { command: string[]; cwd: string; env: Record<string, string>; unit: string; user: { name: string; uid: number; gid: number } } | null;
+  paths: { app: string; envFile: string; unitDir: string; log: string; nodeDir: string; state: string };
   replaced: ReplacedStep[];
   durationMs: number;
+}
+
+/** The unprivileged user the rehearsed unit runs as (see REPLACED_STEPS). */
+export const SERVICE_USER = 'nobody';
+
+/** A user's uid and primary gid, as `id` prints them. */
+function userIds(user: string): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
 }
 
 /** KEY=VALUE lines, as systemd's EnvironmentFile reads the ones the script writes. */
@@ -87,7 +97,9 @@ function parseEnvFile(text: string): Record<string, string> {
 }
 
 export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInstall> {
-  const paths = { app: join(o.root, 'opt/esopt'), envFile: join(o.root, 'etc/esopt.env'), unitDir: join(o.root, 'etc/systemd/system'), log: join(o.root, 'var/log/esopt-boot.log'), nodeDir: join(o.root, 'opt/node') };
+  const paths = { app: join(o.root, 'opt/esopt'), envFile: join(o.root, 'etc/esopt.env'), unitDir: join(o.root, 'etc/systemd/system'), log: join(o.root, 'var/log/esopt-boot.log'), nodeDir: join(o.root, 'opt/node'), state: join(o.root, 'var/lib/esopt') };
+  // A box's / is world-traversable: the service's user reaches the app and its state directory through it.
+  await chmod(o.root, 0o755);
   const bin = join(o.root, 'stand-ins');
   await mkdir(bin, { recursive: true });
   // The stand-in runs under tsx, resolved from this checkout (the box's own node_modules does not exist yet).
@@ -108,7 +120,11 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
     ESOPT_BOOT_ATTEMPTS: String(o.attempts ?? 3),
     ESOPT_BOOT_BACKOFF_S: String(o.backoffS ?? 0.05),
     ESOPT_BOOT_PACKAGES_STEP: ':',
-    ESOPT_BOOT_NODE_STEP: `mkdir -p "$ESOPT_BOOT_NODE_DIR/bin" && ln -sf ${JSON.stringify(process.execPath)} "$ESOPT_BOOT_NODE_DIR/bin/node" && ln -sf "$(readlink -f ${JSON.stringify(npm)})" "$ESOPT_BOOT_NODE_DIR/bin/npm"`,
+    // node copied, not linked: the service's user must be able to run it wherever this machine keeps it
+    ESOPT_BOOT_NODE_STEP: `mkdir -p "$ESOPT_BOOT_NODE_DIR/bin" && cp ${JSON.stringify(process.execPath)} "$ESOPT_BOOT_NODE_DIR/bin/node" && ln -sf "$(readlink -f ${JSON.stringify(npm)})" "$ESOPT_BOOT_NODE_DIR/bin/npm"`,
+    ESOPT_BOOT_STATE_DIR: paths.state,
+    ESOPT_BOOT_SERVICE_USER: SERVICE_USER,
+    ESOPT_BOOT_USER_STEP: 'id -u "$ESOPT_BOOT_SERVICE_USER"',
     ESOPT_BOOT_START_STEP: ':',
     ...(o.npmCiStep ? { ESOPT_BOOT_NPM_CI_STEP: o.npmCiStep } : {}),
     AWS_ENDPOINT_URL_S3: o.s3Endpoint,
@@ -137,7 +153,10 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
   let service: BoxInstall['service'] = null;
   if (unitText !== null && exitCode === 0) {
     const field = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(unitText)?.[1] ?? '';
-    service = { command: field('ExecStart').split(/\s+/).filter(Boolean), cwd: field('WorkingDirectory'), env: parseEnvFile(await readFile(field('EnvironmentFile'), 'utf8')), unit };
+    const unitEnv = Object.fromEntries(field('Environment').split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    const user = field('User');
+    const ids = userIds(user);
+    service = { command: field('ExecStart').split(/\s+/).filter(Boolean), cwd: field('WorkingDirectory'), env: { ...parseEnvFile(await readFile(field('EnvironmentFile'), 'utf8')), ...unitEnv }, unit, user: { name: user, ...ids } };
   }
   return { exitCode, state, log, service, paths, replaced: REPLACED_STEPS, durationMs };
 }

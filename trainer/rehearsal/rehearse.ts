@@ -191,6 +191,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       ...REHEARSAL_REPLACED,
       ...(prebuild ? [{ step: 'prebuilt binaries', deployed: `prebuild-install downloads ${prebuild.package}'s binary from GitHub (${prebuild.url})`, rehearsal: "the binary this checkout's own install built for the same version, Node ABI and platform, put in prebuild-install's cache: GitHub is out of reach here" }] : []),
       ...bootReplaced,
+      { step: 'service (user)', deployed: 'the unit runs as its unprivileged user (User=, hardening: docs/CLOUD.md, "Box boot")', rehearsal: 'the service runs as this process\'s user: the checkout it may link need not be readable by another (test/rehearsal/box-boot.test.ts runs the unit\'s command as the user)' },
       ...(o.boxInstall === 'link' ? [{ step: 'npm ci', deployed: 'npm ci --omit=dev from the lock file (the box builds its native modules)', rehearsal: "a link to the checkout's node_modules: the suite's time" }] : []),
     ];
     return { apiUrl: url.url, token, bucket: s3.bucket, store, s3, ssm, invoke, functions, boxes, replaced, workDir, close };
