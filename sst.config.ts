@@ -326,11 +326,12 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
         // GET /boxes: each box's boot state.
         { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json') },
-        // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, the queue entry for the
-        // trainer box, and the Idempotency-Key records.
+        // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, a model export's first
+        // status (GET /runs/{id}/model), the queue entry for the trainer box, and the Idempotency-Key records.
+        // The exported archive itself is downloaded by a URL this role presigns (its GetObject on runs/*).
         {
           actions: ['s3:PutObject'],
-          resources: objects('runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'),
+          resources: objects('runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'runs/*/exports/*/status.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'),
         },
         // An idempotency claim whose request failed is released.
         { actions: ['s3:DeleteObject'], resources: objects('idempotency/*') },

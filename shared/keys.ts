@@ -12,6 +12,7 @@
  *   runs/{run}/replicas/{replica}.json                     ← a trainer replica's address (announced when caught up)
  *   runs/{run}/replica-reports/{k}/{replica}.json          ← its θ hash before iteration k (create-only)
  *   runs/{run}/coordinator/{epoch}.json                    ← the coordinator's lease (create-only per epoch)
+ *   runs/{run}/exports/{k}/{format}/status.json | model.tar ← θ_k exported (GET /runs/{id}/model)
  *   runs/{run}/status.json | stop.json                     ← the API's view of a run, and a stop request
  *   evaluations/{id}/request.json | status.json | plan.json ← a pay-per-episode evaluation (records: runs/{id}/…)
  *   idempotency/{sha256}.json                               ← a POST's stored response, by Idempotency-Key
@@ -21,7 +22,7 @@
  *   trainer/active-run.json                                 ← the run the coordinator box trains now (replica boxes follow it)
  *   boxes/{box}/boot.json                                   ← a box's boot state (trainer/hosting/box-boot.sh writes it)
  */
-import { Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
+import { ExportFormat, Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
 
 const ITER_WIDTH = 8; // zero-padded so lexical list order is iteration order
 
@@ -65,6 +66,10 @@ export const keys = {
   replicaReport: (run: string, k: number, replica: string) => `${keys.replicaReports(run, k)}${id(replica, 'replica id')}.json`,
   coordinatorLeases: (run: string) => `${keys.run(run)}coordinator/`,
   coordinatorLease: (run: string, epoch: number) => `${keys.coordinatorLeases(run)}${iter(epoch)}.json`,
+  /** θ_k exported as a model archive (GET /runs/{id}/model): its status, and the tarball once ready. */
+  modelExport: (run: string, k: number, format: ExportFormat) => `${keys.run(run)}exports/${iter(k)}/${ExportFormat.parse(format)}/`,
+  modelExportStatus: (run: string, k: number, format: ExportFormat) => `${keys.modelExport(run, k, format)}status.json`,
+  modelExportArchive: (run: string, k: number, format: ExportFormat) => `${keys.modelExport(run, k, format)}model.tar`,
   report: (run: string) => `${keys.run(run)}report.json`,
   curve: (run: string) => `${keys.run(run)}curve.svg`,
   evaluation: (evaluation: string) => `evaluations/${id(evaluation, 'evaluation id')}/`,
@@ -116,6 +121,6 @@ export function parseRunConfigKey(key: string): string | null {
 
 /** The kind and id of a `queue/{kind}/{id}.json` key; null for any other key. */
 export function parseQueuedWorkKey(key: string): { kind: WorkKind; id: string } | null {
-  const m = /^queue\/(run|evaluation)\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/.exec(key);
+  const m = /^queue\/(run|evaluation|export)\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/.exec(key);
   return m ? { kind: m[1] as WorkKind, id: m[2] } : null;
 }

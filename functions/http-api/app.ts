@@ -14,6 +14,7 @@ import { ApiProblem, fail, invalid, issuesOf } from './errors.ts';
 import { registerEvaluationRoutes } from './evaluations-routes.ts';
 import { idempotency } from './idempotency.ts';
 import { requestLog } from './request-log.ts';
+import { registerModelExportRoutes } from './model-export-routes.ts';
 import { registerRunRoutes } from './runs-routes.ts';
 
 export type { ApiDeps } from './deps.ts';
@@ -34,6 +35,7 @@ export function createApiApp(deps: ApiDeps): OpenAPIHono {
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'ESOPT_TOKEN' });
   registerRunRoutes(app, deps);
+  registerModelExportRoutes(app, deps);
   registerEvaluationRoutes(app, deps);
   registerBoxRoutes(app, deps);
   app.doc31('/openapi.json', {

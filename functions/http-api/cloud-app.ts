@@ -12,6 +12,8 @@ import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { SecretName } from '../../shared/schemas/index.ts';
 import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { s3SignedDownload } from '../../shared/store/s3-signed-download.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
 import { createApiApp } from './app.ts';
 import { storeQueueLaunchers } from './queued-launchers.ts';
@@ -35,11 +37,14 @@ export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: ObjectStore, log: Logger = pino({ name: 'esopt-api' }), givenSecrets?: SecretStore) {
   const env = CloudApiEnv.parse(input);
   const store = givenStore ?? openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION });
+  // Archives are fetched from the bucket by a presigned URL where the store is S3 (the Api's responses are capped at 6 MB).
+  const signedDownload = store instanceof S3ObjectStore ? s3SignedDownload(store) : undefined;
   const secrets = givenSecrets ?? new SsmSecretStore({ region: env.AWS_REGION });
   return createApiApp({
     store,
     token: env.ESOPT_TOKEN,
     ...storeQueueLaunchers(store, { secrets, path: env.ESOPT_EVALUATION_KEYS }),
+    ...(signedDownload ? { signedDownload } : {}),
     deployed: true,
     // The trainer box that picks queued work up serves base models and checkpoints.
     servesOwnModels: true,

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { CostPrices } from '../../shared/cost.ts';
 import type { EvaluationLauncher, RunLauncher } from '../../shared/ports/launchers.ts';
+import type { ModelExports, SignedDownload } from '../../shared/ports/model-exports.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 
 export interface ApiDeps {
@@ -10,6 +11,10 @@ export interface ApiDeps {
   token: string;
   runs: RunLauncher;
   evaluations: EvaluationLauncher;
+  /** Makes a run's model archive (GET /runs/{id}/model). */
+  exports: ModelExports;
+  /** Presigned downloads of archives (S3); absent: the API sends the archive's bytes itself. */
+  signedDownload?: SignedDownload;
   /** A deployed stack: no request may name a program or a path on its machines (host-choices.ts). */
   deployed: boolean;
   /** Whether POST /evaluations may ask for base or checkpoint models (a model host is configured). */

@@ -2,13 +2,15 @@
  * Launchers for a deployment where nothing may run after the response (Lambda): the API has written the
  * run's config or the evaluation's request already, and starting it means leaving a QueuedWork entry at
  * `keys.queuedWork(kind, id)` for the trainer box, whose poller (trainer/hosting/bucket-requests.ts) claims
- * and runs it. A run stays `requested` and an evaluation `queued` until then. A stop needs nothing
+ * and runs it (a model export too, on its own lane there). A run stays `requested` and an evaluation `queued` until then. A stop needs nothing
  * more: stop.json, which the route wrote, is the request the box watches for.
  *
  * An endpoint key never goes to the store: it goes to the secret store, bound to the endpoint's origin
  * (shared/secrets/evaluation-key.ts), and the queue entry names where it is.
  */
+import { randomBytes } from 'node:crypto';
 import { keys } from '../../shared/keys.ts';
+import type { ModelExports } from '../../shared/ports/model-exports.ts';
 import type { EvaluationLauncher, RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
@@ -23,13 +25,15 @@ export interface EvaluationKeyStore {
 }
 
 /** Create-only: the same work queued twice is one entry. */
-async function enqueue(store: ObjectStore, kind: WorkKind, id: string, apiKey?: EvaluationKeyRef): Promise<void> {
-  const work: QueuedWork = { kind, id, queuedAt: new Date().toISOString(), ...(apiKey ? { apiKey } : {}) };
+async function enqueue(store: ObjectStore, kind: WorkKind, id: string, extra: Pick<QueuedWork, 'apiKey' | 'export'> = {}): Promise<void> {
+  const work: QueuedWork = { kind, id, queuedAt: new Date().toISOString(), ...extra };
   await writeJson(store, keys.queuedWork(kind, id), work, true);
 }
 
-export function storeQueueLaunchers(store: ObjectStore, keyStore: EvaluationKeyStore): { runs: RunLauncher; evaluations: EvaluationLauncher } {
+export function storeQueueLaunchers(store: ObjectStore, keyStore: EvaluationKeyStore): { runs: RunLauncher; evaluations: EvaluationLauncher; exports: ModelExports } {
   return {
+    // Each request gets its own entry (and so its own claim): a failed export asked for again runs again.
+    exports: { start: (request) => enqueue(store, 'export', `export-${randomBytes(12).toString('hex')}`, { export: request }) },
     runs: {
       start: (run) => enqueue(store, 'run', run),
       async stop() {},
@@ -41,7 +45,7 @@ export function storeQueueLaunchers(store: ObjectStore, keyStore: EvaluationKeyS
         if (request?.model.kind !== 'external') throw new Error(`evaluation ${id} has a key but no external model in the store`);
         const ref = await storeEvaluationKey(keyStore.secrets, keyStore.path, id, secrets.apiKey, request.model.baseUrl);
         try {
-          await enqueue(store, 'evaluation', id, ref);
+          await enqueue(store, 'evaluation', id, { apiKey: ref });
         } catch (err) {
           // Nobody will run it, so nobody else would delete the key.
           await keyStore.secrets.delete(ref.parameter).catch(() => {});

@@ -9,6 +9,7 @@ import {
   CheckpointMeta,
   EvaluationResult,
   IterationManifest,
+  LogEntry,
   MetricsRow,
   RunConfig,
   RunStatus,
@@ -105,4 +106,16 @@ export async function readRunDetail(store: ObjectStore, run: string): Promise<Ru
   const next = summary.latest ? summary.latest.iteration + 1 : 0;
   const current = next < config.iterations && !(status && ['stopped', 'failed', 'finished'].includes(status.state)) ? await readCurrentIteration(store, run, next) : null;
   return { ...summary, config, status, current, stopRequested: stop };
+}
+
+/** The updates the run's log has committed: θ_k exists for every k up to this. */
+export async function readCommittedUpdates(store: ObjectStore, run: string): Promise<number> {
+  const body = await store.get(keys.log(run));
+  if (!body) return 0;
+  const lines = new TextDecoder().decode(body).split('\n').filter((line) => line.trim() !== '');
+  const last = lines.at(-1);
+  if (last === undefined) return 0;
+  const entry = LogEntry.safeParse(JSON.parse(last));
+  if (!entry.success) throw new Error(`${keys.log(run)}: its last line is not a log entry (${entry.error.issues[0]?.message})`);
+  return entry.data.iteration + 1;
 }

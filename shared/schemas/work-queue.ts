@@ -1,13 +1,14 @@
 /**
  * Work the stateless API leaves in the store for the trainer box (docs/CLOUD.md, "The trainer box"):
- * one QueuedWork per run or evaluation to start, and the WorkClaim with which exactly one box takes it.
+ * one QueuedWork per run, evaluation or model export to start, and the WorkClaim with which exactly one box takes it.
  * A stop needs no queue entry: the run's stop.json is the request, and the box running it watches for it.
  */
 import { z } from 'zod';
 import { EvaluationKeyRef } from './evaluation-key.ts';
 import { Id } from './ids.ts';
+import { ModelExportRequest } from './model-export.ts';
 
-export const WorkKind = z.enum(['run', 'evaluation']);
+export const WorkKind = z.enum(['run', 'evaluation', 'export']);
 export type WorkKind = z.infer<typeof WorkKind>;
 
 export const QueuedWork = z
@@ -18,6 +19,8 @@ export const QueuedWork = z
     queuedAt: z.iso.datetime(),
     /** An evaluation of a keyed endpoint: where the key is (the secret store) and the origin it is for; never the key. */
     apiKey: EvaluationKeyRef.optional(),
+    /** A model export: which θ_k, in which format (its status.json is in the store already). */
+    export: ModelExportRequest.optional(),
   })
   .strict();
 export type QueuedWork = z.infer<typeof QueuedWork>;

@@ -127,7 +127,7 @@ describe('least privilege', () => {
         { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json'].map((p) => `${BUCKET}/${p}`) },
         {
           actions: ['s3:PutObject'],
-          resources: ['runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`),
+          resources: ['runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'runs/*/exports/*/status.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`),
         },
         { actions: ['s3:DeleteObject'], resources: [`${BUCKET}/idempotency/*`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
@@ -172,6 +172,8 @@ describe('least privilege', () => {
     expect(run.status).toBe(201);
     expect((await call('POST', '/runs', tinyRunConfig({ name: 'iam' }), { 'idempotency-key': 'iam-1' })).body.id).toBe(run.body.id);
     for (const path of ['/runs', `/runs/${run.body.id}`, `/runs/${run.body.id}/metrics`, `/runs/${run.body.id}/checkpoints`]) expect((await call('GET', path)).status, path).toBe(200);
+    // A model export: its status and the queue entry for the box (the box makes the archive).
+    expect((await call('GET', `/runs/${run.body.id}/model?format=safetensors`)).status).toBe(202);
     expect((await call('POST', `/runs/${run.body.id}/stop`)).status).toBe(202);
     const evaluation = await call('POST', '/evaluations', { model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x' }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 });
     expect(evaluation.status).toBe(202);
@@ -185,7 +187,7 @@ describe('least privilege', () => {
     // It can store a key, not read one back.
     await expect(secrets.get(`/esopt/test/eval-keys/${keyed.body.id}`)).rejects.toThrow(/AccessDenied: ssm:GetParameter/);
     // What the trainer box and the Episode function write is out of the Api's reach.
-    for (const key of [keys.manifest(run.body.id, 0), keys.reward(run.body.id, 0, 0, 't'), keys.checkpointWeights(run.body.id, 0), keys.workClaim('run', run.body.id), keys.evaluationPlan(evaluation.body.id)]) {
+    for (const key of [keys.manifest(run.body.id, 0), keys.reward(run.body.id, 0, 0, 't'), keys.checkpointWeights(run.body.id, 0), keys.workClaim('run', run.body.id), keys.evaluationPlan(evaluation.body.id), keys.modelExportArchive(run.body.id, 0, 'onnx')]) {
       await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
     }
     await expect(store.delete(keys.config(run.body.id))).rejects.toThrow(/AccessDenied: s3:DeleteObject/);

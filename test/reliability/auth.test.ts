@@ -20,6 +20,7 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
 import { storeQueueLaunchers } from '../../functions/http-api/queued-launchers.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
+import { InProcessModelExports } from '../../trainer/hosting/local-model-exports.ts';
 import { LocalRunLauncher } from '../../trainer/hosting/local-run-launcher.ts';
 import type { Engine } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
@@ -207,7 +208,7 @@ describe('tokens in records', () => {
     const store = new FsObjectStore(fuzz.root);
     const secrets = new MemorySecretStore();
     const runs = new LocalRunLauncher({ store, storeRoot: fuzz.root, log, token: INFERENCE_TOKEN, pollMs: 20 });
-    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, deployed: false, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
+    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
     try {
       const res = await app.request('/runs', {
         method: 'POST',

@@ -57,6 +57,11 @@ export class ApiClient {
     return res;
   }
 
+  /** A GET whose answer the caller reads itself (a status code, a body to stream); errors as `get`'s. */
+  raw(path: string, headers: Record<string, string> = {}): Promise<Response> {
+    return this.request('GET', path, undefined, headers);
+  }
+
   async get<S extends z.ZodType>(path: string, schema: S): Promise<z.infer<S>> {
     return schema.parse(await (await this.request('GET', path)).json());
   }

@@ -28,13 +28,14 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import type { S3ObjectStore } from '../../shared/store/s3.ts';
-import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type EvaluationKeyRef, type WorkKind } from '../../shared/schemas/index.ts';
+import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
 import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
 import { LocalModelHost } from './local-model-host.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
+import { exportFromStore, runModelExport, type ExportInto } from './model-export-job.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 /** The variable that holds the box's token in the Episode function (sst.config.ts). */
@@ -70,6 +71,8 @@ export interface BucketPollerOptions {
   tls?: TlsIdentity;
   /** Trainer replicas in the stack, this box included (ESOPT_REPLICAS): the replica boxes follow the run named in `keys.activeRun()`. */
   replicas?: number;
+  /** Writes a queued model export's directory (default: `esopt export` over the stack's bucket). */
+  exportInto?: ExportInto;
   /** Where queued evaluations' keys are, to delete them (default: SSM in the stack's region). */
   secrets?: SecretStore;
 }
@@ -132,16 +135,16 @@ export class BucketPoller {
    * Claims and runs, one after another and oldest first, every entry queued now; resolves with what this
    * box claimed and handled (a run stopped before it started, or already over, is handled by marking it).
    */
-  async pollOnce(): Promise<RanWork[]> {
+  async pollOnce(lane: (kind: WorkKind) => boolean = () => true): Promise<RanWork[]> {
     await this.publishCertificate();
     const listed = (await this.store.list(keys.workQueue())).flatMap((key) => {
       const work = parseQueuedWorkKey(key);
-      return work ? [{ key, ...work }] : [];
+      return work && lane(work.kind) ? [{ key, ...work }] : [];
     });
     const entries = await Promise.all(
       listed.map(async (e) => {
         const queued = await this.readEntry(e.key);
-        return { ...e, queuedAt: queued?.queuedAt ?? UNKNOWN_TIME, apiKey: queued?.apiKey };
+        return { ...e, queuedAt: queued?.queuedAt ?? UNKNOWN_TIME, apiKey: queued?.apiKey, export: queued?.export };
       }),
     );
     entries.sort((a, b) => a.queuedAt.localeCompare(b.queuedAt) || a.key.localeCompare(b.key));
@@ -153,9 +156,11 @@ export class BucketPoller {
         if (!(await this.claim(work))) {
           this.log.info(work, 'claimed already (a duplicate entry, or another box): not run here');
         } else {
-          this.current = work;
+          if (work.kind !== 'export') this.current = work;
           this.log.info(work, 'claimed: running');
-          await (work.kind === 'run' ? this.runRun(work.id) : this.runEvaluation(work.id, entry.apiKey));
+          if (work.kind === 'run') await this.runRun(work.id);
+          else if (work.kind === 'evaluation') await this.runEvaluation(work.id, entry.apiKey);
+          else await this.runExport(work.id, entry.export);
           ran.push(work);
           this.log.info(work, 'done');
         }
@@ -164,7 +169,7 @@ export class BucketPoller {
         // A store error leaves the entry for the next poll; the claim (if written) keeps it from running twice.
         this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
       } finally {
-        this.current = null;
+        if (work.kind !== 'export') this.current = null;
       }
     }
     return ran;
@@ -186,16 +191,20 @@ export class BucketPoller {
 
   /** Polls until close(). */
   start(): void {
-    this.loop ??= (async () => {
-      while (!this.closing) {
-        try {
-          await this.pollOnce();
-        } catch (err) {
-          this.log.error({ error: (err as Error).message }, 'listing the queue failed; retrying');
-        }
-        await sleep(this.o.pollMs ?? 5000, undefined, { signal: this.wake.signal }).catch(() => {});
+    // Two lanes: runs and evaluations one at a time (one GPU, one inference port), and model exports,
+    // which need neither, so an export asked for during a long run is made while it trains.
+    this.loop ??= Promise.all([this.lane((kind) => kind !== 'export'), this.lane((kind) => kind === 'export')]).then(() => {});
+  }
+
+  private async lane(kinds: (kind: WorkKind) => boolean): Promise<void> {
+    while (!this.closing) {
+      try {
+        await this.pollOnce(kinds);
+      } catch (err) {
+        this.log.error({ error: (err as Error).message }, 'listing the queue failed; retrying');
       }
-    })();
+      await sleep(this.o.pollMs ?? 5000, undefined, { signal: this.wake.signal }).catch(() => {});
+    }
   }
 
   /** Stops polling; a run in flight stops after its current iteration (resume it with `esopt train --cloud --resume`). */
@@ -234,6 +243,12 @@ export class BucketPoller {
     // close() came while this run was being claimed: it too ends after its first iteration.
     if (this.closing) await this.runs.stop(id);
     await this.runs.settled();
+  }
+
+  private async runExport(id: string, request: ModelExportRequest | undefined): Promise<void> {
+    if (!request) throw new Error(`queued export ${id} names no run, iteration and format`);
+    const status = await runModelExport(this.store, request, this.o.exportInto ?? exportFromStore(this.store));
+    this.log.info({ export: id, ...request, state: status.state, bytes: status.bytes, error: status.error }, 'model export');
   }
 
   private async runEvaluation(id: string, apiKeyRef: EvaluationKeyRef | undefined): Promise<void> {

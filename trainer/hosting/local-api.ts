@@ -13,6 +13,7 @@ import { createApiApp } from '../../functions/http-api/app.ts';
 import { InProcessEvaluations } from '../../functions/http-api/in-process-evaluations.ts';
 import { LocalFanout } from '../fanout/local.ts';
 import { LocalModelHost } from './local-model-host.ts';
+import { InProcessModelExports } from './local-model-exports.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
 
 export interface LocalApiOptions {
@@ -50,7 +51,7 @@ export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
     modelHost: new LocalModelHost(store),
     fanoutFor: (env): Fanout => new LocalFanout({ workers: o.workers ?? 4, store: { kind: 'fs', root: o.storeRoot }, env }),
   });
-  const app = createApiApp({ store, token: o.token, runs, evaluations, deployed: false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
+  const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
   const host = o.host ?? '127.0.0.1';
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: o.port ?? 0 }, () => resolve(s));

@@ -157,12 +157,52 @@ async function selectRun(id) {
   $('#run').hidden = false;
   $('#run-id').textContent = id;
   $('#run-state').textContent = detail.state;
+  $('#model-iteration').value = '';
+  $('#model-status').textContent = '';
   state.rows = series.rows;
   state.evaluations = series.evaluations;
   drawCharts();
   drawIterations();
   document.querySelectorAll('#runs tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
   follow(id);
+}
+
+/**
+ * Downloads θ_k of the selected run as a tarball: the route answers 202 while the archive is made (polled
+ * here), then its URL: a presigned one (deployed: no token needed) or the route itself (fetched with it).
+ */
+async function downloadModel(event) {
+  event.preventDefault();
+  const run = state.runId;
+  const k = $('#model-iteration').value;
+  const query = `${k === '' ? '' : `iteration=${encodeURIComponent(k)}&`}format=${$('#model-format').value}`;
+  const status = $('#model-status');
+  try {
+    for (;;) {
+      const res = await fetch(`/runs/${run}/model?${query}`, { headers: { Accept: 'application/json', Authorization: `Bearer ${state.token}` } });
+      const body = await res.json();
+      if (!res.ok) throw new Error(body.error ? body.error.message : `HTTP ${res.status}`);
+      if (res.status === 202) {
+        status.textContent = `${body.state}…`;
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        continue;
+      }
+      status.textContent = `ready: ${(body.bytes / 1e6).toFixed(1)} MB, sha256 ${body.sha256.slice(0, 12)}…`;
+      const link = document.createElement('a');
+      if (/^https?:/.test(body.url)) link.href = body.url;
+      else {
+        const tar = await fetch(body.url, { headers: { Authorization: `Bearer ${state.token}` } });
+        if (!tar.ok) throw new Error(`HTTP ${tar.status} downloading the archive`);
+        link.href = URL.createObjectURL(await tar.blob());
+      }
+      link.download = `${run}-${body.iteration}-${body.format}.tar`;
+      link.click();
+      return;
+    }
+  } catch (err) {
+    status.textContent = '';
+    showError(`model download: ${err.message}`);
+  }
 }
 
 /**
@@ -308,6 +348,7 @@ async function start() {
   }
 }
 
+$('#model-form').addEventListener('submit', downloadModel);
 $('#token-form').addEventListener('submit', (e) => {
   e.preventDefault();
   localStorage.setItem('esopt-token', $('#token-input').value.trim());
