@@ -3,10 +3,14 @@
  * evals start|show, each with --json, token from ESOPT_TOKEN, --api naming the server.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { extract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import { loadModelDir } from '../../trainer/model/model-dir.ts';
 import { RunEvent } from '../../shared/schemas/index.ts';
 import { sudoku } from '../../environments/sudoku/definition.ts';
 import { main } from '../../trainer/cli/main.ts';
@@ -63,6 +67,26 @@ describe('esopt runs', () => {
     const stop = await esopt('runs', 'stop', id, '--json');
     expect(stop.code).toBe(1);
     expect(stop.err).toContain('HTTP 409');
+
+    // Its model out through GET /runs/{id}/model: the tarball of `esopt export`, θ_3 as the log says.
+    const archive = join(dir, 'model.tar');
+    const downloaded = await esopt('runs', 'model', id, '--out', archive, '--json');
+    expect(downloaded.code, downloaded.err).toBe(0);
+    const got = JSON.parse(downloaded.out) as { iteration: number; sha256: string; thetaHash: string };
+    expect(got.iteration).toBe(3);
+    expect(createHash('sha256').update(readFileSync(archive)).digest('hex')).toBe(got.sha256);
+    const log = readFileSync(join(api.storeRoot, 'runs', id, 'log.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { thetaHashAfter: string });
+    expect(got.thetaHash).toBe(log[2].thetaHashAfter);
+    const unpacked = join(dir, 'model');
+    mkdirSync(unpacked);
+    await extract({ file: archive, cwd: unpacked });
+    const model = loadModelDir(unpacked);
+    expect(hashTheta(model.weights)).toBe(log[2].thetaHashAfter);
+    // θ_0 is the base model; an iteration past the log is refused with the field named.
+    const base = await esopt('runs', 'model', id, '--out', join(dir, 'base.tar'), '--iteration', '0', '--format', 'safetensors', '--json');
+    expect(base.code, base.err).toBe(0);
+    const past = await esopt('runs', 'model', id, '--out', join(dir, 'past.tar'), '--iteration', '9');
+    expect([past.code, past.err]).toEqual([1, expect.stringContaining('iteration: run')]);
   });
 
   it('bad usage exits 2 naming the problem; a missing token is a usage error', async () => {

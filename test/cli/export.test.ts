@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExportSummary } from '../../shared/schemas/index.ts';
+import { ExportSummary, RunArtifact } from '../../shared/schemas/index.ts';
 import { main } from '../../trainer/cli/main.ts';
 import { baseConfig, esopt, type Report } from '../trainer/helpers/killable-run.ts';
 
@@ -58,6 +58,18 @@ describe('esopt export', () => {
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain(`run tiny: θ_1 (${log[0].thetaHashAfter}) as safetensors in ${out}`);
     expect(r.out).toMatch(/model\.safetensors {2}[0-9.]+ MiB {2}sha256 [0-9a-f]{64}/);
+  });
+
+  it('writes the run as a portable artifact: θ_0 and every logged update', async () => {
+    const out = join(root, 'portable');
+    const r = await cli('--run', 'tiny', '--store', store, '--out', out, '--format', 'run', '--json');
+    expect(r.code, r.err).toBe(0);
+    const summary = JSON.parse(r.out) as { updates: number; files: Record<string, string> };
+    expect(summary.updates).toBe(3);
+    const artifact = RunArtifact.parse(JSON.parse(readFileSync(summary.files.json, 'utf8')));
+    const log = readFileSync(join(store, 'runs/tiny/log.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { thetaHashAfter: string });
+    expect(artifact.updates.map((u) => u.thetaHashAfter)).toEqual(log.map((e) => e.thetaHashAfter));
+    expect((await cli('--run', 'tiny', '--store', store, '--out', join(root, 'portable-2'), '--format', 'run', '--iteration', '1')).code).toBe(2);
   });
 
   it('refuses an iteration past the log, a used --out, and bad usage', async () => {
