@@ -7,6 +7,7 @@
  * then shows what landed in the bucket: metrics, a clean stop, episode transcripts. The box serves over
  * TLS as deployed: its certificate published in the bucket, pinned by the Episode handler.
  */
+import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
@@ -125,6 +126,28 @@ describe('runs through the cloud API and the trainer box', () => {
     expect(shown.status?.startedAt).not.toBeNull();
     expect(await cloud.store.list(keys.workQueue())).toEqual([]);
     expect(WorkClaim.parse(decode(await cloud.store.get(keys.workClaim('run', run))))).toMatchObject({ kind: 'run', id: run });
+  }, 120_000);
+
+  it('GET /runs/{id}/model queues an export; the box makes it on its export lane; the archive downloads by a presigned URL', async () => {
+    const first = await call('GET', `/runs/${run}/model?format=onnx`);
+    expect(first.status).toBe(202);
+    expect(first.body).toMatchObject({ run, iteration: 2, format: 'onnx', state: 'queued' });
+    const box = poller();
+    // The export lane alone: it never waits behind a run on the job lane.
+    const ran = await box.pollOnce((kind) => kind === 'export');
+    expect(ran).toHaveLength(1);
+    expect(ran[0].kind).toBe('export');
+    const ready = await call('GET', `/runs/${run}/model?format=onnx`, undefined, { accept: 'application/json' });
+    expect(ready.status).toBe(200);
+    const log = new TextDecoder().decode((await cloud.store.get(keys.log(run)))!).trim().split('\n').map((l) => JSON.parse(l) as { thetaHashAfter: string });
+    expect(ready.body).toMatchObject({ state: 'ready', thetaHash: log[1].thetaHashAfter });
+    const download = await fetch(ready.body.url);
+    expect(download.status).toBe(200);
+    const bytes = new Uint8Array(await download.arrayBuffer());
+    expect(createHash('sha256').update(bytes).digest('hex')).toBe(ready.body.sha256);
+    // A tarball holding the model directory.
+    expect(new TextDecoder().decode(bytes.subarray(257, 262))).toBe('ustar');
+    expect(await cloud.store.list(keys.workQueue())).toEqual([]);
   }, 120_000);
 
   it('a request seen again after it ran (a re-delivered entry) is not run twice', async () => {
