@@ -4,7 +4,8 @@
  * The curves' data and every table cell are compared with what the API serves; a screenshot is kept in
  * test-artifacts/.
  */
-import { mkdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EvaluationView, MetricsSeries } from '../../shared/schemas/index.ts';
@@ -123,6 +124,22 @@ describe('the dashboard at /', () => {
     }
     const runRow = (await tableRows('#runs')).find((r) => r[0] === finishedRun);
     expect(runRow).toEqual([finishedRun, 'finished', 'sudoku', '3 / 3', fmt(series.rows[2].meanReward), pct(series.rows[2].successRate)]);
+  });
+
+  it('downloads the selected run\'s model after K updates as the tarball the route serves', async () => {
+    await page.click(`#runs tbody tr[data-id="${finishedRun}"]`);
+    await waitFor(async () => ((await page.textContent('#run-id')) === finishedRun ? true : undefined), 10_000, 'the run page');
+    await page.fill('#model-iteration', '2');
+    await page.selectOption('#model-format', 'safetensors');
+    const download = page.waitForEvent('download');
+    await page.click('#model-form button');
+    const file = await download;
+    expect(file.suggestedFilename()).toBe(`${finishedRun}-2-safetensors.tar`);
+    const view = (await api.call('GET', `/runs/${finishedRun}/model?iteration=2&format=safetensors`, { headers: { accept: 'application/json' } })).body;
+    expect(view).toMatchObject({ state: 'ready', iteration: 2, format: 'safetensors' });
+    const bytes = readFileSync((await file.path())!);
+    expect(createHash('sha256').update(bytes).digest('hex')).toBe(view.sha256);
+    expect(await page.textContent('#model-status')).toContain(`sha256 ${view.sha256.slice(0, 12)}`);
   });
 
   it('lists the evaluation with its costs, and every episode\'s cost on click', async () => {
