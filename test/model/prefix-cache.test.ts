@@ -202,6 +202,27 @@ describe('multi-turn conversations decode the same with the cache', () => {
   });
 });
 
+describe('the context bounds a batch with prefixes', () => {
+  it('prefixes that would widen a batch past the context are left out: whole prompts, as without the cache', { timeout: 30_000 }, async () => {
+    const engine = await engineOf(preset('tiny', 3), { mode: 'lowrank' });
+    const plain = await engineOf(preset('tiny', 3), { mode: 'lowrank', prefixCacheBytes: 0 });
+    try {
+      const long = (text: string) => engine.encodeChat([{ role: 'user', content: text.repeat(90) }]); // 360 of tiny's 512 positions
+      const row = (promptIds: number[], who: MemberSelector) => ({ promptIds, member: who, sampling: greedy, maxNewTokens: 8, stop: [], ignoreEos: true });
+      const rows = [row(long('abcd'), member(0)), row(long('wxyz'), member(1))];
+      await engine.generate(rows.slice(0, 1));
+      // member 0's 370-odd cached tokens + member 1's uncached 370 would span more than 512 positions
+      const [together, want] = [await engine.generate(rows), await plain.generate(rows)];
+      expect(together.map((r) => r.cachedTokens)).toEqual([0, 0]);
+      expect(together.map((r) => r.tokenIds)).toEqual(want.map((r) => r.tokenIds));
+      const [alone] = await engine.generate(rows.slice(0, 1));
+      expect(alone.cachedTokens).toBe(rows[0].promptIds.length - 1);
+    } finally {
+      await Promise.all([engine.close(), plain.close()]);
+    }
+  });
+});
+
 describe('what the cache serves never crosses weights', () => {
   it.each([
     ['full, θ as inputs', { mode: 'full' }],

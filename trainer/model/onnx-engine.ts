@@ -91,7 +91,7 @@ export class OnnxEngine implements Engine {
     this.prefixCache?.evictWhere((owner) => owner !== this.baseOwner());
   }
 
-  /** The prefix cache's bytes and entries, for benchmarks and metrics. */
+  /** What the prefix cache holds: bytes and entries. */
   get prefixCacheUsage(): { bytes: number; entries: number } {
     return { bytes: this.prefixCache?.bytes ?? 0, entries: this.prefixCache?.size ?? 0 };
   }
@@ -221,13 +221,16 @@ export class OnnxEngine implements Engine {
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);
       const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds: feeds(chunk) };
-      const batch = chunk.map((k): PreparedRow => {
+      const hits = chunk.map((k) => cache?.lookup(owners[k], rows[k].promptIds) ?? undefined);
+      // Prefixes widen the batch to the longest prefix + the longest uncached rest: past the context, the
+      // batch prefills whole prompts as without the cache, so no graph sees a longer sequence than before.
+      const span = Math.max(0, ...hits.map((h) => h?.length ?? 0)) + Math.max(...chunk.map((k, j) => rows[k].promptIds.length - (hits[j]?.length ?? 0))) + Math.max(...chunk.map((k) => rows[k].maxNewTokens));
+      const batch = chunk.map((k, j): PreparedRow => {
         if (!cache) return rows[k];
-        const prefix = cache.lookup(owners[k], rows[k].promptIds) ?? undefined;
         const keep = (block: KvBlock) => {
           if (current(k)) cache.store(owners[k], block);
         };
-        return { ...rows[k], prefix, keep };
+        return { ...rows[k], prefix: span <= this.contextLength ? hits[j] : undefined, keep };
       });
       const results = await decodeBatch(ctx, batch);
       chunk.forEach((k, j) => (out[k] = results[j]));
