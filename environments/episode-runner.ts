@@ -24,7 +24,8 @@ export const TranscriptEntry = z.discriminatedUnion('kind', [
     step: z.number().int().min(0),
     text: z.string(),
     toolCalls: z.array(z.object({ name: z.string(), arguments: z.unknown() })).optional(),
-    tokens: z.object({ prompt: z.number().int().min(0), completion: z.number().int().min(0) }),
+    /** `cached`: prompt tokens the policy's prefix cache served, where it says. */
+    tokens: z.object({ prompt: z.number().int().min(0), completion: z.number().int().min(0), cached: z.number().int().min(0).optional() }),
     inferenceMs: z.number().min(0),
   }),
 ]);

@@ -69,6 +69,8 @@ export interface GenerateResult {
   text: string;
   tokenIds: number[];
   promptTokens: number;
+  /** Of the prompt tokens, how many had their keys and values served from the prefix cache (not prefilled). */
+  cachedTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
 }
@@ -155,4 +157,14 @@ export interface EngineOptions {
    * elements (2 GiB) or more, where each worker's own memory is a small share of the process; 1 below.
    */
   switchThreads?: number;
+  /**
+   * Bytes of the prefix KV cache (trainer/generation/prefix-cache.ts): a row's prompt reuses the keys and
+   * values of an earlier decode on the same weights (θ version and member) that began with the same
+   * tokens, so an episode's next turn prefills only what it appended. Least recently used entries go
+   * first; 0 disables it. Default DEFAULT_PREFIX_CACHE_BYTES.
+   */
+  prefixCacheBytes?: number;
 }
+
+/** The prefix cache's default budget (1 GiB); `prefixCacheBytes` sets another, 0 none. */
+export const DEFAULT_PREFIX_CACHE_BYTES = 1024 ** 3;

@@ -64,8 +64,21 @@ const ChatCompletion = z.object({
       }),
     )
     .min(1),
-  usage: z.object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) }).nullable().optional(),
+  usage: z
+    .object({
+      prompt_tokens: z.number().int().min(0),
+      completion_tokens: z.number().int().min(0),
+      prompt_tokens_details: z.object({ cached_tokens: z.number().int().min(0).nullable().optional() }).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
 });
+
+/** A reply's token counts from OpenAI's usage; `cached` only where the server reports it. */
+function tokensOf(usage: z.infer<typeof ChatCompletion>['usage']): PolicyReply['tokens'] {
+  const cached = usage?.prompt_tokens_details?.cached_tokens;
+  return { prompt: usage?.prompt_tokens ?? 0, completion: usage?.completion_tokens ?? 0, ...(typeof cached === 'number' ? { cached } : {}) };
+}
 
 /** A failure worth another try (429, 5xx, a network error or timeout), with the server's wish if any. */
 class Retryable extends Error {
@@ -231,7 +244,7 @@ export class HttpPolicy implements Policy {
         return {
           text: message.content ?? '',
           ...(toolCalls.length ? { toolCalls } : {}),
-          tokens: { prompt: completion.usage?.prompt_tokens ?? 0, completion: completion.usage?.completion_tokens ?? 0 },
+          tokens: tokensOf(completion.usage),
           // Wall time of the call, back-off included: what the episode actually waited for its action.
           inferenceMs: performance.now() - started,
         };

@@ -22,7 +22,8 @@ export interface PolicyReply {
   text: string;
   /** Set when the policy answered in the chat API's `tool_calls` form. */
   toolCalls?: ToolCall[];
-  tokens: { prompt: number; completion: number };
+  /** `cached`: of the prompt tokens, those served from a prefix cache (OpenAI's `cached_tokens`), when told. */
+  tokens: { prompt: number; completion: number; cached?: number };
   inferenceMs: number;
 }
 

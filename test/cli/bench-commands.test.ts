@@ -39,6 +39,18 @@ describe('benchmarks in their own room', () => {
     expect(await run(['bench', 'full', '--batches', '1;8'])).toMatchObject({ code: 2, err: expect.stringContaining('--batches: comma-separated batch sizes (got "1;8")') });
   });
 
+  it('bench prefix plays one episode with the prefix cache and without: same replies, far fewer tokens prefilled', async () => {
+    const r = await run(['bench', 'prefix', '--model', 'tiny', '--turns', '4', '--new-tokens', '6', '--repeats', '1', '--json']);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out.same_replies).toBe(true);
+    expect(out.per_turn).toHaveLength(4);
+    expect(out.without_cache.prefilled_tokens).toBe(out.prompt_tokens);
+    expect(out.with_cache.prefilled_tokens).toBe(out.prompt_tokens - out.cached_tokens);
+    expect(out.with_cache.prefilled_per_episode_token).toBeLessThan(out.without_cache.prefilled_per_episode_token / 2);
+    expect(await run(['bench', 'prefix', '--episode', 'chess'])).toMatchObject({ code: 2, err: expect.stringContaining('--episode: Invalid option') });
+  }, 60_000);
+
   it('bench lowrank takes --model DIR (an export directory) and --model PRESET alike', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'esopt-bench-model-'));
     try {

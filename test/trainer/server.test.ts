@@ -91,7 +91,8 @@ describe('inference server', () => {
     expect(chunks[0].choices[0].delta.role).toBe('assistant');
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
-    expect(last.usage).toEqual(plain.usage);
+    // the same prompt again: all of it but its last token comes from the prefix cache
+    expect(last.usage).toEqual({ ...plain.usage, prompt_tokens_details: { cached_tokens: plain.usage.prompt_tokens - 1 } });
     const finish = chunks.at(-2)!;
     expect(finish.choices[0].finish_reason).toBe(plain.choices[0].finish_reason);
     expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
@@ -165,6 +166,24 @@ describe('inference server', () => {
     const reply = await policy.act([{ role: 'user', content: 'hi' }], { step: 0 });
     expect(reply.tokens.completion).toBeGreaterThan(0);
     expect(typeof reply.text).toBe('string');
+  });
+
+  it("an episode's turns report the prompt tokens the prefix cache served (usage.prompt_tokens_details.cached_tokens)", async () => {
+    const chat: ChatMessage[] = [{ role: 'system', content: 'A fresh game.' }, { role: 'user', content: 'Turn one: your move?' }];
+    const first = ChatCompletion.parse(await (await post(s, { model: 'member-3-0', messages: chat, temperature: 0, max_tokens: 5 })).json());
+    const before = engine.encodeChat(chat).length;
+    // at most the chat template's head, shared with this member's earlier requests
+    expect(first.usage.prompt_tokens_details.cached_tokens).toBeLessThan(before / 2);
+    chat.push({ role: 'assistant', content: first.choices[0].message.content ?? '' }, { role: 'user', content: 'Turn two: and now?' });
+    const second = ChatCompletion.parse(await (await post(s, { model: 'member-3-0', messages: chat, temperature: 0, max_tokens: 5 })).json());
+    expect(second.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(before);
+    expect(second.usage.prompt_tokens_details.cached_tokens).toBeLessThan(second.usage.prompt_tokens);
+    // another member's weights never see those K/V; the OpenAI-compatible client passes the count on
+    const other = await new HttpPolicy({ baseUrl: `${s.url}/v1`, model: 'member-3-1', maxTokens: 5, retries: 0 }).act(chat, { step: 1 });
+    expect(other.tokens.cached).toBeLessThan(before / 2);
+    const again = await new HttpPolicy({ baseUrl: `${s.url}/v1`, model: 'member-3-1', maxTokens: 5, retries: 0 }).act(chat, { step: 1 });
+    expect(again.tokens.cached).toBe(again.tokens.prompt - 1);
+    expect(s.service.metrics.render()).toMatch(/^esopt_cached_prompt_tokens_total [1-9]\d*$/m);
   });
 
   it('guided_regex / guided_choice constrain the reply; a bad pattern is a 400 naming the field', async () => {
@@ -359,7 +378,8 @@ describe('incremental streaming', () => {
     expect(data.at(-1)).toBe('[DONE]');
     const plain = ChatCompletion.parse(await (await post(s, sampledReq)).json());
     expect(pieces.join('')).toBe(plain.choices[0].message.content);
-    expect(ChatCompletionChunk.parse(JSON.parse(data.at(-2)!)).usage).toEqual(plain.usage);
+    const { prompt_tokens_details: _, ...counts } = plain.usage;
+    expect(ChatCompletionChunk.parse(JSON.parse(data.at(-2)!)).usage).toMatchObject(counts);
   });
 
   it('a client that leaves mid-stream ends its stream and is counted as 499', async () => {

@@ -34,6 +34,6 @@ export class EnginePolicy implements Policy {
       ...(context.constraint && (this.request.policy.guidedDecoding ?? true) ? { constraint: context.constraint } : {}),
       ...(context.signal ? { signal: context.signal } : {}),
     });
-    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens }, inferenceMs: performance.now() - started };
+    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens, cached: r.cachedTokens }, inferenceMs: performance.now() - started };
   }
 }

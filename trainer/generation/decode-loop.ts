@@ -4,6 +4,13 @@
  * one token per row per step, the `present.*` outputs fed back as `past_key_values.*`. Rows stop on an
  * end-of-sequence token, a stop string, their token budget or their abort signal. A row with `onText` gets
  * its completion in pieces as it is decoded (see text-stream.ts), the last piece when it finishes.
+ *
+ * A row may bring the K/V of its prompt's first p tokens (`prefix`, from prefix-cache.ts): the past is then
+ * P = max p wide, each row's block right-aligned in it, and only the rest of each prompt is prefilled,
+ * left-padded to the longest rest S. Row b's attention mask is [P−p zeros][p ones][S−s zeros][s ones],
+ * then ones: the decoders take causality from key and query indices and padding from the mask, so the
+ * holes are masked like left padding. A row with `keep` receives, after decoding, the K/V of every token
+ * it fed with its true input (prompt and completion, never the padding fed once it finished).
  */
 import * as ort from 'onnxruntime-node';
 import type { TextCodec } from './text-codec.ts';
@@ -12,6 +19,7 @@ import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
 import type { TokenConstraint } from './token-constraint.ts';
+import type { KvBlock, KvData, PrefixHit } from './prefix-cache.ts';
 import { fromHalf } from '../onnx/half.ts';
 
 export interface DecoderShape {
@@ -39,6 +47,10 @@ export interface PreparedRow {
   signal?: AbortSignal;
   /** Called with each newly decoded piece of the completion; the pieces concatenate to the result's text. */
   onText?: (delta: string) => void;
+  /** K/V of the prompt's first `prefix.length` tokens (fewer than the prompt's), computed on the same weights. */
+  prefix?: PrefixHit;
+  /** Receives the K/V of the tokens the row fed with their true input, once decoding is over. */
+  keep?: (block: KvBlock) => void;
 }
 
 export interface DecodeContext {
@@ -74,30 +86,27 @@ function halfToFloat(h: Uint16Array): Float32Array {
 export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Promise<GenerateResult[]> {
   const B = rows.length;
   const { shape } = ctx;
-  const width = Math.max(...rows.map((r) => r.promptIds.length));
+  const cached = rows.map((r) => cachedLength(r));
+  const P = Math.max(0, ...cached);
+  const rest = rows.map((r, b) => r.promptIds.length - cached[b]);
+  const width = Math.max(...rest);
   const ids = new BigInt64Array(B * width).fill(BigInt(ctx.padId));
-  // Row b's attention mask is `pads[b]` zeros (its left padding) then ones, at every step: it is built
-  // from that with two fills per row, not kept as arrays that grow (that cost O(rows × length) in
-  // BigInt conversions per step; docs/BENCHMARKS.md).
-  const pads = rows.map((r) => width - r.promptIds.length);
+  // Row b's attention mask is ones but for its holes (left padding of the past and of the prompt's rest),
+  // at every step: it is built from them with a few fills per row, not kept as arrays that grow (that
+  // cost O(rows × length) in BigInt conversions per step; docs/BENCHMARKS.md).
+  const holes = rows.map((_, b): Array<[number, number]> => [[0, P - cached[b]], [P, P + width - rest[b]]]);
   const positions = new BigInt64Array(B * width);
   const nextPosition = new Array<number>(B);
   rows.forEach((r, b) => {
-    const pad = width - r.promptIds.length;
-    r.promptIds.forEach((id, j) => {
-      ids[b * width + pad + j] = BigInt(id);
-      positions[b * width + pad + j] = BigInt(j);
-    });
+    const pad = width - rest[b];
+    for (let j = 0; j < rest[b]; j++) {
+      ids[b * width + pad + j] = BigInt(r.promptIds[cached[b] + j]);
+      positions[b * width + pad + j] = BigInt(cached[b] + j);
+    }
     nextPosition[b] = r.promptIds.length;
   });
 
-  let past: Record<string, ort.Tensor> = {};
-  for (let l = 0; l < shape.layers; l++) {
-    for (const kv of ['key', 'value']) {
-      const empty = shape.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), [B, shape.kvHeads, 0, shape.headDim]) : new ort.Tensor('float32', new Float32Array(0), [B, shape.kvHeads, 0, shape.headDim]);
-      past[`past_key_values.${l}.${kv}`] = empty;
-    }
-  }
+  let past = pastOfPrefixes(shape, rows, cached, P);
   const state: RowState[] = rows.map((r) => ({
     tokens: [],
     text: '',
@@ -118,17 +127,26 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   });
   let inputIds = new ort.Tensor('int64', ids, [B, width]);
   let positionIds = new ort.Tensor('int64', positions, [B, width]);
-  let total = width;
+  let total = P + width;
+  // The completion tokens each row fed with their true input, and the one it feeds at the next step.
+  const fed = rows.map((): number[] => []);
+  const feeding = new Array<number | null>(B).fill(null);
+  let ran = false;
 
   for (let step = 0; state.some((s) => s.done === null); step++) {
     const feeds: Record<string, ort.Tensor> = {
       ...ctx.extraFeeds,
       ...past,
       input_ids: inputIds,
-      attention_mask: new ort.Tensor('int64', attentionMask(pads, total), [B, total]),
+      attention_mask: new ort.Tensor('int64', attentionMask(holes, total), [B, total]),
     };
     if (shape.hasPositionIds) feeds.position_ids = positionIds;
     const out = await ctx.session.run(feeds);
+    ran = true;
+    feeding.forEach((token, b) => {
+      if (token !== null) fed[b].push(token);
+      feeding[b] = null;
+    });
     const logits = out.logits.type === 'float16' ? halfToFloat(out.logits.data as Uint16Array) : (out.logits.data as Float32Array);
     const V = shape.vocabSize;
     // logits are [B, S, V], or [B, 1, V] where the graph computes the head at the last position only
@@ -153,6 +171,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       }
       s.tokens.push(token);
       next[b] = BigInt(token);
+      feeding[b] = token;
       nextPosition[b]++;
       const atEos = !r.ignoreEos && ctx.eosIds.has(token);
       const atLength = s.tokens.length >= r.maxNewTokens;
@@ -187,22 +206,93 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     positionIds = new ort.Tensor('int64', nextPos, [B, 1]);
   }
 
+  // `past` is now the last run's present: row b's true inputs sit at its p cached positions right before
+  // P, its s prompt positions right before P + width, and its fed completion tokens from P + width on.
+  if (ran) {
+    rows.forEach((r, b) => {
+      if (!r.keep) return;
+      const spans: Array<[number, number]> = [[P - cached[b], cached[b]], [P + width - rest[b], rest[b]], [P + width, fed[b].length]];
+      r.keep({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(shape, past, b, spans) });
+    });
+  }
+
   return rows.map((r, b) => {
     const s = state[b];
     return {
       text: s.text,
       tokenIds: s.tokens,
       promptTokens: r.promptIds.length,
+      cachedTokens: cached[b],
       completionTokens: s.tokens.length,
       finishReason: s.done ?? 'length',
     };
   });
 }
 
-/** [rows, total] int64: row b has pads[b] zeros, then ones. */
-function attentionMask(pads: readonly number[], total: number): BigInt64Array {
-  const mask = new BigInt64Array(pads.length * total).fill(1n);
-  pads.forEach((pad, b) => mask.fill(0n, b * total, b * total + pad));
+/** The row's cached prefix length, after checking the hit is one for its prompt. */
+function cachedLength(r: PreparedRow): number {
+  if (!r.prefix) return 0;
+  const { block, length } = r.prefix;
+  if (!Number.isInteger(length) || length < 0 || length >= r.promptIds.length || length > block.tokens.length) {
+    throw new RangeError(`a cached prefix of ${length} tokens does not fit a prompt of ${r.promptIds.length} (block of ${block.tokens.length})`);
+  }
+  for (let i = 0; i < length; i++) if (block.tokens[i] !== r.promptIds[i]) throw new Error(`a cached prefix differs from its prompt at token ${i}`);
+  return length;
+}
+
+/** past_key_values.* [B, kvHeads, P, headDim]: row b's cached K/V right-aligned, zeros (masked) before them. */
+function pastOfPrefixes(shape: DecoderShape, rows: readonly PreparedRow[], cached: readonly number[], P: number): Record<string, ort.Tensor> {
+  const B = rows.length;
+  const { kvHeads: H, headDim: D } = shape;
+  const half = shape.kvType === 'float16';
+  const past: Record<string, ort.Tensor> = {};
+  for (let l = 0; l < shape.layers; l++) {
+    for (const kv of ['key', 'value'] as const) {
+      const data = half ? new Uint16Array(B * H * P * D) : new Float32Array(B * H * P * D);
+      rows.forEach((r, b) => {
+        const p = cached[b];
+        if (p === 0) return;
+        const source = r.prefix!.block.layers[l][kv];
+        const T = r.prefix!.block.tokens.length;
+        if ((source instanceof Uint16Array) !== half) throw new Error(`a cached prefix holds ${half ? 'fp32' : 'fp16'} K/V; the graph's are ${half ? 'fp16' : 'fp32'}`);
+        for (let h = 0; h < H; h++) data.set(source.subarray(h * T * D, (h * T + p) * D), ((b * H + h) * P + P - p) * D);
+      });
+      past[`past_key_values.${l}.${kv}`] = half ? new ort.Tensor('float16', data as Uint16Array, [B, H, P, D]) : new ort.Tensor('float32', data as Float32Array, [B, H, P, D]);
+    }
+  }
+  return past;
+}
+
+/** Row b's K/V at `spans` ([start, length] along the sequence) of the present tensors, as [kvHeads, Σ length, headDim]. */
+function gatherRow(shape: DecoderShape, present: Record<string, ort.Tensor>, b: number, spans: ReadonlyArray<[number, number]>): KvBlock['layers'] {
+  const { kvHeads: H, headDim: D } = shape;
+  const T = spans.reduce((a, [, n]) => a + n, 0);
+  return Array.from({ length: shape.layers }, (_, l) => {
+    const gather = (kv: 'key' | 'value'): KvData => {
+      const tensor = present[`past_key_values.${l}.${kv}`];
+      const total = tensor.dims[2];
+      const source = tensor.data as KvData;
+      const out = source instanceof Uint16Array ? new Uint16Array(H * T * D) : new Float32Array(H * T * D);
+      for (let h = 0; h < H; h++) {
+        let at = h * T * D;
+        for (const [start, n] of spans) {
+          const from = ((b * H + h) * total + start) * D;
+          out.set(source.subarray(from, from + n * D), at);
+          at += n * D;
+        }
+      }
+      return out;
+    };
+    return { key: gather('key'), value: gather('value') };
+  });
+}
+
+/** [rows, total] int64: ones but for each row's holes ([start, end) ranges). */
+function attentionMask(holes: ReadonlyArray<ReadonlyArray<[number, number]>>, total: number): BigInt64Array {
+  const mask = new BigInt64Array(holes.length * total).fill(1n);
+  holes.forEach((row, b) => {
+    for (const [start, end] of row) if (end > start) mask.fill(0n, b * total + start, b * total + end);
+  });
   return mask;
 }
 

@@ -39,6 +39,6 @@ export class SampledTurnsPolicy implements Policy {
       },
     );
     this.turns.push({ promptIds, completionIds: r.tokenIds });
-    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens }, inferenceMs: performance.now() - started };
+    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens, cached: r.cachedTokens }, inferenceMs: performance.now() - started };
   }
 }

@@ -37,6 +37,6 @@ export class ModelPolicy implements Policy {
         signal: context.signal,
       },
     ]);
-    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens }, inferenceMs: performance.now() - started };
+    return { text: r.text, tokens: { prompt: r.promptTokens, completion: r.completionTokens, cached: r.cachedTokens }, inferenceMs: performance.now() - started };
   }
 }

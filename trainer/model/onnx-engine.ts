@@ -2,7 +2,9 @@
  * OnnxEngine, the Engine on onnxruntime-node: one LoadedModel holds θ, and a member-serving strategy
  * (serving/) decides how members are served from it. The engine itself prepares rows (chat template,
  * context policy, allowed tokens, constraints), resolves members against the live population, runs every
- * call one at a time, and decodes batches.
+ * call one at a time, and decodes batches, each row's prompt starting from the longest prefix the prefix
+ * cache holds for its owner: the θ version (bumped by every update, refresh or edit of θ) and the member
+ * (with the population version, bumped by every setPopulation), so K/V never cross weights.
  *
  * The model runtime's layers, each importing only from those below it (docs/MODEL.md's file table;
  * test/architecture.test.ts holds the order):
@@ -20,8 +22,9 @@ import type * as ort from 'onnxruntime-node';
 import type { ParameterSegment } from '../../shared/es.ts';
 import type { ActionConstraint, ChatMessage, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Member } from '../../shared/schemas/index.ts';
-import type { Engine, EngineOptions, EngineUpdate, GenerateResult, GenerateRow, MemberSelector, PerturbationMode, Population } from '../engine.ts';
+import { DEFAULT_PREFIX_CACHE_BYTES, type Engine, type EngineOptions, type EngineUpdate, type GenerateResult, type GenerateRow, type MemberSelector, type PerturbationMode, type Population } from '../engine.ts';
 import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import { PrefixCache, type KvBlock } from '../generation/prefix-cache.ts';
 import { compileConstraint } from '../generation/regex-automaton.ts';
 import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
 import { DataType } from '../onnx/proto.ts';
@@ -49,6 +52,12 @@ export class OnnxEngine implements Engine {
   readonly contextLength: number;
   /** Where contextLength comes from, for the error that cites it. */
   private readonly contextSource: string;
+  /** Null when disabled (prefixCacheBytes 0). */
+  private readonly prefixCache: PrefixCache | null;
+  /** Bumped whenever θ may have changed: K/V cached before it are of other weights. */
+  private thetaVersion = 0;
+  /** Bumped by every setPopulation: a member index names other weights in another population. */
+  private populationVersion = 0;
 
   constructor(
     readonly mode: PerturbationMode,
@@ -66,6 +75,8 @@ export class OnnxEngine implements Engine {
     this.padId = c.pad_token_id ?? [...this.eosIds][0] ?? 0;
     this.contextLength = contextLength(c).length;
     this.contextSource = contextLength(c).why;
+    const budget = options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES;
+    this.prefixCache = budget === 0 ? null : new PrefixCache(budget);
   }
 
   /** The model's tokenizer (chat template, encode/decode). */
@@ -76,14 +87,22 @@ export class OnnxEngine implements Engine {
   setPopulation(p: Population | null): void {
     this.population = p;
     this.serving.setPopulation(p);
+    this.populationVersion++;
+    this.prefixCache?.evictWhere((owner) => owner !== this.baseOwner());
+  }
+
+  /** What the prefix cache holds: bytes and entries. */
+  get prefixCacheUsage(): { bytes: number; entries: number } {
+    return { bytes: this.prefixCache?.bytes ?? 0, entries: this.prefixCache?.size ?? 0 };
   }
 
   segments(): ParameterSegment[] {
     return this.segmentList;
   }
 
+  /** `fn` may write θ: what was cached before is of other weights. */
   withRestoredWeights<T>(fn: (segments: ParameterSegment[]) => T | Promise<T>): Promise<T> {
-    return this.exclusive(async () => fn(this.segmentList));
+    return this.exclusive(() => this.changingTheta(async () => fn(this.segmentList)));
   }
 
   encodeChat(messages: ChatMessage[], tools?: ToolSpec[]): number[] {
@@ -106,17 +125,40 @@ export class OnnxEngine implements Engine {
     const members = rows.map((r) => this.resolveMember(r.member));
     return this.exclusive(async () => {
       const out = new Array<GenerateResult>(rows.length);
-      await this.serving.generate(members, this.population, (session, indices, feeds) => this.decode(session, indices, prepared, out, feeds));
+      // owners are named when the weights serve, after everything queued before this call changed them
+      const owners = rows.map((r) => this.ownerOf(r.member));
+      // a population set while this call decodes retires its owners: what they computed is not kept
+      const current = (k: number) => owners[k] === this.ownerOf(rows[k].member);
+      await this.serving.generate(members, this.population, (session, indices, feeds) => this.decode(session, indices, prepared, owners, current, out, feeds));
       return out;
     });
   }
 
   commitUpdate(): Promise<void> {
-    return this.exclusive(() => this.serving.refresh());
+    return this.exclusive(() => this.changingTheta(() => this.serving.refresh()));
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
-    return this.exclusive(() => this.serving.applyUpdate(u));
+    return this.exclusive(() => this.changingTheta(() => this.serving.applyUpdate(u)));
+  }
+
+  /** Whose K/V a row computes: θ's version, and for a member the population's version and the member. */
+  private ownerOf(sel: MemberSelector): string {
+    return sel.kind === 'base' ? this.baseOwner() : `θ${this.thetaVersion} population ${this.populationVersion} member ${sel.iteration}-${sel.index}`;
+  }
+
+  private baseOwner(): string {
+    return `θ${this.thetaVersion} base`;
+  }
+
+  /** Runs `task`, which may change θ, then retires every cached K/V (also when it throws half-way). */
+  private async changingTheta<T>(task: () => Promise<T>): Promise<T> {
+    try {
+      return await task();
+    } finally {
+      this.thetaVersion++;
+      this.prefixCache?.clear();
+    }
   }
 
   close(): Promise<void> {
@@ -169,13 +211,28 @@ export class OnnxEngine implements Engine {
     return compiled;
   }
 
-  /** Decodes rows `indices` of `rows` on `session` in batches of maxBatch, writing their results into `out`. */
-  private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
+  /**
+   * Decodes rows `indices` of `rows` on `session` in batches of maxBatch, writing their results into `out`;
+   * each batch starts from the prefixes cached for the rows' owners and stores what it computed.
+   */
+  private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], owners: string[], current: (k: number) => boolean, out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
     const max = this.options.maxBatch ?? 32;
+    const cache = this.prefixCache;
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);
       const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds: feeds(chunk) };
-      const results = await decodeBatch(ctx, chunk.map((k) => rows[k]));
+      const hits = chunk.map((k) => cache?.lookup(owners[k], rows[k].promptIds) ?? undefined);
+      // Prefixes widen the batch to the longest prefix + the longest uncached rest: past the context, the
+      // batch prefills whole prompts as without the cache, so no graph sees a longer sequence than before.
+      const span = Math.max(0, ...hits.map((h) => h?.length ?? 0)) + Math.max(...chunk.map((k, j) => rows[k].promptIds.length - (hits[j]?.length ?? 0))) + Math.max(...chunk.map((k) => rows[k].maxNewTokens));
+      const batch = chunk.map((k, j): PreparedRow => {
+        if (!cache) return rows[k];
+        const keep = (block: KvBlock) => {
+          if (current(k)) cache.store(owners[k], block);
+        };
+        return { ...rows[k], prefix: span <= this.contextLength ? hits[j] : undefined, keep };
+      });
+      const results = await decodeBatch(ctx, batch);
       chunk.forEach((k, j) => (out[k] = results[j]));
     }
   }

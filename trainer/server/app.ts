@@ -217,8 +217,9 @@ export function createInferenceApp(service: InferenceService, options: AppOption
   return app;
 }
 
+/** OpenAI's usage; `cached_tokens` counts the prompt tokens the engine's prefix cache served. */
 function usageOf(r: GenerateResult): ChatCompletion['usage'] {
-  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
+  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens, prompt_tokens_details: { cached_tokens: r.cachedTokens } };
 }
 
 const timedOut = (ms: number): ErrorBody => errorBody(`request timed out after ${ms} ms`, 'timeout_error', 'timeout');

@@ -141,6 +141,7 @@ export class RequestBatcher {
           this.metrics.batch(
             batch.length,
             results.reduce((a, r) => a + r.promptTokens, 0),
+            results.reduce((a, r) => a + r.cachedTokens, 0),
             results.reduce((a, r) => a + r.completionTokens, 0),
             distinct,
           );

@@ -46,6 +46,7 @@ class Throughput {
 export class ServerMetrics {
   private readonly requests = new Map<string, number>();
   promptTokens = 0;
+  cachedTokens = 0;
   completionTokens = 0;
   memberSwitches = 0;
   batches = 0;
@@ -62,10 +63,11 @@ export class ServerMetrics {
   }
 
   /** One engine call: its size, the tokens it made and how many distinct weight states it needed. */
-  batch(size: number, promptTokens: number, completionTokens: number, distinctMembers: number): void {
+  batch(size: number, promptTokens: number, cachedTokens: number, completionTokens: number, distinctMembers: number): void {
     this.batches++;
     this.batchSize.observe(size);
     this.promptTokens += promptTokens;
+    this.cachedTokens += cachedTokens;
     this.completionTokens += completionTokens;
     this.memberSwitches += distinctMembers;
     this.throughput.add(completionTokens);
@@ -79,6 +81,7 @@ export class ServerMetrics {
     metric('esopt_requests_total', 'counter', 'Chat completion requests by HTTP status.', [...this.requests.entries()].map(([s, n]) => `esopt_requests_total{status="${s}"} ${n}`));
     metric('esopt_request_duration_seconds', 'histogram', 'Chat completion latency, arrival to last byte.', this.latency.lines('esopt_request_duration_seconds'));
     metric('esopt_prompt_tokens_total', 'counter', 'Prompt tokens processed.', [`esopt_prompt_tokens_total ${this.promptTokens}`]);
+    metric('esopt_cached_prompt_tokens_total', 'counter', 'Prompt tokens served from the prefix cache (not prefilled).', [`esopt_cached_prompt_tokens_total ${this.cachedTokens}`]);
     metric('esopt_completion_tokens_total', 'counter', 'Completion tokens generated.', [`esopt_completion_tokens_total ${this.completionTokens}`]);
     metric('esopt_tokens_per_second', 'gauge', 'Completion tokens per second over the last 10 s.', [`esopt_tokens_per_second ${this.throughput.perSecond()}`]);
     metric('esopt_batch_size', 'histogram', 'Rows per engine call.', this.batchSize.lines('esopt_batch_size'));

@@ -102,6 +102,8 @@ export const Usage = z.object({
   prompt_tokens: z.number().int().min(0),
   completion_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0),
+  /** Of the prompt tokens, those whose keys and values came from the prefix cache. */
+  prompt_tokens_details: z.strictObject({ cached_tokens: z.number().int().min(0) }),
 });
 
 export const ChatCompletion = z.strictObject({
