@@ -30,6 +30,8 @@ const fs = new FsObjectStore(root);
 const store: ObjectStore = {
   put: (key, body, o) => fs.put(key, body, o),
   get: (key) => fs.get(key),
+  putFile: (key, path, o) => fs.putFile(key, path, o),
+  getToFile: (key, path, o) => fs.getToFile(key, path, o),
   delete: (key) => fs.delete(key),
   list: async (prefix) => (await fs.list(prefix)).flatMap((k) => [k, k]),
 };
