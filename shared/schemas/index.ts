@@ -9,3 +9,4 @@ export * from './work-queue.ts';
 export * from './replicas.ts';
 export * from './evaluation-key.ts';
 export * from './box-boot.ts';
+export * from './model-store.ts';
