@@ -21,8 +21,11 @@
  *   trainer/certificate.json                                ← the box's TLS certificate, which the Episode function pins
  *   trainer/active-run.json                                 ← the run the coordinator box trains now (replica boxes follow it)
  *   boxes/{box}/boot.json                                   ← a box's boot state (trainer/hosting/box-boot.sh writes it)
+ *   models/blobs/sha256/{hex}                               ← a pushed model's file, by its content's sha256 (create-only)
+ *   models/manifests/sha256/{hex}.json                      ← a model's manifest, by its own sha256 (create-only): what runs pin
+ *   models/names/{name}.json                                ← the manifest a name points at now (written last by a push)
  */
-import { ExportFormat, Id, Iteration, MemberRef, WorkKind } from './schemas/index.ts';
+import { ExportFormat, Id, Iteration, MemberRef, ModelName, Sha256, WorkKind } from './schemas/index.ts';
 
 const ITER_WIDTH = 8; // zero-padded so lexical list order is iteration order
 
@@ -40,6 +43,11 @@ function member(m: number | 'base'): string {
   const r = MemberRef.safeParse(m);
   if (!r.success) throw new Error(`invalid member ${JSON.stringify(m)}`);
   return m === 'base' ? 'base' : String(m);
+}
+
+function sha256(hex: string, what: string): string {
+  if (!Sha256.safeParse(hex).success) throw new Error(`invalid ${what} ${JSON.stringify(hex)}: must be 64 lowercase hex digits`);
+  return hex;
 }
 
 export const keys = {
@@ -86,6 +94,16 @@ export const keys = {
   activeRun: () => 'trainer/active-run.json',
   boxes: () => 'boxes/',
   boxBoot: (box: string) => `boxes/${id(box, 'box id')}/boot.json`,
+  modelBlobs: () => 'models/blobs/sha256/',
+  modelBlob: (hex: string) => `${keys.modelBlobs()}${sha256(hex, 'blob sha256')}`,
+  modelManifests: () => 'models/manifests/sha256/',
+  modelManifest: (hex: string) => `${keys.modelManifests()}${sha256(hex, 'manifest sha256')}.json`,
+  modelNames: () => 'models/names/',
+  modelName: (name: string) => {
+    const r = ModelName.safeParse(name);
+    if (!r.success) throw new Error(`invalid model name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);
+    return `${keys.modelNames()}${name}.json`;
+  },
   idempotency: (hash: string) => {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
     return `idempotency/${hash}.json`;
@@ -123,4 +141,17 @@ export function parseRunConfigKey(key: string): string | null {
 export function parseQueuedWorkKey(key: string): { kind: WorkKind; id: string } | null {
   const m = /^queue\/(run|evaluation|export)\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/.exec(key);
   return m ? { kind: m[1] as WorkKind, id: m[2] } : null;
+}
+
+/** The name of a `models/names/{name}.json` key; null for any other key. */
+export function parseModelNameKey(key: string): string | null {
+  const m = /^models\/names\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/.exec(key);
+  return m ? m[1] : null;
+}
+
+/** The sha256 of a `models/blobs/sha256/{hex}` or `models/manifests/sha256/{hex}.json` key; null for any other key. */
+export function parseModelContentKey(key: string): { kind: 'blob' | 'manifest'; sha256: string } | null {
+  const m = /^models\/(?:blobs\/sha256\/([0-9a-f]{64})|manifests\/sha256\/([0-9a-f]{64})\.json)$/.exec(key);
+  if (!m) return null;
+  return m[1] ? { kind: 'blob', sha256: m[1] } : { kind: 'manifest', sha256: m[2] };
 }

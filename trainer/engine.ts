@@ -5,7 +5,7 @@
  */
 import type { Coefficient, ParameterSegment } from '../shared/es.ts';
 import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/policy.ts';
-import type { FullModeWeights, Member, ModelSpec } from '../shared/schemas/index.ts';
+import type { FullModeWeights, LocalModelSpec, Member } from '../shared/schemas/index.ts';
 import type { ExecutionProvider } from '../shared/execution-provider.ts';
 
 /**
@@ -133,8 +133,8 @@ export interface Engine {
 
 /** How `createEngine` (trainer/model/create-engine.ts) builds an engine. */
 export interface EngineOptions {
-  /** A built preset (`{ preset, seed }`) or an export directory (`{ dir }`), as in the run config. */
-  model: ModelSpec;
+  /** A built preset (`{ preset, seed }`) or an export directory (`{ dir }`); a named model resolved to its directory first. */
+  model: LocalModelSpec;
   mode: PerturbationMode;
   executionProvider?: ExecutionProvider;
   /** Prompt longer than the context: 'error' (default) rejects the row, 'truncate-left' drops the oldest tokens. */

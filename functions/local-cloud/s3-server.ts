@@ -23,7 +23,7 @@ import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { S3rverMiddleware, S3rverStore } from 's3rver';
-import type { S3StoreConfig } from '../../shared/store/s3.ts';
+import { S3StoreConfig } from '../../shared/store/s3.ts';
 
 export interface LocalS3 {
   endpoint: string;
@@ -62,7 +62,7 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
   return {
     endpoint,
     bucket,
-    storeConfig: {
+    storeConfig: S3StoreConfig.parse({
       bucket,
       endpoint,
       region: 'us-east-1',
@@ -72,7 +72,7 @@ export async function startLocalS3(bucket = 'esopt-dev'): Promise<LocalS3> {
       retryMode: 'standard',
       // s3rver checks signatures against its fixed development key pair.
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-    },
+    }),
     async close() {
       await server.close();
       await Promise.all([directory, staging].map((d) => rm(d, { recursive: true, force: true })));

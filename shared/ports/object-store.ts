@@ -5,11 +5,32 @@ export interface PutOptions {
   contentType?: string;
 }
 
+/** What a streamed transfer checks and reports as its bytes pass, once, without holding them. */
+export interface StreamOptions {
+  /**
+   * The content's sha256 (64 hex digits): a body that hashes otherwise is refused with a
+   * `ContentMismatchError` and nothing is stored under the key (`putFile`) or the file is removed (`getToFile`).
+   */
+  sha256?: string;
+  /** Bytes moved so far, called as they pass. */
+  onProgress?: (bytes: number) => void;
+}
+
 export interface ObjectStore {
   /** Resolves `true` when written, `false` when `ifAbsent` found the key already there. */
   put(key: string, body: Uint8Array | string, options?: PutOptions): Promise<boolean>;
   /** Resolves `null` when the key does not exist. */
   get(key: string): Promise<Uint8Array | null>;
+  /**
+   * The file at `path` stored under `key`, streamed: the object is never in memory whole, whatever its
+   * size. A reader sees the old object or the new one, never a part of either.
+   */
+  putFile(key: string, path: string, options?: PutOptions & StreamOptions): Promise<boolean>;
+  /**
+   * The object streamed into the file at `path` (created or truncated); `false`, and no file, when the key
+   * does not exist. A failure may leave a partial file: callers write under a temporary name.
+   */
+  getToFile(key: string, path: string, options?: StreamOptions): Promise<boolean>;
   /** Every key under `prefix`, in lexical order, across all pages. */
   list(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;

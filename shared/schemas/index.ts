@@ -11,3 +11,4 @@ export * from './evaluation-key.ts';
 export * from './box-boot.ts';
 export * from './model-export.ts';
 export * from './run-artifact.ts';
+export * from './model-store.ts';

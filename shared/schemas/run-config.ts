@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, Seed } from './ids.ts';
+import { ModelName, Sha256 } from './model-store.ts';
 
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
 export type EnvironmentName = z.infer<typeof EnvironmentName>;
@@ -11,11 +12,19 @@ export const EnvironmentSpec = z.object({
 });
 export type EnvironmentSpec = z.infer<typeof EnvironmentSpec>;
 
-export const ModelSpec = z.union([
-  z.object({ preset: z.enum(['tiny', 'small', 'qwen3-0.6b-shape']), seed: Seed.default(0) }),
-  z.object({ dir: z.string().min(1) }),
-]);
+export const PresetModelSpec = z.object({ preset: z.enum(['tiny', 'small', 'qwen3-0.6b-shape']), seed: Seed.default(0) });
+export const DirModelSpec = z.object({ dir: z.string().min(1) });
+/**
+ * A model pushed to the store (`esopt models push`), by name; `manifest` pins the manifest's sha256, which
+ * the API and the CLI fill in when a run or evaluation is created, so a re-push never changes its θ₀.
+ */
+export const NamedModelSpec = z.object({ name: ModelName, manifest: Sha256.optional() }).strict();
+
+export const ModelSpec = z.union([PresetModelSpec, DirModelSpec, NamedModelSpec]);
 export type ModelSpec = z.infer<typeof ModelSpec>;
+/** What the loader opens: a preset or a directory on this machine (a named model resolved to its cached directory). */
+export type LocalModelSpec = z.infer<typeof PresetModelSpec> | z.infer<typeof DirModelSpec>;
+export type NamedModelSpec = z.infer<typeof NamedModelSpec>;
 
 export const Shaping = z.enum(['zscore', 'centered-rank', 'none']);
 export type Shaping = z.infer<typeof Shaping>;

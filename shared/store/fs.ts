@@ -11,17 +11,22 @@
  * (docs/CLOUD.md), and those hops, not the episodes, were most of what a pool of CPU-light episode
  * workers spent (`esopt bench fanout`). A small call blocks the event loop for tens of microseconds,
  * less than the hops cost the loop in callbacks; a large one would block it for milliseconds, so it
- * stays asynchronous.
+ * stays asynchronous. Files (`putFile`, `getToFile`) stream through in chunks of STREAM_CHUNK.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { closeSync, createReadStream, createWriteStream, existsSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { ObjectStore, PutOptions } from '../ports/object-store.ts';
+import { pipeline } from 'node:stream/promises';
+import type { ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
+import { ContentDigest } from './content-digest.ts';
 import { assertStoreKey, assertStorePrefix, FS_STAGING_DIR } from './store-key.ts';
 
 /** Bodies up to this size are written and read with synchronous syscalls (see above). */
 export const SYNC_IO_LIMIT = 256 * 1024;
+
+/** What a streamed file moves per read: large enough that a multi-GiB model is not a million reads. */
+const STREAM_CHUNK = 1024 * 1024;
 
 function isCode(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException | null)?.code === code;
@@ -52,14 +57,62 @@ export class FsObjectStore implements ObjectStore {
     return join(this.root, ...assertStoreKey(key).split('/'));
   }
 
-  async put(key: string, body: Uint8Array | string, options: PutOptions = {}): Promise<boolean> {
-    const target = this.path(key);
+  /** A fresh staging path beside the key's directory (made), on the root's filesystem. */
+  private stage(target: string): string {
     const staging = join(this.root, FS_STAGING_DIR);
     mkdirSync(dirname(target), { recursive: true });
     mkdirSync(staging, { recursive: true });
-    const temp = join(staging, `${process.pid}-${randomBytes(8).toString('hex')}`);
+    return join(staging, `${process.pid}-${randomBytes(8).toString('hex')}`);
+  }
+
+  async put(key: string, body: Uint8Array | string, options: PutOptions = {}): Promise<boolean> {
+    const target = this.path(key);
+    const temp = this.stage(target);
     if (byteLength(body) <= SYNC_IO_LIMIT) writeFileSync(temp, body, { flag: 'wx' });
     else await writeFile(temp, body, { flag: 'wx' });
+    return this.publish(temp, target, options);
+  }
+
+  async putFile(key: string, path: string, options: PutOptions & StreamOptions = {}): Promise<boolean> {
+    const target = this.path(key);
+    const digest = new ContentDigest(options);
+    // Create-only and already there: nothing to copy (the link below would refuse it all the same).
+    if (options.ifAbsent && existsSync(target)) return false;
+    const temp = this.stage(target);
+    try {
+      await pipeline(createReadStream(path, { highWaterMark: STREAM_CHUNK }), digest.tap(), createWriteStream(temp, { flags: 'wx' }));
+      digest.check(path);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+    return this.publish(temp, target, options);
+  }
+
+  async getToFile(key: string, path: string, options: StreamOptions = {}): Promise<boolean> {
+    const digest = new ContentDigest(options);
+    const source = this.path(key);
+    // Looked up before the target is created, so a missing key leaves no file behind.
+    try {
+      if (statSync(source).isDirectory()) return false;
+    } catch (err) {
+      if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return false;
+      throw err;
+    }
+    try {
+      await pipeline(createReadStream(source, { highWaterMark: STREAM_CHUNK }), digest.tap(), createWriteStream(path));
+      digest.check(`${key} (into ${path})`);
+    } catch (err) {
+      await rm(path, { force: true });
+      // Deleted between the lookup and the read: gone, as if the lookup had missed it.
+      if (isCode(err, 'ENOENT') && (err as NodeJS.ErrnoException).path === source) return false;
+      throw err;
+    }
+    return true;
+  }
+
+  /** Moves a staged file to its key: `rename` overwrites, a create-only `link` fails atomically on EEXIST. */
+  private publish(temp: string, target: string, options: PutOptions): boolean {
     try {
       if (!options.ifAbsent) {
         renameSync(temp, target);

@@ -12,16 +12,33 @@
  * Throttling (503 SlowDown) and 5xx are retried by the SDK's own retry strategy with back-off and
  * jitter; `maxAttempts` and `retryMode` configure it.
  *
+ * Files stream (`putFile`, `getToFile`): a file over one part is a multipart upload whose parts are read
+ * from the file as they are sent (PARTS_IN_FLIGHT at a time, each `partBytes` or a 10,000th of the file),
+ * hashed in order, and the upload is completed only when the whole file hashed as expected (aborted
+ * otherwise, leaving nothing); create-only completes it with If-None-Match after a HEAD. A GET's body is
+ * piped into the file as it arrives.
+ *
  * The SDK is imported on the first request, not with this file: the fs-store paths (the local worker
  * pool, `esopt start`) import this file for its config schema and never pay for loading the SDK.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { createWriteStream } from 'node:fs';
+import { open, rm, writeFile } from 'node:fs/promises';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
-import type { ObjectStore, PutOptions } from '../ports/object-store.ts';
+import type { ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
 import { DEFAULT_AWS_REGION } from './aws-region.ts';
+import { ContentDigest } from './content-digest.ts';
 import { assertStoreKey, assertStorePrefix } from './store-key.ts';
+
+const MiB = 1024 * 1024;
+/** S3's limit on a multipart upload's parts: a file larger than 10,000 parts gets larger parts. */
+const MAX_PARTS = 10_000;
+/** Parts read and sent at once: what a multipart upload holds in memory is this many parts. */
+const PARTS_IN_FLIGHT = 4;
 
 export const S3StoreConfig = z
   .object({
@@ -41,6 +58,8 @@ export const S3StoreConfig = z
     maxSockets: z.number().int().min(1).max(10_000).default(50),
     /** Keys per ListObjectsV2 page (S3's own limit and default is 1000). */
     listPageSize: z.number().int().min(1).max(1000).optional(),
+    /** A multipart upload's part size; files up to one part go in one PUT. S3 takes parts of 5 MiB to 5 GiB. */
+    partBytes: z.number().int().min(5 * MiB).max(5 * 1024 * MiB).default(8 * MiB),
   })
   .strict();
 export type S3StoreConfig = z.infer<typeof S3StoreConfig>;
@@ -104,7 +123,7 @@ export class S3ObjectStore implements ObjectStore {
       Bucket: this.config.bucket,
       Key: key,
       Body: body,
-      ContentType: options.contentType ?? (key.endsWith('.json') ? 'application/json' : 'application/octet-stream'),
+      ContentType: this.contentType(key, options),
     };
     if (!options.ifAbsent) {
       await client.send(new sdk.PutObjectCommand(input));
@@ -122,6 +141,109 @@ export class S3ObjectStore implements ObjectStore {
         throw err;
       }
     }
+  }
+
+  private contentType(key: string, options: PutOptions): string {
+    return options.contentType ?? (key.endsWith('.json') ? 'application/json' : 'application/octet-stream');
+  }
+
+  async putFile(key: string, path: string, options: PutOptions & StreamOptions = {}): Promise<boolean> {
+    assertStoreKey(key);
+    const digest = new ContentDigest(options);
+    const file = await open(path, 'r');
+    try {
+      const size = (await file.stat()).size;
+      if (size <= this.config.partBytes) {
+        // One part's worth: read whole (bounded by partBytes), checked, then an ordinary PUT.
+        const body = Buffer.alloc(size);
+        for (let at = 0; at < size; ) {
+          const { bytesRead } = await file.read(body, at, size - at, at);
+          if (bytesRead === 0) throw new Error(`${path}: the file shrank while it was read (${at} of ${size} bytes)`);
+          at += bytesRead;
+        }
+        digest.update(body);
+        digest.check(path);
+        return await this.put(key, body, options);
+      }
+      if (options.ifAbsent && (await this.exists(key))) return false;
+      return await this.uploadParts(key, file, size, path, digest, options);
+    } finally {
+      await file.close();
+    }
+  }
+
+  private async uploadParts(key: string, file: Awaited<ReturnType<typeof open>>, size: number, path: string, digest: ContentDigest, options: PutOptions): Promise<boolean> {
+    const { sdk, client } = await this.connect();
+    const partBytes = Math.max(this.config.partBytes, Math.ceil(size / MAX_PARTS / MiB) * MiB);
+    const Bucket = this.config.bucket;
+    const { UploadId } = await client.send(new sdk.CreateMultipartUploadCommand({ Bucket, Key: key, ContentType: this.contentType(key, options) }));
+    if (!UploadId) throw new Error(`s3://${Bucket}/${key}: CreateMultipartUpload answered no UploadId`);
+    const abort = () => client.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key: key, UploadId })).then(() => {}, () => {});
+    const parts: { ETag: string; PartNumber: number }[] = [];
+    const inFlight = new Set<Promise<void>>();
+    let failure: unknown;
+    try {
+      for (let at = 0, number = 1; at < size; at += partBytes, number++) {
+        const length = Math.min(partBytes, size - at);
+        const body = Buffer.alloc(length);
+        const { bytesRead } = await file.read(body, 0, length, at);
+        if (bytesRead !== length) throw new Error(`${path}: the file shrank while it was uploaded (part ${number} read ${bytesRead} of ${length} bytes)`);
+        // Parts are read in order, so the digest sees the file front to back while parts upload at once.
+        digest.update(body);
+        const PartNumber = number;
+        const sent: Promise<void> = client.send(new sdk.UploadPartCommand({ Bucket, Key: key, UploadId, PartNumber, Body: body, ContentLength: length })).then(
+          (res) => {
+            if (!res.ETag) throw new Error(`s3://${Bucket}/${key}: part ${PartNumber} answered no ETag`);
+            parts.push({ ETag: res.ETag, PartNumber });
+          },
+          (err: unknown) => {
+            failure ??= err;
+          },
+        );
+        const tracked = sent.finally(() => inFlight.delete(tracked));
+        inFlight.add(tracked);
+        if (inFlight.size >= PARTS_IN_FLIGHT) await Promise.race(inFlight);
+        if (failure) throw failure;
+      }
+      await Promise.all(inFlight);
+      if (failure) throw failure;
+      digest.check(path);
+    } catch (err) {
+      await Promise.allSettled(inFlight);
+      await abort();
+      throw err;
+    }
+    parts.sort((a, b) => a.PartNumber - b.PartNumber);
+    try {
+      await client.send(new sdk.CompleteMultipartUploadCommand({ Bucket, Key: key, UploadId, MultipartUpload: { Parts: parts }, ...(options.ifAbsent ? { IfNoneMatch: '*' } : {}) }));
+      return true;
+    } catch (err) {
+      await abort();
+      if (options.ifAbsent && (status(err) === 412 || errorName(err) === 'PreconditionFailed')) return false;
+      throw err;
+    }
+  }
+
+  async getToFile(key: string, path: string, options: StreamOptions = {}): Promise<boolean> {
+    const { sdk, client } = await this.connect();
+    const digest = new ContentDigest(options);
+    let body: Readable | undefined;
+    try {
+      const res = await client.send(new sdk.GetObjectCommand({ Bucket: this.config.bucket, Key: assertStoreKey(key) }));
+      body = res.Body as Readable | undefined;
+    } catch (err) {
+      if (status(err) === 404 || errorName(err) === 'NoSuchKey') return false;
+      throw err;
+    }
+    try {
+      if (body) await pipeline(body, digest.tap(), createWriteStream(path));
+      else await writeFile(path, '');
+      digest.check(`s3://${this.config.bucket}/${key} (into ${path})`);
+    } catch (err) {
+      await rm(path, { force: true });
+      throw err;
+    }
+    return true;
   }
 
   async exists(key: string): Promise<boolean> {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
-import type { ObjectStore, PutOptions } from '../../shared/ports/object-store.ts';
+import type { ObjectStore, PutOptions, StreamOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
@@ -74,6 +74,15 @@ class EnforcingStore implements ObjectStore {
     if (options?.ifAbsent) this.check('s3:GetObject', `${BUCKET}/${key}`);
     this.check('s3:PutObject', `${BUCKET}/${key}`);
     return this.inner.put(key, body, options);
+  }
+  async putFile(key: string, path: string, options?: PutOptions & StreamOptions) {
+    if (options?.ifAbsent) this.check('s3:GetObject', `${BUCKET}/${key}`);
+    this.check('s3:PutObject', `${BUCKET}/${key}`);
+    return this.inner.putFile(key, path, options);
+  }
+  async getToFile(key: string, path: string, options?: StreamOptions) {
+    this.check('s3:GetObject', `${BUCKET}/${key}`);
+    return this.inner.getToFile(key, path, options);
   }
   async list(prefix: string) {
     this.check('s3:ListBucket', BUCKET);

@@ -5,17 +5,31 @@
  * capability instead of skipping the check.
  */
 import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { ContentMismatchError } from '../../shared/store/content-digest.ts';
 import { FsObjectStore, SYNC_IO_LIMIT } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 
 const text = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
+const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+/** The S3 subject's multipart part size (S3's smallest), so a file of a few parts stays small. */
+const PART = 5 * 1024 * 1024;
+let fileNo = 0;
+/** A file of `size` random bytes (so a part out of place or repeated cannot pass), under the suite's directory. */
+function fileOf(size: number): { path: string; body: Buffer } {
+  const body = randomBytes(size);
+  const path = join(dir, `file-${fileNo++}.bin`);
+  writeFileSync(path, body);
+  return { path, body };
+}
 
 interface Subject {
   name: string;
@@ -47,7 +61,7 @@ const subjects: Subject[] = [
     readsSurviveOverwrite: true,
     // A fresh bucket per test. (s3rver cannot serve truncated pages on OpenSSL 3, see s3-store.test.ts.)
     open: async () => {
-      const store = new S3ObjectStore({ ...s3.storeConfig, bucket: `esopt-t${bucketNo++}`});
+      const store = new S3ObjectStore({ ...s3.storeConfig, bucket: `esopt-t${bucketNo++}`, partBytes: PART });
       await (await store.sdkClient()).send(new CreateBucketCommand({ Bucket: store.config.bucket }));
       return store;
     },
@@ -108,6 +122,58 @@ describe.each(subjects)('ObjectStore contract: $name', (subject) => {
     await expect(store.delete('d/1.json')).resolves.toBeUndefined();
     // After a delete, create-only may create again.
     expect(await store.put('d/1.json', 'again', { ifAbsent: true })).toBe(true);
+  });
+
+  it('streams files both ways, one PUT or several parts, and reports the bytes as they pass', async () => {
+    const store = await subject.open();
+    for (const size of [0, 1, SYNC_IO_LIMIT + 3, PART, 2 * PART + 17]) {
+      const { path, body } = fileOf(size);
+      let sent = 0;
+      expect(await store.putFile(`files/${size}.bin`, path, { sha256: sha256(body), onProgress: (n) => (sent = n) }), `${size} bytes`).toBe(true);
+      expect(sent, `${size} bytes sent`).toBe(size);
+      const back = (await store.get(`files/${size}.bin`))!;
+      expect(Buffer.from(back).equals(body), `${size} bytes stored`).toBe(true);
+      const out = join(dir, `out-${fileNo++}.bin`);
+      let received = 0;
+      expect(await store.getToFile(`files/${size}.bin`, out, { sha256: sha256(body), onProgress: (n) => (received = n) })).toBe(true);
+      expect(received, `${size} bytes received`).toBe(size);
+      expect(readFileSync(out).equals(body), `${size} bytes fetched`).toBe(true);
+    }
+  });
+
+  it('a streamed create-only write keeps the first body; a missing key fetches as false and writes no file', async () => {
+    const store = await subject.open();
+    for (const size of [100, 2 * PART + 1]) {
+      const first = fileOf(size);
+      const second = fileOf(size + 5);
+      expect(await store.putFile(`once/${size}.bin`, first.path, { ifAbsent: true }), `${size} bytes`).toBe(true);
+      expect(await store.putFile(`once/${size}.bin`, second.path, { ifAbsent: true }), `${size} bytes again`).toBe(false);
+      expect(Buffer.from((await store.get(`once/${size}.bin`))!).equals(first.body), `${size} bytes`).toBe(true);
+      // An overwrite replaces it whole.
+      expect(await store.putFile(`once/${size}.bin`, second.path)).toBe(true);
+      expect(Buffer.from((await store.get(`once/${size}.bin`))!).equals(second.body), `${size} bytes overwritten`).toBe(true);
+    }
+    const out = join(dir, `missing-${fileNo++}.bin`);
+    expect(await store.getToFile('once/missing.bin', out)).toBe(false);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('refuses a body whose sha256 is not the one expected: nothing stored, no file left', async () => {
+    const store = await subject.open();
+    for (const size of [10, 2 * PART + 9]) {
+      const { path, body } = fileOf(size);
+      const wrong = sha256(Buffer.from('something else'));
+      const refused = store.putFile(`bad/${size}.bin`, path, { sha256: wrong });
+      await expect(refused, `${size} bytes`).rejects.toBeInstanceOf(ContentMismatchError);
+      await expect(store.putFile(`bad/${size}.bin`, path, { sha256: wrong })).rejects.toThrow(new RegExp(`${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: sha256 ${sha256(body)} where ${wrong} was expected`));
+      expect(await store.get(`bad/${size}.bin`), `${size} bytes`).toBeNull();
+      expect(await store.list('bad/')).toEqual([]);
+      await store.putFile(`good/${size}.bin`, path);
+      const out = join(dir, `wrong-${fileNo++}.bin`);
+      await expect(store.getToFile(`good/${size}.bin`, out, { sha256: wrong })).rejects.toBeInstanceOf(ContentMismatchError);
+      expect(existsSync(out), `${size} bytes: the refused download is removed`).toBe(false);
+    }
+    await expect(store.putFile('bad/x.bin', fileOf(1).path, { sha256: 'ABC' })).rejects.toThrow(/invalid sha256/);
   });
 
   it('rejects keys that could escape the store or alias another key', async () => {

@@ -3,6 +3,10 @@
  * 5xx, its atomic If-None-Match path (as AWS S3 answers it), and pagination with a repeated key.
  * A proxy in front of the real s3rver answers the chosen requests the way AWS would.
  */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
@@ -21,8 +25,14 @@ afterAll(async () => {
 async function proxied(decide: Parameters<typeof startLoopbackProxy>[1], maxAttempts = 5) {
   const proxy = await startLoopbackProxy(s3.endpoint, decide);
   proxies.push(proxy);
-  return { proxy, store: new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url, maxAttempts }) };
+  return { proxy, store: new S3ObjectStore({ ...s3.storeConfig, endpoint: proxy.url, maxAttempts, partBytes: PART }) };
 }
+
+const PART = 5 * 1024 * 1024;
+const scratch = mkdtempSync(join(tmpdir(), 'esopt-s3-files-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+/** The query parameters of a request the proxy saw, as S3's multipart calls are told apart by them. */
+const query = (url: string) => new URL(url, 'http://x').searchParams;
 
 const slowDown = {
   status: 503,
@@ -106,5 +116,41 @@ describe('S3ObjectStore.list', () => {
     });
     expect(await store.list('p/')).toEqual(['p/a', 'p/b', 'p/c', 'p/d']);
     expect(requested).toEqual([null, '1', '2']);
+  });
+});
+
+describe('S3ObjectStore.putFile', () => {
+  const path = join(scratch, 'three-parts.bin');
+  const body = randomBytes(2 * PART + 100);
+  writeFileSync(path, body);
+
+  it('sends a file over one part as a multipart upload, create-only completed with If-None-Match', async () => {
+    const { proxy, store } = await proxied(() => null);
+    expect(await store.putFile('multi/a.bin', path, { ifAbsent: true })).toBe(true);
+    const parts = proxy.seen.filter((s) => s.method === 'PUT' && query(s.url).has('partNumber'));
+    expect(parts.map((s) => Number(query(s.url).get('partNumber'))).sort()).toEqual([1, 2, 3]);
+    expect(parts.map((s) => Number(s.headers['content-length'])).sort((a, b) => a - b)).toEqual([100, PART, PART]);
+    const complete = proxy.seen.filter((s) => s.method === 'POST' && query(s.url).has('uploadId'));
+    expect(complete).toHaveLength(1);
+    expect(complete[0].headers['if-none-match']).toBe('*');
+    expect(Buffer.from((await store.get('multi/a.bin'))!).equals(body)).toBe(true);
+    // Already there: the HEAD answers it, no upload starts.
+    const before = proxy.seen.length;
+    expect(await store.putFile('multi/a.bin', path, { ifAbsent: true })).toBe(false);
+    expect(proxy.seen.slice(before).map((s) => s.method)).toEqual(['HEAD']);
+  });
+
+  it('aborts the upload when a part keeps failing, and stores nothing', async () => {
+    const { proxy, store } = await proxied((req) => (req.method === 'PUT' && query(req.url ?? '').get('partNumber') === '2' ? 'slowdown' : null), 2);
+    await expect(store.putFile('multi/failed.bin', path)).rejects.toMatchObject({ name: 'SlowDown' });
+    expect(proxy.seen.filter((s) => s.method === 'DELETE' && query(s.url).has('uploadId'))).toHaveLength(1);
+    expect(proxy.seen.some((s) => s.method === 'POST' && query(s.url).has('uploadId'))).toBe(false);
+    expect(await store.get('multi/failed.bin')).toBeNull();
+  });
+
+  it('reads a 412 on completing a create-only upload as "already there" (a writer that won meanwhile)', async () => {
+    const { store } = await proxied((req) => (req.method === 'POST' && query(req.url ?? '').has('uploadId') ? { status: 412, body: '<Error><Code>PreconditionFailed</Code></Error>' } : null));
+    expect(await store.putFile('multi/raced.bin', path, { ifAbsent: true })).toBe(false);
+    expect(await store.get('multi/raced.bin')).toBeNull();
   });
 });

@@ -13,6 +13,7 @@ import { RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
+import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
 import { readLog } from '../../trainer/loop/checkpoints.ts';
 import { iterationTaskSeed } from '../../trainer/loop/task-seed.ts';
 import { train } from '../../trainer/loop/training.ts';
@@ -52,7 +53,7 @@ it('with 2 episodes per member, each member counts with the mean of its two rewa
     },
     close: async () => {},
   };
-  const engine = await createEngine({ model: config.model, mode: 'full' });
+  const engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: 'full' });
   try {
     const sudoku = await loadEnvironment('sudoku');
     tasks = sudoku.sampleTasks('train', 2, iterationTaskSeed(config.tasks.seed, 0), sudoku.optionsSchema.parse(config.environment.options)).map((t) => t.id);

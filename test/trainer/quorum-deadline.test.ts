@@ -20,6 +20,7 @@ import { loadEnvironment } from '../../environments/index.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine } from '../../trainer/engine.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
+import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
 import { iterationTaskSeed } from '../../trainer/loop/task-seed.ts';
 import { train, type TrainingOptions } from '../../trainer/loop/training.ts';
 
@@ -30,6 +31,8 @@ const fs = new FsObjectStore(root);
 const store: ObjectStore = {
   put: (key, body, o) => fs.put(key, body, o),
   get: (key) => fs.get(key),
+  putFile: (key, path, o) => fs.putFile(key, path, o),
+  getToFile: (key, path, o) => fs.getToFile(key, path, o),
   delete: (key) => fs.delete(key),
   list: async (prefix) => (await fs.list(prefix)).flatMap((k) => [k, k]),
 };
@@ -113,7 +116,7 @@ const scripted: Fanout = {
 
 beforeAll(async () => {
   sudoku = await loadEnvironment('sudoku');
-  engine = await createEngine({ model: config.model, mode: 'full' });
+  engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: 'full' });
   const envOptions = sudoku.optionsSchema.parse(config.environment.options);
   tasksOf = [0, 1].map((k) => sudoku.sampleTasks('train', 2, iterationTaskSeed(config.tasks.seed, k), envOptions).map((t) => t.id));
   options = { run, config, store, fanout: scripted, weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 20 };
@@ -159,7 +162,7 @@ describe('collection with quorum 0.5 and a deadline', () => {
 
   it('resuming replays the recorded updates and still does not count the late records', async () => {
     // A fresh process: θ_0 from the model, then the log and the unlogged update record.
-    const fresh = await createEngine({ model: config.model, mode: 'full' });
+    const fresh = await createEngine({ model: await resolveModelSpec(config.model, store), mode: 'full' });
     try {
       const result = await train({ ...options, weights: fresh, population: fresh });
       expect(result.resumedAt).toBe(2);

@@ -105,6 +105,8 @@ describe('RewardCollector: a read in the middle of a write', () => {
     let failures = 4;
     const store: ObjectStore = {
       put: (k, b, o) => direct.put(k, b, o),
+      putFile: (k, path, o) => direct.putFile(k, path, o),
+      getToFile: (k, path, o) => direct.getToFile(k, path, o),
       list: (p) => direct.list(p),
       delete: (k) => direct.delete(k),
       // What the SDK throws when s3rver's overwrite cuts the body off mid-read.
@@ -271,6 +273,8 @@ describe('collection at the settle', () => {
       // The store answers at once; the answer reaches the collector only when the gate opens.
       const slowAnswers: ObjectStore = {
         put: (key, body, options) => fs.put(key, body, options),
+        putFile: (key, path, options) => fs.putFile(key, path, options),
+        getToFile: (key, path, options) => fs.getToFile(key, path, options),
         list: (prefix) => fs.list(prefix),
         delete: (key) => fs.delete(key),
         async get(key) {

@@ -19,6 +19,7 @@ import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine } from '../../trainer/engine.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
+import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
 import { iterationTaskSeed } from '../../trainer/loop/task-seed.ts';
 import { train, type TrainingOptions } from '../../trainer/loop/training.ts';
 import { iterationRequests } from '../../trainer/fanout/iteration-requests.ts';
@@ -67,7 +68,7 @@ function record(member: number, task: string, reward: number, error: string | nu
 
 beforeAll(async () => {
   sudoku = await loadEnvironment('sudoku');
-  engine = await createEngine({ model: config.model, mode: 'full' });
+  engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: 'full' });
   fanout = new LocalFanout({ workers: 1, store: { kind: 'fs', root } });
   options = { run, config, store, fanout, weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 20 };
   [taskA, taskB] = sudoku.sampleTasks('train', 2, iterationTaskSeed(config.tasks.seed, 0), sudoku.optionsSchema.parse(config.environment.options)).map((t) => t.id);

@@ -5,7 +5,7 @@
  * float rounding of each other, so a difference is reported with where it starts, never hidden.
  */
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
-import type { ModelSpec } from '../../shared/schemas/index.ts';
+import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import type { EngineOptions, GenerateRow } from '../engine.ts';
 import { createEngine } from '../model/create-engine.ts';
 
@@ -45,7 +45,7 @@ function parityRows(rows: number, newTokens: number): GenerateRow[] {
   }));
 }
 
-async function decode(model: ModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[]): Promise<{ tokens: number[][]; ms: number }> {
+async function decode(model: LocalModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[]): Promise<{ tokens: number[][]; ms: number }> {
   const engine = await createEngine({ model, executionProvider: provider, ...engineOptions(way) });
   try {
     const t0 = performance.now();
@@ -56,7 +56,7 @@ async function decode(model: ModelSpec, provider: ExecutionProvider, way: Parity
   }
 }
 
-export async function providerParity(o: { model: ModelSpec; provider: ExecutionProvider; rows: number; newTokens: number; ways?: readonly ParityWay[] }): Promise<ParityResult> {
+export async function providerParity(o: { model: LocalModelSpec; provider: ExecutionProvider; rows: number; newTokens: number; ways?: readonly ParityWay[] }): Promise<ParityResult> {
   const rows = parityRows(o.rows, o.newTokens);
   const ways: ParityWayResult[] = [];
   for (const way of o.ways ?? PARITY_WAYS) {

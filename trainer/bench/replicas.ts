@@ -21,6 +21,7 @@ import { loadEnvironment } from '../../environments/index.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { createEngine } from '../model/create-engine.ts';
+import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { endpointOf, routeMembers } from '../loop/replica-set.ts';
 import { memberModelName } from '../server/model-name.ts';
 import type { Log } from './benchmark.ts';
@@ -59,7 +60,7 @@ async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<Replica
   const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
   const children: ChildProcess[] = [];
   try {
-    const engine = await createEngine({ model: o.config.model, mode: o.config.mode });
+    const engine = await createEngine({ model: await resolveModelSpec(o.config.model, store), mode: o.config.mode });
     const thetaHash = hashTheta(engine.segments());
     await engine.close();
     const members = ask(o.config.es);

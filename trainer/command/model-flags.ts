@@ -1,11 +1,11 @@
 /** Flag sets several commands share: which model to load, and where onnxruntime runs it. */
-import type { ModelSpec } from '../../shared/schemas/index.ts';
+import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import { PRESETS } from '../model/presets.ts';
 import { stringFlags } from './args.ts';
 
 /** A preset's name (presets.ts) is a preset, anything else an export directory. */
-export function modelSpecFlag(value: string, seed: number): ModelSpec {
-  return value in PRESETS ? ({ preset: value, seed } as ModelSpec) : { dir: value };
+export function modelSpecFlag(value: string, seed: number): LocalModelSpec {
+  return value in PRESETS ? ({ preset: value, seed } as LocalModelSpec) : { dir: value };
 }
 
 /** `--model NAME|DIR` and `--provider cpu|cuda|webgpu`, as strings for the options schema they feed. */

@@ -183,7 +183,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     run,
     runs,
     config: demo,
-    seeds: { run: config.seed, tasks: config.tasks.seed, model: 'preset' in config.model ? config.model.seed : config.model.dir },
+    seeds: { run: config.seed, tasks: config.tasks.seed, model: 'preset' in config.model ? config.model.seed : 'dir' in config.model ? config.model.dir : config.model.name },
     heldOut: { tasks: before.tasks, split: 'eval' },
     before: rate(before),
     es: {

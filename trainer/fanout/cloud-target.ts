@@ -71,6 +71,20 @@ export function cloudTargetFromEnv(env: Record<string, string | undefined>): Clo
   });
 }
 
+/** Only the bucket's variables: what a command that reads and writes the bucket, and invokes nothing, needs. */
+const BucketEnv = CloudEnv.pick({ ESOPT_BUCKET: true, AWS_REGION: true, ESOPT_AWS_REGION: true, AWS_ENDPOINT_URL: true, AWS_ENDPOINT_URL_S3: true, ESOPT_S3_FORCE_PATH_STYLE: true });
+
+/** The stack's bucket from ESOPT_BUCKET, AWS_REGION (or ESOPT_AWS_REGION) and the S3 endpoint overrides alone. */
+export function bucketStoreFromEnv(env: Record<string, string | undefined>): { store: S3ObjectStore; bucket: string } {
+  const present = Object.fromEntries(Object.keys(BucketEnv.shape).flatMap((name) => (env[name] ? [[name, env[name]]] : [])));
+  const r = BucketEnv.safeParse(present);
+  if (!r.success) throw new Error(`the stack's bucket is not named: ${r.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')} (ESOPT_BUCKET is \`sst deploy\`'s output bucket)`);
+  const e = r.data;
+  const endpoint = e.AWS_ENDPOINT_URL_S3 ?? e.AWS_ENDPOINT_URL;
+  const forcePathStyle = e.ESOPT_S3_FORCE_PATH_STYLE === undefined ? endpoint !== undefined : e.ESOPT_S3_FORCE_PATH_STYLE === 'true';
+  return { store: new S3ObjectStore({ bucket: e.ESOPT_BUCKET, region: e.AWS_REGION ?? e.ESOPT_AWS_REGION ?? DEFAULT_AWS_REGION, endpoint, forcePathStyle }), bucket: e.ESOPT_BUCKET };
+}
+
 /** The stack's bucket; credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
 export function openCloudStore(target: CloudTarget): S3ObjectStore {
   return new S3ObjectStore({ bucket: target.bucket, region: target.region, endpoint: target.s3Endpoint, forcePathStyle: target.forcePathStyle ?? target.s3Endpoint !== undefined });

@@ -1,6 +1,7 @@
 /**
  * The ModelHost of the local API and the trainer box: an Engine for the weights asked for (θ_0 of a
- * model spec, or a run's verified checkpoint) behind an inference server. By default on a free loopback
+ * model spec, or a run's verified checkpoint) behind an inference server; a named model is read from the
+ * same store and cached on this machine first. By default on a free loopback
  * port with its own token; the trainer box serves on its public port with the stack's token instead
  * (`PublicServing`), where the Episode function can reach it.
  */
@@ -10,6 +11,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { loadLatestCheckpoint } from '../loop/checkpoints.ts';
 import { readRunConfig } from '../loop/training.ts';
 import { createEngine } from '../model/create-engine.ts';
+import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { startInferenceServer } from '../server/server.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
@@ -50,7 +52,7 @@ export class LocalModelHost implements ModelHost {
     // Only θ itself is served here, never a member, so full mode's weights are a prepacked session
     // (rebuild-session, which never rebuilds without members): decoding at initializer speed, and on CUDA
     // θ stays on the device instead of being copied there on every run, for a prepacked copy of θ.
-    const engine = await createEngine({ model: spec, mode, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
+    const engine = await createEngine({ model: await resolveModelSpec(spec, this.store), mode, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
     let iteration = 0;
     try {
       if (model.kind === 'checkpoint') {

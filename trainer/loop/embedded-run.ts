@@ -11,6 +11,8 @@ import type { RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
 import { createEngine } from '../model/create-engine.ts';
+import { resolveModelSpec } from '../model-store/resolve-model.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { Engine } from '../engine.ts';
 import { startInferenceServer, type RunningServer } from '../server/server.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
@@ -59,10 +61,14 @@ export interface ServedModel {
   close(): Promise<void>;
 }
 
-/** A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. */
-export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> = {}): Promise<ServedModel> {
+/**
+ * A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. A named
+ * model is read from `models` (the run's store) and cached on this machine first.
+ */
+export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedModel> {
+  const model = await resolveModelSpec(config.model, o.models);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model: config.model, mode: config.mode, fullModeWeights: config.fullModeWeights, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   try {
     const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
     return {
@@ -89,7 +95,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     // With replicas, one coordinator per run: a second trainer of this run stops here (coordinator-lease.ts).
     if (o.replicas) lease = await acquireCoordinatorLease(store, run, { ttlMs: o.replicas.leaseTtlMs ?? 60_000 });
     const environment = await loadEnvironment(config.environment.name);
-    served = await serveModel(config, o);
+    served = await serveModel(config, { ...o, models: store });
     const { engine, server } = served;
     const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
     target.useEngine?.(engine);

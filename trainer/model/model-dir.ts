@@ -80,7 +80,11 @@ function readJson(dir: string, file: string): Record<string, unknown> {
   }
 }
 
-export function loadModelDir(dir: string): LoadedModel {
+/**
+ * The loader's cheap checks, before anything large is read: the directory exists with a graph file and
+ * the required files, and config.json parses as a model config. Returns the graph's file and the config.
+ */
+export function checkModelDir(dir: string): { modelFile: string; config: ModelConfig } {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`model directory ${dir} does not exist`);
   // model.onnx, else optimum's merged decoder, else the with-past half of its legacy split
   const modelFile = [MODEL_FILE, MERGED_FILE, WITH_PAST_FILE].find((f) => existsSync(join(dir, f))) ?? MODEL_FILE;
@@ -91,7 +95,11 @@ export function loadModelDir(dir: string): LoadedModel {
   if (!parsed.success) {
     throw new Error(`${join(dir, 'config.json')}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
   }
-  const config = parsed.data;
+  return { modelFile, config: parsed.data };
+}
+
+export function loadModelDir(dir: string): LoadedModel {
+  const { modelFile, config } = checkModelDir(dir);
   const tokenizer = new ChatTokenizer(readJson(dir, 'tokenizer.json'), readJson(dir, 'tokenizer_config.json'), join(dir, 'tokenizer.json'));
 
   const modelPath = join(dir, modelFile);

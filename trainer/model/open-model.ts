@@ -3,7 +3,7 @@
  * cached preset built once to disk and loaded from there) or an export directory read by the loader. All
  * come out as the same LoadedModel.
  */
-import type { ModelSpec } from '../../shared/schemas/index.ts';
+import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import { buildDecoder } from './build-decoder.ts';
 import { byteTokenizerConfig, byteTokenizerJson } from './byte-tokenizer.ts';
 import { ChatTokenizer } from './chat-tokenizer.ts';
@@ -28,7 +28,8 @@ export function savePreset(dir: string, preset: PresetName, seed: number): void 
   writePresetDir(dir, preset, seed);
 }
 
-export function openModel(spec: ModelSpec): LoadedModel {
+/** Synchronous: a named model is resolved to its cached directory first (trainer/model-store/resolve-model.ts). */
+export function openModel(spec: LocalModelSpec): LoadedModel {
   if (!('preset' in spec)) return loadModelDir(spec.dir);
   return CACHED_PRESETS.has(spec.preset) ? loadModelDir(cachedPresetDir(spec.preset, spec.seed)) : buildPreset(spec.preset, spec.seed);
 }

@@ -53,7 +53,7 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
     await sleep(pollMs);
   }
   const cfg = config;
-  const served = await serveModel(cfg, { token: o.token, server: o.server, executionProvider: o.executionProvider });
+  const served = await serveModel(cfg, { token: o.token, server: o.server, executionProvider: o.executionProvider, models: store });
   const { engine, server } = served;
   const baseUrl = o.publicUrl ?? `${server.url}/v1`;
   const segments = engine.segments();

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { pinModelName, UnknownModelError } from '../../../shared/model-catalog.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { runEmbedded } from '../../loop/embedded-run.ts';
@@ -85,6 +86,15 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     } else {
       config = readConfigFile(flag(p.values, 'config', z.string().min(1)));
       run = p.values.run === undefined ? defaultRunId(config) : flag(p.values, 'run', Id);
+      // A named model is pinned to its manifest now, so the stored config (and any resume) keeps this θ₀.
+      if ('name' in config.model) {
+        try {
+          config = { ...config, model: await pinModelName(choice.store, config.model) };
+        } catch (err) {
+          if (err instanceof UnknownModelError) throw new UsageError(`--config: model.${err.field}: ${err.message} (in ${choice.where})`);
+          throw err;
+        }
+      }
     }
   } catch (err) {
     await choice.abandon();
