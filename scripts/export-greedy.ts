@@ -5,6 +5,7 @@
  *
  *   npx tsx scripts/export-greedy.ts --store DIR --run RUN --out DIR [--format safetensors] [--iteration K] --prompts test/fixtures/torch-llama-tied/greedy.json
  */
+import { resolveModelSpec } from '../trainer/model-store/resolve-model.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,7 +22,7 @@ const iteration = values.iteration === undefined ? undefined : Number(values.ite
 const summary = await exportModel({ store, run: values.run, iteration, out: values.out, format: ExportFormat.parse(values.format), onProgress: (m) => process.stderr.write(`${m}\n`) });
 const fixture = JSON.parse(readFileSync(values.prompts, 'utf8')) as { new_tokens: number; runs: Array<{ prompt: number[] }> };
 const theta = await thetaAtIteration(store, values.run, summary.iteration);
-const engine = await createOnnxEngine(theta.model, { model: theta.config.model, mode: theta.config.mode });
+const engine = await createOnnxEngine(theta.model, { model: await resolveModelSpec(theta.config.model, store), mode: theta.config.mode });
 try {
   const out = await engine.generate(fixture.runs.map((r) => ({ promptIds: r.prompt, member: { kind: 'base' }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: fixture.new_tokens, stop: [], ignoreEos: true })));
   const greedy = { run: summary.run, iteration: summary.iteration, thetaHash: summary.thetaHash, mode: summary.mode, runs: fixture.runs.map((r, i) => ({ prompt: r.prompt, greedy: out[i].tokenIds })) };

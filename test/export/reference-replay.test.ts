@@ -6,6 +6,7 @@
  * low-rank mode on a tied-embedding export, so a transposed target too) replayed from θ_0 give the
  * TypeScript restore's θ_K bit for bit and every logged θ hash on the way.
  */
+import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -129,7 +130,7 @@ async function trainAndReplay(run: string, overrides: Partial<RunConfigInput>): 
 /** θ_K as the trainer's restore rebuilds it from θ_0 and the log alone (the final checkpoint removed). */
 async function typescriptRestore(store: FsObjectStore, storeRoot: string, run: string, config: RunConfig): Promise<Buffer> {
   rmSync(join(storeRoot, keys.checkpoints(run)), { recursive: true, force: true });
-  const engine = await createEngine({ model: config.model, mode: config.mode });
+  const engine = await createEngine({ model: await resolveModelSpec(config.model, undefined), mode: config.mode });
   try {
     const restored = await restoreFromLog(store, run, engine, config.rank);
     expect(restored.replayed).toBe(config.iterations);

@@ -3,6 +3,7 @@
  * K − 1, checked against every logged θ hash, in full and low-rank mode; a torn checkpoint is passed over;
  * K past the log is refused naming what it holds; restoreFromLog without a bound still replays the whole log.
  */
+import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
 import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,7 +63,7 @@ describe.each(['full', 'lowrank'] as PerturbationMode[])('θ at iteration K (%s 
 
   it('restoreFromLog without a bound replays the whole log into an engine (the trainer and replicas)', async () => {
     const { store, run, hashes, config } = await made;
-    const engine = await createEngine({ model: config.model, mode });
+    const engine = await createEngine({ model: await resolveModelSpec(config.model, undefined), mode });
     try {
       const restored = await restoreFromLog(store, run, engine, config.rank);
       expect([restored.next, hashTheta(engine.segments())]).toEqual([4, hashes[4]]);

@@ -4,6 +4,7 @@
  * θ_K can be rebuilt from θ_0 in another framework. θ's layout is the engine's own (the model opened as
  * `createEngine` opens it, laid out by `layoutSegments`), without building an inference session.
  */
+import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { layoutSegments, type ParameterSegment } from '../../shared/es.ts';
@@ -49,7 +50,8 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
   if (first.mode !== config.mode || (config.mode === 'lowrank' && first.rank !== config.rank)) {
     throw new Error(`run ${run}: iteration 0 ran in ${first.mode} mode with rank ${first.rank}, the config says ${config.mode} with rank ${config.rank}`);
   }
-  const model = openModel(config.model);
+  // a named model is the one the run pinned, pulled into the verified cache
+  const model = openModel(await resolveModelSpec(config.model, store));
   const theta0 = layoutSegments(model.weights);
   const hash = hashTheta(theta0);
   if (hash !== first.thetaHash) throw new Error(`run ${run}: the model's θ_0 (${hash}) is not the run's θ_0 (${first.thetaHash})`);

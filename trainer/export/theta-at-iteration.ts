@@ -2,6 +2,7 @@
  * θ_K of a run: its model opened as the trainer opens it, the newest verified checkpoint at or below K,
  * and the log replayed through iteration K − 1's update, each step checked against the logged θ hash.
  */
+import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
@@ -35,7 +36,8 @@ export async function thetaAtIteration(store: ObjectStore, run: string, iteratio
   const k = iteration ?? latest;
   if (!Number.isInteger(k) || k < 0) throw new Error(`iteration must be an integer ≥ 0, got ${k}`);
   if (k > latest) throw new Error(`iteration ${k} is beyond run ${run}'s log, which holds ${latest === 0 ? 'no update yet (only θ_0)' : `the updates of iterations 0…${latest - 1} (θ_0 … θ_${latest})`}`);
-  const model = openModel(config.model);
+  // a named model is the one the run pinned, pulled into the verified cache
+  const model = openModel(await resolveModelSpec(config.model, store));
   const theta = modelTheta(model, config.mode);
   const restored = await restoreFromLog(store, run, theta, config.rank, k);
   if (restored.next !== k) throw new Error(`run ${run}: θ reached iteration ${restored.next}, not ${k} (the log has a gap)`);

@@ -48,7 +48,7 @@ export async function runModelExport(store: ObjectStore, request: ModelExportReq
     await createTar({ file: archive, cwd: dir, portable: true }, readdirSync(dir).sort());
     const bytes = statSync(archive).size;
     const sha256 = await sha256OfFile(archive);
-    await putArchive(store, keys.modelExportArchive(request.run, request.iteration, request.format), archive);
+    await putArchive(store, keys.modelExportArchive(request.run, request.iteration, request.format), archive, sha256);
     const ready: ModelExportStatus = { ...base, state: 'ready', bytes, sha256, thetaHash, updatedAt: new Date().toISOString() };
     await writeStatus(store, ready);
     return ready;
@@ -61,7 +61,7 @@ export async function runModelExport(store: ObjectStore, request: ModelExportReq
   }
 }
 
-async function putArchive(store: ObjectStore, key: string, path: string): Promise<void> {
-  const { readFile } = await import('node:fs/promises');
-  await store.put(key, await readFile(path), { contentType: 'application/x-tar' });
+/** Streamed, never held in memory (a model's archive can pass 2 GiB), its hash checked as it is sent. */
+async function putArchive(store: ObjectStore, key: string, path: string, sha256: string): Promise<void> {
+  await store.putFile(key, path, { contentType: 'application/x-tar', sha256 });
 }

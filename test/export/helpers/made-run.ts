@@ -4,6 +4,7 @@
  * resume and the replicas replay with), its θ hash logged, and full checkpoints where asked. Only the
  * rewards are made up (fixed, unequal, so every update moves θ).
  */
+import { resolveModelSpec } from '../../../trainer/model-store/resolve-model.ts';
 import { keys } from '../../../shared/keys.ts';
 import { RunConfig, type LogEntry, type ModelSpec } from '../../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
@@ -36,7 +37,7 @@ export async function madeRun(o: { root: string; run: string; model: ModelSpec; 
     seed: 17,
   });
   await putJson(store, keys.config(o.run), config, true);
-  const engine = await createEngine({ model: config.model, mode: config.mode });
+  const engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: config.mode });
   const hashes = [hashTheta(engine.segments())];
   for (let k = 0; k < o.updates; k++) {
     if (o.checkpoints?.includes(k)) await writeCheckpoint(store, o.run, k, engine.segments());
