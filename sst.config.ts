@@ -265,8 +265,9 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         policy: $jsonStringify({
           Version: '2012-10-17',
           Statement: [
-            // The run it follows (config, manifests, updates, checkpoints, log, status), which run that is, and the artifact it boots from.
-            { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/${artifactObject.key}`] },
+            // The run it follows (config, manifests, updates, checkpoints, log, status), which run that is, the
+            // pushed model the run names (manifest and files, `esopt models push`), and the artifact it boots from.
+            { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/models/*`, $interpolate`${bucket.arn}/${artifactObject.key}`] },
             { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
             // Its own announcement and θ reports, and its own boot state (trainer/hosting/box-boot.sh).
             { Effect: 'Allow', Action: ['s3:PutObject'], Resource: [$interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`, $interpolate`${bucket.arn}/runs/*/replica-reports/*/${r.id}.json`, $interpolate`${bucket.arn}/boxes/${r.id}/boot.json`] },
@@ -324,8 +325,8 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
-        // GET /boxes: each box's boot state.
-        { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json') },
+        // GET /boxes: each box's boot state. The model catalog's names and manifests, to pin a named model (never its files).
+        { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*') },
         // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, a model export's first
         // status (GET /runs/{id}/model), the queue entry for the trainer box, and the Idempotency-Key records.
         // The exported archive itself is downloaded by a URL this role presigns (its GetObject on runs/*).

@@ -6,6 +6,7 @@ import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, type Ev
 import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { hostChoiceIssues } from './host-choices.ts';
+import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
 import { StoredTranscript } from '../episode-transcript.ts';
@@ -62,9 +63,10 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       responses: { 202: json(Created, 'Accepted; follow it at GET /evaluations/{id}'), 400: errors[400], 401: errors[401], 404: errors[404], 422: errors[422] },
     }),
     async (c) => {
-      const body = c.req.valid('json');
-      const issues = [...(await environmentIssues(body)), ...hostChoiceIssues(body, deps.deployed)];
+      const asked = c.req.valid('json');
+      const issues = [...(await environmentIssues(asked)), ...hostChoiceIssues(asked, deps.deployed)];
       if (issues.length) throw invalidProblem(issues);
+      const body: EvaluationRequest = asked.model.kind === 'base' ? { ...asked, model: { ...asked.model, model: await pinRequestModel(store, asked.model.model, 'model.model') } } : asked;
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {
         throw new ApiProblem(422, 'model_not_servable', `this deployment cannot serve ${body.model.kind} models; evaluate an external endpoint, or use the local API (esopt api)`);
       }

@@ -1,9 +1,10 @@
 /**
  * What an API request may not choose. On a deployed stack no request names a program to run or a path on
  * a machine's disk: the Episode function would launch a web option's `executablePath` with its role's
- * credentials in its environment, and the trainer box would open a model `dir` wherever it points (only the
- * models the deployed tree ships, under models/, may be named). And
- * anywhere, an endpoint key only travels over https (a loopback address excepted: it never leaves the host).
+ * credentials in its environment, and the trainer box would open a model `dir` wherever it points (the
+ * models/ directories the tree ships included: a model reaches the stack by `esopt models push`, and is
+ * named as `{ name }`). And anywhere, an endpoint key only travels over https (a loopback address
+ * excepted: it never leaves the host).
  */
 import type { EvaluationModel, ModelSpec } from '../../shared/schemas/index.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
@@ -12,11 +13,6 @@ import type { FieldIssue } from '../../shared/validation.ts';
 const HOST_OPTIONS: Record<string, string[]> = { web: ['executablePath'] };
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
-
-/** A model directory the deployed tree ships: relative, under models/, no way out of it. */
-export function isShippedModelDir(dir: string): boolean {
-  return /^models\/[^/]/.test(dir) && !dir.split(/[\\/]/).some((part) => part === '..' || part === '');
-}
 
 export function isLoopbackUrl(url: string): boolean {
   return LOOPBACK.test(new URL(url).hostname);
@@ -37,8 +33,8 @@ export function hostChoiceIssues(input: HostChoiceInput, deployed: boolean): Fie
       if (options[name] !== undefined) issues.push({ path: `environment.options.${name}`, message: 'a deployed stack chooses its own programs: a request may not name one (leave it out)' });
     }
     const spec = input.model && 'kind' in input.model ? (input.model.kind === 'base' ? { path: 'model.model', model: input.model.model } : null) : input.model ? { path: 'model', model: input.model } : null;
-    if (spec && 'dir' in spec.model && !isShippedModelDir(spec.model.dir)) {
-      issues.push({ path: `${spec.path}.dir`, message: "a deployed stack opens no path on the trainer box's disk but the models it ships (models/<name>): name one of those, or a preset" });
+    if (spec && 'dir' in spec.model) {
+      issues.push({ path: `${spec.path}.dir`, message: "a deployed stack opens no path on the trainer box's disk: push the model (esopt models push DIR --cloud) and name it as { \"name\": ... }, or name a preset" });
     }
   }
   const model = input.model;

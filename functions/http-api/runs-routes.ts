@@ -6,6 +6,7 @@ import { keys } from '../../shared/keys.ts';
 import { CheckpointList, Created, IdParam, MetricsSeries, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { hostChoiceIssues } from './host-choices.ts';
+import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
 import { newId } from './ids.ts';
@@ -31,17 +32,18 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       responses: { 201: json(Created, 'The run was created and handed to the launcher'), 400: errors[400], 401: errors[401], 409: errors[409], 422: errors[422] },
     }),
     async (c) => {
-      const config = c.req.valid('json');
+      const request = c.req.valid('json');
       let definition;
       try {
-        definition = await loadEnvironment(config.environment.name);
+        definition = await loadEnvironment(request.environment.name);
       } catch (err) {
         throw invalidProblem([{ path: 'environment.name', message: (err as Error).message }]);
       }
-      const options = definition.optionsSchema.safeParse(config.environment.options);
+      const options = definition.optionsSchema.safeParse(request.environment.options);
       if (!options.success) throw invalidProblem(issuesOf(options.error, 'environment.options'));
-      const refused = hostChoiceIssues(config, deps.deployed);
+      const refused = hostChoiceIssues(request, deps.deployed);
       if (refused.length) throw invalidProblem(refused);
+      const config = { ...request, model: await pinRequestModel(store, request.model, 'model') };
 
       let id = newId(config.name ?? 'run');
       while (!(await writeJson(store, keys.config(id), config, true))) id = newId(config.name ?? 'run');

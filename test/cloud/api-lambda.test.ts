@@ -3,11 +3,13 @@
  * hono/aws-lambda, over a real s3rver bucket. Reads work; starting a run queues it for the trainer box.
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler, lambdaHandlerFor } from '../../functions/api.ts';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
-import { QueuedWork } from '../../shared/schemas/index.ts';
+import { QueuedWork, RunConfig } from '../../shared/schemas/index.ts';
+import { pushModel } from '../../trainer/model-store/push-model.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
@@ -45,14 +47,21 @@ describe('functions/api.ts', () => {
     expect((await call(handle, functionUrlEvent('GET', '/nope', { authorization: `Bearer ${TOKEN}` }))).statusCode).toBe(404);
   });
 
-  it('queues a run for the trainer box (status requested, one queue entry) and answers 201 with its id', async () => {
+  it('queues a run of a pushed model for the trainer box (status requested, one queue entry, the name pinned) and answers 201 with its id', async () => {
     const handle = lambdaHandlerFor(appOver(store));
-    const config = readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8');
-    const res = await call(handle, functionUrlEvent('POST', '/runs', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, config));
+    const post = (body: string) => call(handle, functionUrlEvent('POST', '/runs', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body));
+    // The demo names its base as a directory of the tree: the stack refuses it and points at esopt models push.
+    const demo = readFileSync(new URL('../../configs/demo.json', import.meta.url), 'utf8');
+    const refused = await post(demo);
+    expect(refused.statusCode).toBe(400);
+    expect(JSON.parse(refused.body).error.issues).toEqual([{ path: 'model.dir', message: expect.stringContaining('esopt models push') }]);
+    const { manifestSha256 } = await pushModel(store, fileURLToPath(new URL('../../models/sudoku-6x6-grid', import.meta.url)), { name: 'sudoku-6x6-grid' });
+    const res = await post(JSON.stringify({ ...JSON.parse(demo), model: { name: 'sudoku-6x6-grid' } }));
     expect(res.statusCode).toBe(201);
     const { id } = JSON.parse(res.body) as { id: string };
     const detail = JSON.parse((await call(handle, functionUrlEvent('GET', `/runs/${id}`, { authorization: `Bearer ${TOKEN}` }))).body) as { state: string; completedIterations: number };
     expect(detail).toMatchObject({ state: 'requested', completedIterations: 0 });
+    expect(RunConfig.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.config(id)))!))).model).toEqual({ name: 'sudoku-6x6-grid', manifest: manifestSha256 });
     expect(await store.list(keys.workQueue())).toEqual([keys.queuedWork('run', id)]);
     const work = QueuedWork.parse(JSON.parse(new TextDecoder().decode((await store.get(keys.queuedWork('run', id)))!)));
     expect(work).toMatchObject({ kind: 'run', id });

@@ -4,12 +4,15 @@
  * put, list and delete checked against the statements the way S3 checks a request; a create-only put
  * also needs GetObject, for its HEAD).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
+import { readNamedModel } from '../../shared/model-catalog.ts';
+import { pushModel } from '../../trainer/model-store/push-model.ts';
 import type { ObjectStore, PutOptions, StreamOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
@@ -26,6 +29,7 @@ interface Statement {
 }
 
 const BUCKET = '${sst.aws.Bucket.Runs.arn}';
+const DEMO = fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url));
 /** The stage's evaluation keys (SSM parameters), in this account and region only. */
 const EVALUATION_KEYS = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
 const parameterArn = (name: string) => `arn:\${aws.getPartition.partition}:ssm:us-east-1:\${aws.getCallerIdentity.accountId}:parameter${name}`;
@@ -58,7 +62,7 @@ function allows(statements: Statement[], action: string, resource: string): bool
 class EnforcingStore implements ObjectStore {
   readonly denied: string[] = [];
   constructor(
-    private readonly inner: ObjectStore,
+    readonly inner: ObjectStore,
     private readonly statements: Statement[],
   ) {}
   private check(action: string, resource: string) {
@@ -133,7 +137,7 @@ describe('least privilege', () => {
         { actions: ['ssm:GetParameter'], resources: [EVALUATION_KEYS] },
       ],
       Api: [
-        { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json'].map((p) => `${BUCKET}/${p}`) },
+        { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*'].map((p) => `${BUCKET}/${p}`) },
         {
           actions: ['s3:PutObject'],
           resources: ['runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'runs/*/exports/*/status.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`),
@@ -179,6 +183,11 @@ describe('least privilege', () => {
     };
     const run = await call('POST', '/runs', tinyRunConfig({ name: 'iam' }), { 'idempotency-key': 'iam-1' });
     expect(run.status).toBe(201);
+    // A pushed model (pushed from outside the stack) is pinned from its name and manifest alone.
+    const pushed = await pushModel(store.inner, DEMO, { name: 'demo' });
+    const named = await call('POST', '/runs', tinyRunConfig({ name: 'iam-named', model: { name: 'demo' } }));
+    expect(named.status).toBe(201);
+    expect((await call('POST', '/evaluations', { model: { kind: 'base', model: { name: 'demo', manifest: pushed.manifestSha256 } }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 })).status).toBe(202);
     expect((await call('POST', '/runs', tinyRunConfig({ name: 'iam' }), { 'idempotency-key': 'iam-1' })).body.id).toBe(run.body.id);
     for (const path of ['/runs', `/runs/${run.body.id}`, `/runs/${run.body.id}/metrics`, `/runs/${run.body.id}/checkpoints`]) expect((await call('GET', path)).status, path).toBe(200);
     // A model export: its status and the queue entry for the box (the box makes the archive).
@@ -200,6 +209,10 @@ describe('least privilege', () => {
       await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
     }
     await expect(store.delete(keys.config(run.body.id))).rejects.toThrow(/AccessDenied: s3:DeleteObject/);
+    // The model store: the Api reads names and manifests, never a model's files, and writes none of it.
+    const blob = keys.modelBlob((await readNamedModel(store.inner, 'demo'))!.manifest.files[0].sha256);
+    await expect(store.get(blob)).rejects.toThrow(/AccessDenied: s3:GetObject/);
+    for (const key of [keys.modelName('demo'), keys.modelManifest(pushed.manifestSha256), blob]) await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
   });
 
   it('with replica boxes: each reads the runs and writes only its own announcement and θ reports; the Episode function reads their announcements', async () => {
@@ -208,7 +221,7 @@ describe('least privilege', () => {
     const artifact = `${BUCKET}/\${aws.s3.BucketObjectv2.TrainerArtifact.key}`;
     for (const n of [1, 2]) {
       expect(all[`ReplicaRole${n}`]).toEqual([
-        { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*`, `${BUCKET}/trainer/active-run.json`, artifact] },
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*`, `${BUCKET}/trainer/active-run.json`, `${BUCKET}/models/*`, artifact] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
         { actions: ['s3:PutObject'], resources: [`${BUCKET}/runs/*/replicas/replica-${n}.json`, `${BUCKET}/runs/*/replica-reports/*/replica-${n}.json`, `${BUCKET}/boxes/replica-${n}/boot.json`] },
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
@@ -226,6 +239,8 @@ describe('least privilege', () => {
     expect(writers(keys.boxBoot('replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.activeRun())).toEqual(['TrainerRole']);
     expect(writers(keys.coordinatorLease('r1', 0))).toEqual(['TrainerRole']);
+    // The model store: pushed from outside the stack; of its roles only the trainer's may write it.
+    for (const key of [keys.modelName('m'), keys.modelManifest('a'.repeat(64)), keys.modelBlob('b'.repeat(64))]) expect(writers(key), key).toEqual(['TrainerRole']);
     for (const key of [keys.manifest('r1', 0), keys.update('r1', 0), keys.checkpointWeights('r1', 0), keys.log('r1'), keys.runStatus('r1'), keys.reward('r1', 0, 0, 't')]) {
       expect(writers(key).filter((r) => r.startsWith('Replica')), key).toEqual([]);
     }
@@ -233,10 +248,18 @@ describe('least privilege', () => {
     expect((await roles()).Episode.flatMap((s) => s.resources).filter((r) => r.includes('/replicas/'))).toEqual([]);
   });
 
-  it('a replica box follows the active run within its role: restore, announce with its certificate, report; nothing denied', async () => {
+  it('a replica box follows the active run of a pushed model within its role: pull the model, restore, announce with its certificate, report; nothing denied', async () => {
     const statements = (await roles({ ESOPT_REPLICAS: '2' })).ReplicaRole1;
     const inner = new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-replica-')));
-    const config = RunConfig.parse(tinyRunConfig({ name: 'iam-replica' }));
+    const { manifestSha256 } = await pushModel(inner, DEMO, { name: 'demo' });
+    const config = RunConfig.parse(tinyRunConfig({ name: 'iam-replica', model: { name: 'demo', manifest: manifestSha256 } }));
+    const cache = mkdtempSync(join(tmpdir(), 'esopt-iam-cache-'));
+    const savedCache = process.env.ESOPT_MODEL_CACHE;
+    process.env.ESOPT_MODEL_CACHE = cache;
+    onTestFinished(() => {
+      if (savedCache === undefined) delete process.env.ESOPT_MODEL_CACHE;
+      else process.env.ESOPT_MODEL_CACHE = savedCache;
+    });
     // What the coordinator box and the Api wrote: the run, its status, and which run the box trains.
     const now = new Date().toISOString();
     await inner.put(keys.config('r1'), JSON.stringify(config));
@@ -254,6 +277,7 @@ describe('least privilege', () => {
     expect(announced.tls.sha256).toBe(tls.sha256);
     expect(JSON.stringify(announced)).not.toContain('PRIVATE KEY');
     expect(store.denied).toEqual([]);
+    expect(readdirSync(join(cache, 'store'))).toEqual([manifestSha256]);
     // Another box's announcement, the run's records and the certificate are out of its reach.
     for (const key of [keys.replica('r1', 'replica-2'), keys.replicaReport('r1', 0, 'coordinator'), keys.manifest('r1', 0), keys.trainerCertificate(), keys.activeRun()]) {
       await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);

@@ -14,6 +14,8 @@ import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { pushModel } from '../../trainer/model-store/push-model.ts';
 import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binaries.ts';
 import { buildFunction, type FunctionBuild } from '../../trainer/rehearsal/sst-build.ts';
 import { stackFunctions, type StackFunction } from '../../trainer/rehearsal/sst-stack.ts';
@@ -184,14 +186,16 @@ describe('the functions built as sst deploy builds them', () => {
     const pages = await servePages(r);
     expect(pages).toEqual(expect.arrayContaining(['/ 200', '/docs 200', '/assets/dashboard.js 200', '/assets/uplot.js 200', '/docs/assets/swagger-ui-bundle.js 200']));
     expect(pages.filter((p) => !p.endsWith(' 200'))).toEqual([]);
-    // A web run: validating its config loads the web environment's definition, not its browser runtime.
+    // A web run: validating its config loads the web environment's definition, not its browser runtime;
+    // its model, pushed to the bucket beforehand, is pinned by the bundled Api reading the model catalog.
+    const { manifestSha256 } = await pushModel(new S3ObjectStore(s3.storeConfig), join(ROOT, 'models/sudoku-6x6-grid'), { name: 'demo-base' });
     const config = JSON.parse(readFileSync(join(ROOT, 'configs/demo.json'), 'utf8')) as Record<string, unknown>;
-    const web = { ...config, name: 'web-bundle', environment: { name: 'web', options: { backend: 'chromium' } } };
+    const web = { ...config, name: 'web-bundle', environment: { name: 'web', options: { backend: 'chromium' } }, model: { name: 'demo-base' } };
     const created = await r.call(functionUrlEvent('POST', '/runs', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, JSON.stringify(web)));
     expect({ status: created.statusCode, body: created.statusCode === 201 ? '' : created.body }).toEqual({ status: 201, body: '' });
     const { id } = JSON.parse(created.body) as { id: string };
     const detail = await r.call(functionUrlEvent('GET', `/runs/${id}`, { authorization: `Bearer ${TOKEN}` }));
-    expect(JSON.parse(detail.body)).toMatchObject({ state: 'requested' });
+    expect(JSON.parse(detail.body)).toMatchObject({ state: 'requested', config: { model: { name: 'demo-base', manifest: manifestSha256 } } });
   }, 60_000);
 
   it('fails the same check when the package lacks one copied file', async () => {

@@ -1,16 +1,21 @@
 /**
  * Requests that would choose a program or a path on a deployed stack's machines, or send an endpoint key in
  * clear text (functions/http-api/host-choices.ts): each is refused with 400 and the field's path by the app
- * as the Api function builds it (queued launchers, `deployed`), and nothing is queued. The local API, where
- * the caller owns the machine, still takes a program and a model directory.
+ * as the Api function builds it (queued launchers, `deployed`), and nothing is queued; so is a model that
+ * was never pushed. A pushed one is pinned to its manifest. The local API, where the caller owns the
+ * machine, still takes a program and a model directory.
  */
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostChoiceIssues } from '../../functions/http-api/host-choices.ts';
 import { keys } from '../../shared/keys.ts';
+import { RunConfig } from '../../shared/schemas/index.ts';
+import { pushModel } from '../../trainer/model-store/push-model.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { apiOverTempStore } from './helpers/api-app.ts';
 
 const TOKEN = 'host-choices-token-0123456789';
+const GRID = fileURLToPath(new URL('../../models/sudoku-6x6-grid', import.meta.url));
 const api = apiOverTempStore(TOKEN);
 afterAll(() => api.dispose());
 
@@ -30,6 +35,10 @@ describe('what a request may not choose on a deployed stack', () => {
     ['an evaluation that names the browser program', '/evaluations', evaluation({ kind: 'external', baseUrl: 'https://agent.example.com/v1', model: 'm' }, web({ executablePath: '/usr/bin/env' })), 'environment.options.executablePath'],
     ['a base evaluation of a directory on the box', '/evaluations', evaluation({ kind: 'base', model: { dir: '/root' } }), 'model.model.dir'],
     ['a run whose model dir climbs out of the shipped models', '/runs', tinyRunConfig({ model: { dir: 'models/../../../etc' } }), 'model.dir'],
+    ['a run of a model directory the tree ships', '/runs', tinyRunConfig({ model: { dir: 'models/sudoku-6x6-grid' } }), 'model.dir'],
+    ['a run of a model nobody pushed', '/runs', tinyRunConfig({ model: { name: 'nobody' } }), 'model.name'],
+    ['a run pinned to a manifest the store lacks', '/runs', tinyRunConfig({ model: { name: 'grid', manifest: 'f'.repeat(64) } }), 'model.manifest'],
+    ['a base evaluation of a model nobody pushed', '/evaluations', evaluation({ kind: 'base', model: { name: 'nobody' } }), 'model.model.name'],
     ['a keyed evaluation of a plain-http endpoint', '/evaluations', evaluation({ kind: 'external', baseUrl: 'http://agent.example.com/v1', model: 'm', apiKey: 'sk-secret-0123' }), 'model.baseUrl'],
   ];
   for (const [what, path, body, field] of hostile) {
@@ -42,13 +51,32 @@ describe('what a request may not choose on a deployed stack', () => {
     });
   }
 
-  it('takes what names nothing on the host: a preset or a shipped model, the web option left out, a keyed https or loopback endpoint, an unkeyed http one', async () => {
+  it('points a model directory at esopt models push', async () => {
+    const r = await post('/runs', tinyRunConfig({ model: { dir: 'models/sudoku-6x6-grid' } }));
+    expect(r.body.error?.issues?.[0]?.message).toMatch(/esopt models push DIR --cloud/);
+  });
+
+  it('takes what names nothing on the host: a preset or a pushed model, the web option left out, a keyed https or loopback endpoint, an unkeyed http one', async () => {
     expect((await post('/runs', tinyRunConfig({ environment: web({}) }))).status).toBe(201);
-    expect((await post('/runs', tinyRunConfig({ model: { dir: 'models/sudoku-6x6-grid' } }))).status).toBe(201);
     for (const baseUrl of ['https://agent.example.com/v1', 'http://127.0.0.1:9/v1', 'http://localhost:9/v1']) {
       expect((await post('/evaluations', evaluation({ kind: 'external', baseUrl, model: 'm', apiKey: 'sk-secret-0123' }))).status, baseUrl).toBe(202);
     }
     expect((await post('/evaluations', evaluation({ kind: 'external', baseUrl: 'http://agent.example.com/v1', model: 'm' }))).status).toBe(202);
+  });
+
+  it('pins a pushed model to its manifest in what it stores, run and base evaluation alike', async () => {
+    const { manifestSha256 } = await pushModel(api.store, GRID, { name: 'grid' });
+    const created = await post('/runs', tinyRunConfig({ model: { name: 'grid' } }));
+    expect(created.status).toBe(201);
+    const id = (created.body as unknown as { id: string }).id;
+    const config = RunConfig.parse(JSON.parse(new TextDecoder().decode((await api.store.get(keys.config(id)))!)));
+    expect(config.model).toEqual({ name: 'grid', manifest: manifestSha256 });
+    // A manifest the store has is taken as given.
+    expect((await post('/runs', tinyRunConfig({ model: { name: 'grid', manifest: manifestSha256 } }))).status).toBe(201);
+    const evaluated = await post('/evaluations', evaluation({ kind: 'base', model: { name: 'grid' } }));
+    expect(evaluated.status).toBe(202);
+    const request = JSON.parse(new TextDecoder().decode((await api.store.get(keys.evaluationRequest((evaluated.body as unknown as { id: string }).id)))!));
+    expect(request.model).toEqual({ kind: 'base', model: { name: 'grid', manifest: manifestSha256 } });
   });
 
   it('leaves a program and a model directory to the local API, where the caller owns the machine; the key rule holds there too', () => {
