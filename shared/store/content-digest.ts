@@ -4,6 +4,7 @@
  * pass that moves it.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { open } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { StreamOptions } from '../ports/object-store.ts';
 
@@ -18,6 +19,9 @@ export class ContentMismatchError extends Error {
     this.name = 'ContentMismatchError';
   }
 }
+
+/** What a file copy moves per read. */
+const COPY_CHUNK = 4 * 1024 * 1024;
 
 export function assertSha256(hex: string | undefined): void {
   if (hex !== undefined && !/^[0-9a-f]{64}$/.test(hex)) throw new Error(`invalid sha256 ${JSON.stringify(hex)}: must be 64 lowercase hex digits`);
@@ -42,6 +46,31 @@ export class ContentDigest {
     const actual = this.hash.digest('hex');
     if (this.options.sha256 !== undefined && actual !== this.options.sha256) throw new ContentMismatchError(where, this.options.sha256, actual);
     return actual;
+  }
+
+  /**
+   * Copies the file at `from` into `to` (opened with `flags`) through this digest: one buffer of `chunk`
+   * bytes read, hashed and written in turn, reused throughout, so a multi-GiB file costs no allocation per
+   * chunk (a stream's fresh buffer per chunk cost more than the hashing did). `to` null: hash only.
+   */
+  async copyFile(from: string, to: string | null, flags = 'w', chunk = COPY_CHUNK): Promise<void> {
+    const source = await open(from, 'r');
+    const target = to === null ? null : await open(to, flags).catch(async (err: unknown) => {
+      await source.close();
+      throw err;
+    });
+    try {
+      const buffer = Buffer.allocUnsafe(chunk);
+      for (;;) {
+        const { bytesRead } = await source.read(buffer, 0, chunk, null);
+        if (bytesRead === 0) break;
+        const filled = buffer.subarray(0, bytesRead);
+        this.update(filled);
+        for (let at = 0; at < bytesRead && target; ) at += (await target.write(filled, at, bytesRead - at)).bytesWritten;
+      }
+    } finally {
+      await Promise.all([source.close(), target?.close()]);
+    }
   }
 
   /** A stream stage that feeds this digest and passes every chunk on unchanged. */

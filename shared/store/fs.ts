@@ -11,22 +11,18 @@
  * (docs/CLOUD.md), and those hops, not the episodes, were most of what a pool of CPU-light episode
  * workers spent (`esopt bench fanout`). A small call blocks the event loop for tens of microseconds,
  * less than the hops cost the loop in callbacks; a large one would block it for milliseconds, so it
- * stays asynchronous. Files (`putFile`, `getToFile`) stream through in chunks of STREAM_CHUNK.
+ * stays asynchronous. Files (`putFile`, `getToFile`) are copied through one reused buffer, hashed as they go.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, createReadStream, createWriteStream, existsSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
 import { ContentDigest } from './content-digest.ts';
 import { assertStoreKey, assertStorePrefix, FS_STAGING_DIR } from './store-key.ts';
 
 /** Bodies up to this size are written and read with synchronous syscalls (see above). */
 export const SYNC_IO_LIMIT = 256 * 1024;
-
-/** What a streamed file moves per read: large enough that a multi-GiB model is not a million reads. */
-const STREAM_CHUNK = 1024 * 1024;
 
 function isCode(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException | null)?.code === code;
@@ -80,7 +76,7 @@ export class FsObjectStore implements ObjectStore {
     if (options.ifAbsent && existsSync(target)) return false;
     const temp = this.stage(target);
     try {
-      await pipeline(createReadStream(path, { highWaterMark: STREAM_CHUNK }), digest.tap(), createWriteStream(temp, { flags: 'wx' }));
+      await digest.copyFile(path, temp, 'wx');
       digest.check(path);
     } catch (err) {
       await rm(temp, { force: true });
@@ -100,7 +96,7 @@ export class FsObjectStore implements ObjectStore {
       throw err;
     }
     try {
-      await pipeline(createReadStream(source, { highWaterMark: STREAM_CHUNK }), digest.tap(), createWriteStream(path));
+      await digest.copyFile(source, path);
       digest.check(`${key} (into ${path})`);
     } catch (err) {
       await rm(path, { force: true });

@@ -4,10 +4,8 @@
  * each hashed streaming. Entries whose name starts with `.` (`.git`, `.cache`, `.gitattributes`) are
  * not the model's and are left out.
  */
-import { createReadStream, readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Writable } from 'node:stream';
 import { ModelFilePath } from '../../shared/schemas/index.ts';
 import { ContentDigest } from '../../shared/store/content-digest.ts';
 
@@ -49,17 +47,9 @@ export function listDirectoryFiles(dir: string): DirectoryFile[] {
   return found.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** The file's sha256, read once in large chunks; `onBytes` hears the bytes hashed so far. */
+/** The file's sha256, read once through one reused buffer; `onBytes` hears the bytes hashed so far. */
 export async function hashFile(path: string, onBytes?: (bytes: number) => void): Promise<{ sha256: string; bytes: number }> {
   const digest = new ContentDigest({ onProgress: onBytes });
-  await pipeline(
-    createReadStream(path, { highWaterMark: 1024 * 1024 }),
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        digest.update(chunk);
-        done();
-      },
-    }),
-  );
+  await digest.copyFile(path, null);
   return { sha256: digest.check(path), bytes: digest.bytes };
 }
