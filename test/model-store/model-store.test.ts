@@ -4,6 +4,7 @@
  * open what was pulled with the loader. Also what must not happen: a directory that is no model is
  * refused before anything is sent, a half-done push lists no model, a blob that does not match its
  * manifest is refused naming the file and leaves no cache, a re-push does not move a pinned manifest.
+ * And the model host that serves evaluations opens a pushed model through the same resolution.
  */
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import { listNamedModels, manifestBytes, manifestSha256, pinModelName, readManif
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
+import { LocalModelHost } from '../../trainer/hosting/local-model-host.ts';
 import { loadModelDir } from '../../trainer/model/model-dir.ts';
 import { openModel } from '../../trainer/model/open-model.ts';
 import { cachedModelDir } from '../../trainer/model-store/model-cache.ts';
@@ -192,6 +194,33 @@ describe.each(subjects)('the model store: $name', (subject) => {
     expect((await store.list(keys.modelBlobs())).length).toBe(5);
     expect(await readManifest(store, grid.manifestSha256)).not.toBeNull();
     expect(await resolveModelSpec({ name: 'grid' }, store, { cacheRoot: cache() })).toHaveProperty('dir');
+  });
+});
+
+describe('the model host (evaluations of a base model)', () => {
+  it('serves a pushed model by its pinned manifest, pulled into the cache first', async () => {
+    const store = new FsObjectStore(join(scratch, `store-${n++}`));
+    const { manifestSha256 } = await pushModel(store, DEMO, { name: 'demo' });
+    const root = cache();
+    const saved = process.env.ESOPT_MODEL_CACHE;
+    process.env.ESOPT_MODEL_CACHE = root;
+    try {
+      const served = await new LocalModelHost(store).serve({ kind: 'base', model: { name: 'demo', manifest: manifestSha256 } });
+      try {
+        const res = await fetch(`${served.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${served.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: served.model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, temperature: 0 }),
+        });
+        expect(res.status).toBe(200);
+      } finally {
+        await served.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.ESOPT_MODEL_CACHE;
+      else process.env.ESOPT_MODEL_CACHE = saved;
+    }
+    expect(readdirSync(join(root, 'store'))).toEqual([manifestSha256]);
   });
 });
 
