@@ -76,8 +76,10 @@ describe('a model over 2 GiB', () => {
     const out = JSON.parse(r.stdout) as { pushed: { manifestSha256: string; uploaded: string[] }; local: { dir: string }; pushMs: number; pullMs: number; maxRssBytes: number };
     console.log(`2 GiB model: push ${out.pushMs} ms, pull ${out.pullMs} ms, child peak RSS ${(out.maxRssBytes / 2 ** 20).toFixed(0)} MiB`);
     expect(out.pushed.uploaded).toContain('model.onnx_data');
-    // Streamed: the whole process, runtime and loaded modules included, peaked well under a quarter of the file.
-    expect(out.maxRssBytes).toBeLessThan(SIZE / 4);
+    // Streamed: the whole process, runtime and loaded modules included, peaked under half the file, so the file
+    // was never held whole (110–150 MiB on a quiet machine; chunks the GC has not yet freed raised it to 580 MiB
+    // on a loaded one).
+    expect(out.maxRssBytes).toBeLessThan(SIZE / 2);
     const pulled = join(out.local.dir, 'model.onnx_data');
     expect(atOffsets(pulled)).toEqual(markers);
     expect(readdirSync(join(cache, 'store'))).toEqual([out.pushed.manifestSha256]);
