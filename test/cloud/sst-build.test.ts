@@ -5,6 +5,7 @@
  * bundle serves the dashboard, /docs and every asset they reference, and queues a web run against s3rver;
  * a package missing one copied file fails the same check. (The rehearsal runs them under aws-lambda-ric.)
  */
+import { createHash } from 'node:crypto';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../shared/keys.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
@@ -196,6 +198,24 @@ describe('the functions built as sst deploy builds them', () => {
     const { id } = JSON.parse(created.body) as { id: string };
     const detail = await r.call(functionUrlEvent('GET', `/runs/${id}`, { authorization: `Bearer ${TOKEN}` }));
     expect(JSON.parse(detail.body)).toMatchObject({ state: 'requested', config: { model: { name: 'demo-base', manifest: manifestSha256 } } });
+    // Its model: the bundled route queues the export, then (once the box has made it) presigns the archive's URL
+    // with the bundled presigner, which the SDK loads on first use.
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const queued = await r.call(functionUrlEvent('GET', `/runs/${id}/model`, auth));
+    expect(queued.statusCode, queued.body).toBe(202);
+    const store = new S3ObjectStore(s3.storeConfig);
+    const archive = new TextEncoder().encode('an archive the box made');
+    await store.put(keys.modelExportArchive(id, 0, 'onnx'), archive);
+    const now = new Date().toISOString();
+    const sha256 = createHash('sha256').update(archive).digest('hex');
+    await store.put(keys.modelExportStatus(id, 0, 'onnx'), JSON.stringify({ run: id, iteration: 0, format: 'onnx', state: 'ready', requestedAt: now, updatedAt: now, bytes: archive.byteLength, sha256, thetaHash: 'h' }));
+    const ready = await r.call(functionUrlEvent('GET', `/runs/${id}/model`, auth));
+    expect(ready.statusCode, ready.body).toBe(302);
+    const location = String(ready.headers?.location ?? ready.headers?.Location);
+    expect(location).toContain('X-Amz-Signature=');
+    const download = await fetch(location);
+    expect(download.status).toBe(200);
+    expect(new Uint8Array(await download.arrayBuffer())).toEqual(archive);
   }, 60_000);
 
   it('fails the same check when the package lacks one copied file', async () => {
