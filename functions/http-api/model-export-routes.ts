@@ -5,8 +5,15 @@
  * once ready, a tarball client gets the bytes, or a redirect to a presigned S3 URL where the store signs
  * one, and a JSON client (Accept: application/json) gets the status with the download URL.
  */
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { ReadableStream } from 'node:stream/web';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { keys } from '../../shared/keys.ts';
+import { ContentMismatchError } from '../../shared/store/content-digest.ts';
 import { IdParam, ModelExportQuery, ModelExportStatus, ModelExportView, type ModelExportRequest } from '../../shared/schemas/index.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem } from './errors.ts';
@@ -75,12 +82,26 @@ export function registerModelExportRoutes(app: OpenAPIHono, deps: ApiDeps): void
         return c.json(view, 200);
       }
       if (signed) return c.redirect(signed, 302);
-      const body = await store.get(archiveKey);
-      if (!body) throw new ApiProblem(404, 'not_found', `the archive of run ${id} at iteration ${iteration} (${query.format}) is missing from the store though its status says ready`);
-      return c.body(body as Uint8Array<ArrayBuffer>, 200, {
+      // Streamed from a scratch copy (an archive can pass 2 GiB), its SHA-256 checked on the way in.
+      const scratch = await mkdtemp(join(tmpdir(), 'esopt-archive-'));
+      const file = join(scratch, 'model.tar');
+      const drop = () => void rm(scratch, { recursive: true, force: true });
+      try {
+        if (!(await store.getToFile(archiveKey, file, { sha256: status.sha256 }))) throw new ApiProblem(404, 'not_found', `the archive of run ${id} at iteration ${iteration} (${query.format}) is missing from the store though its status says ready`);
+      } catch (err) {
+        drop();
+        if (!(err instanceof ContentMismatchError)) throw err;
+        // A stored archive that no longer hashes as its status says: the export is failed, so a retry makes it again.
+        const error = `the stored archive does not match its SHA-256 (${err.message})`;
+        await writeJson(store, keys.modelExportStatus(id, iteration, query.format), { ...status, state: 'failed', error, updatedAt: new Date().toISOString() });
+        throw new ApiProblem(422, 'export_failed', `run ${id} at iteration ${iteration} as ${query.format}: ${error} (ask again with retry=true to make it again)`);
+      }
+      const stream = createReadStream(file);
+      stream.once('close', drop);
+      return c.body(Readable.toWeb(stream) as ReadableStream<Uint8Array>, 200, {
         'Content-Type': 'application/x-tar',
         'Content-Disposition': `attachment; filename="${filename}"`,
-        'Content-Length': String(body.byteLength),
+        'Content-Length': String((await stat(file)).size),
       });
     },
   );

@@ -111,6 +111,21 @@ describe('GET /runs/{id}/model on the local API', () => {
     expect((await app.request(`/runs/${RUN}/model`)).status).toBe(401);
   });
 
+  it('streams the archive checked against its SHA-256: a corrupted one is refused and made again on retry', async () => {
+    const archive = join(scratch, 'local', ...keys.modelExportArchive(RUN, 3, 'onnx').split('/'));
+    const bytes = readFileSync(archive);
+    bytes[bytes.length - 1] ^= 0xff;
+    writeFileSync(archive, bytes);
+    const refused = await app.request(`/runs/${RUN}/model?iteration=3`, { headers: auth });
+    expect(refused.status).toBe(422);
+    expect(((await refused.json()) as any).error.message).toContain('does not match its SHA-256');
+    const calls = exporter.calls.length;
+    const remade = await app.request(`/runs/${RUN}/model?iteration=3&retry=true`, { headers: auth });
+    expect(remade.status).toBe(200);
+    expect(exporter.calls.length).toBe(calls + 1);
+    expect((await unpack(new Uint8Array(await remade.arrayBuffer())))['model.onnx'].equals(Buffer.alloc(70_000, 4))).toBe(true);
+  });
+
   it('says why an export failed, and makes it again only when asked to', async () => {
     exporter.failNext.message = 'tensor onnx::MatMul_9 has no parameter name';
     const failed = await app.request(`/runs/${RUN}/model?iteration=1&format=safetensors`, { headers: auth });
