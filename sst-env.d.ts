@@ -104,6 +104,28 @@ declare global {
         readonly arn: SstOutput<string>;
       }
     }
+    namespace cloudwatch {
+      class LogGroup {
+        constructor(name: string, args: SstArgs);
+        readonly name: SstOutput<string>;
+        readonly arn: SstOutput<string>;
+      }
+      class MetricAlarm {
+        constructor(name: string, args: SstArgs);
+      }
+      class LogMetricFilter {
+        constructor(name: string, args: SstArgs);
+      }
+    }
+    namespace sns {
+      class Topic {
+        constructor(name: string, args: SstArgs);
+        readonly arn: SstOutput<string>;
+      }
+      class TopicSubscription {
+        constructor(name: string, args: SstArgs);
+      }
+    }
     namespace iam {
       class Role {
         constructor(name: string, args: SstArgs);
@@ -117,6 +139,9 @@ declare global {
       class InstanceProfile {
         constructor(name: string, args: SstArgs);
         readonly name: SstOutput<string>;
+      }
+      class RolePolicyAttachment {
+        constructor(name: string, args: SstArgs);
       }
     }
     namespace ec2 {

@@ -25,16 +25,20 @@ export default $config({
   },
   async run() {
     const { z } = await import('zod');
+    const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
     const DeployConfig = z.object({
       ESOPT_AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/).default('us-east-1'),
       /** A g5 (A10G) or g6 (L4) class box by default; any EC2 type with a GPU works. */
       ESOPT_TRAINER_INSTANCE_TYPE: z.string().regex(/^[a-z0-9]+\.[a-z0-9]+$/).default('g5.xlarge'),
       ESOPT_TRAINER_DISK_GB: z.coerce.number().int().min(30).max(2000).default(100),
       /**
-       * onnxruntime's execution provider on the box. `cuda` also installs onnxruntime-node's CUDA binaries at
-       * boot (the repository's .npmrc skips them); CPU stays the default until scripts/gpu-check.sh has passed on one.
+       * onnxruntime's execution provider on the box: unset, `cuda` on a GPU instance type (G and P families,
+       * x86) and `cpu` on any other. `cuda` also installs onnxruntime-node's CUDA binaries at boot (the
+       * repository's .npmrc skips them).
        */
-      ESOPT_TRAINER_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
+      ESOPT_TRAINER_PROVIDER: z.enum(['cpu', 'cuda']).optional(),
+      /** The zone the boxes launch in; unset, EC2 picks one of the default VPC's (`esopt cloud doctor` says whether each offers the type). */
+      ESOPT_TRAINER_ZONE: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d[a-z]$/).optional(),
       ESOPT_INFERENCE_PORT: z.coerce.number().int().min(1024).max(65535).default(8080),
       /**
        * Who may reach the inference port, as CIDRs (IPv4 or IPv6). Unset: everyone (0.0.0.0/0 and ::/0), because
@@ -58,6 +62,10 @@ export default $config({
       ESOPT_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
       /** Days an overwritten or deleted object's previous version is kept (the bucket is versioned). */
       ESOPT_NONCURRENT_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+      /** Days CloudWatch keeps the boxes' service logs (a retention CloudWatch offers). */
+      ESOPT_LOG_DAYS: z.coerce.number().int().refine((d) => LOG_RETENTION_DAYS.includes(d), { message: `one of CloudWatch's retentions: ${LOG_RETENTION_DAYS.join(', ')}` }).default(30),
+      /** Where the alarms (Lambda errors and throttles, box health, box service errors) are mailed; unset, they only show in CloudWatch. */
+      ESOPT_ALARM_EMAIL: z.email().optional(),
       /** Days a box artifact is kept; a box that reboots later than this after the last deploy cannot reinstall. */
       ESOPT_ARTIFACT_DAYS: z.coerce.number().int().min(7).max(3650).default(90),
     });
@@ -78,6 +86,8 @@ export default $config({
       throw new Error(`deploy from Node 22 (this is Node ${deployingNode}): the functions run on ${functionRuntime}, and isolated-vm's native binary is installed for the Node that runs the deploy`);
     }
     const cfg = parsed.data;
+    const gpuInstance = /^[gp]\d+[a-z]*\./.test(cfg.ESOPT_TRAINER_INSTANCE_TYPE) && !/^g\d+g\./.test(cfg.ESOPT_TRAINER_INSTANCE_TYPE);
+    const provider = cfg.ESOPT_TRAINER_PROVIDER ?? (gpuInstance ? 'cuda' : 'cpu');
     const port = cfg.ESOPT_INFERENCE_PORT;
 
     // isolated-vm needs V8 started without Node's startup snapshot on Node >= 20 (its README); the Episode
@@ -135,6 +145,17 @@ export default $config({
         ],
       }),
     });
+    // Session Manager is the way onto a box (no key pair, no SSH port): AWS's managed policy for its agent.
+    const sessionManagerPolicy = $interpolate`arn:${aws.getPartitionOutput({}).partition}:iam::aws:policy/AmazonSSMManagedInstanceCore`;
+    new aws.iam.RolePolicyAttachment('TrainerSessionManager', { role: trainerRole.name, policyArn: sessionManagerPolicy });
+    // The boxes' service logs (pino lines, shipped by the service itself: trainer/hosting/cloudwatch-log-stream.ts),
+    // one stream per box; each box may only create streams and put events in this group.
+    const boxLogs = new aws.cloudwatch.LogGroup('BoxLogs', { name: `/esopt/${$app.stage}/boxes`, retentionInDays: cfg.ESOPT_LOG_DAYS });
+    const boxLogsPolicy = $jsonStringify({
+      Version: '2012-10-17',
+      Statement: [{ Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: [$interpolate`${boxLogs.arn}:*`] }],
+    });
+    new aws.iam.RolePolicy('TrainerLogsPolicy', { role: trainerRole.id, policy: boxLogsPolicy });
     const trainerProfile = new aws.iam.InstanceProfile('TrainerProfile', { role: trainerRole.name });
     // Open to the world unless narrowed: the Episode function calls from Lambda's changing addresses.
     const cidrs = cfg.ESOPT_INFERENCE_CIDRS.length ? cfg.ESOPT_INFERENCE_CIDRS : ['0.0.0.0/0', '::/0'];
@@ -224,13 +245,13 @@ export default $config({
     const bootVariable = (name: string, value: SstInput<string>) => $interpolate`ESOPT_BOOT_${name}='${value}'\n`;
     const userDataFor = (box: string, service: string, description: string, args: SstInput<string>) =>
       $interpolate`#!/bin/bash
-${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${bootVariable('BUCKET', bucket.name)}${bootVariable('ARTIFACT_KEY', artifactObject.key)}${bootVariable('ARTIFACT_SHA256', artifact.sha256)}${bootVariable('TOKEN_PARAMETER', tokenParameter.name)}${bootVariable('EPISODE_FUNCTION', episode.name)}${bootVariable('SERVICE', service)}${bootVariable('DESCRIPTION', description)}${bootVariable('ARGS', args)}${bootVariable('PROVIDER', cfg.ESOPT_TRAINER_PROVIDER)}${bootVariable('STOP_TIMEOUT_S', String(cfg.ESOPT_EPISODE_TIMEOUT_S + 120))}${bootScript}`;
+${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${bootVariable('BUCKET', bucket.name)}${bootVariable('ARTIFACT_KEY', artifactObject.key)}${bootVariable('ARTIFACT_SHA256', artifact.sha256)}${bootVariable('TOKEN_PARAMETER', tokenParameter.name)}${bootVariable('EPISODE_FUNCTION', episode.name)}${bootVariable('SERVICE', service)}${bootVariable('DESCRIPTION', description)}${bootVariable('ARGS', args)}${bootVariable('PROVIDER', provider)}${bootVariable('LOG_GROUP', boxLogs.name)}${bootVariable('STOP_TIMEOUT_S', String(cfg.ESOPT_EPISODE_TIMEOUT_S + 120))}${bootScript}`;
     const serving = `--host 0.0.0.0 --port ${port}`;
     const userData = userDataFor(
       'trainer',
       'esopt-trainer-box',
       'esopt trainer box: runs the runs and evaluations queued in the bucket',
-      $interpolate`trainer-box ${serving} --public-url ${trainerUrl} --provider ${cfg.ESOPT_TRAINER_PROVIDER}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
+      $interpolate`trainer-box ${serving} --public-url ${trainerUrl} --provider ${provider}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
     );
     // Every box (trainer and replicas): the same instance type, image, disk and port behind one security group.
     const box = (name: string, profile: { name: SstOutput<string> }, userData: SstOutput<string>, tag: string) =>
@@ -244,11 +265,13 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         // Encrypted whatever the account's EBS default: the disk holds θ, checkpoints and the model cache.
         rootBlockDevice: { volumeSize: cfg.ESOPT_TRAINER_DISK_GB, volumeType: 'gp3', encrypted: true },
         metadataOptions: { httpTokens: 'required' },
+        ...(cfg.ESOPT_TRAINER_ZONE ? { availabilityZone: cfg.ESOPT_TRAINER_ZONE } : {}),
         userData,
         userDataReplaceOnChange: true,
         tags: { Name: `esopt-${$app.stage}-${tag}` },
       });
     const trainer = box('Trainer', trainerProfile, userData, 'trainer');
+    const instances = [{ name: 'Trainer', instance: trainer }];
     new aws.ec2.EipAssociation('TrainerAddressAssociation', { instanceId: trainer.id, allocationId: address.allocationId });
 
     // The replica boxes: the trainer's instance type and port behind the same security group, each with a role
@@ -275,15 +298,18 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
           ],
         }),
       });
+      new aws.iam.RolePolicyAttachment(`ReplicaSessionManager${r.n}`, { role: role.name, policyArn: sessionManagerPolicy });
+      new aws.iam.RolePolicy(`ReplicaLogsPolicy${r.n}`, { role: role.id, policy: boxLogsPolicy });
       const profile = new aws.iam.InstanceProfile(`ReplicaProfile${r.n}`, { role: role.name });
       const userData = userDataFor(
         r.id,
         'esopt-replica-box',
         `esopt ${r.id}: follows the run the trainer box trains and serves its share of the members`,
-        $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${cfg.ESOPT_TRAINER_PROVIDER}`,
+        $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${provider}`,
       );
       const instance = box(`Replica${r.n}`, profile, userData, r.id);
       new aws.ec2.EipAssociation(`ReplicaAddressAssociation${r.n}`, { instanceId: instance.id, allocationId: r.address.allocationId });
+      instances.push({ name: `Replica${r.n}`, instance });
     }
 
     // The trainer box (`esopt trainer-box`, `esopt train --cloud`) fans episodes out to the Episode function: invoke it, nothing else.
@@ -348,7 +374,44 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
     new aws.lambda.Permission('ApiUrlInvokeUrl', { function: api.name, action: 'lambda:InvokeFunctionUrl', principal: '*', functionUrlAuthType: 'NONE' });
     new aws.lambda.Permission('ApiUrlInvokeFunction', { function: api.name, action: 'lambda:InvokeFunction', principal: '*', invokedViaFunctionUrl: true });
 
+    // Alarms, to one topic (mailed to ESOPT_ALARM_EMAIL when set): any Lambda error or throttle in five minutes,
+    // a box failing its EC2 status checks (a stopped box sends no data, which is not a failure), and any
+    // error-level line (pino level ≥ 50) in the boxes' service logs.
+    const alarms = new aws.sns.Topic('Alarms', {});
+    if (cfg.ESOPT_ALARM_EMAIL) new aws.sns.TopicSubscription('AlarmEmail', { topic: alarms.arn, protocol: 'email', endpoint: cfg.ESOPT_ALARM_EMAIL });
+    const alarm = (name: string, description: string, metric: Record<string, unknown>) =>
+      new aws.cloudwatch.MetricAlarm(name, {
+        alarmDescription: description,
+        comparisonOperator: 'GreaterThanOrEqualToThreshold',
+        threshold: 1,
+        treatMissingData: 'notBreaching',
+        alarmActions: [alarms.arn],
+        okActions: [alarms.arn],
+        ...metric,
+      });
+    for (const [fn, fnName] of [[episode, 'Episode'], [api, 'Api']] as const) {
+      for (const metricName of ['Errors', 'Throttles']) {
+        alarm(`${fnName}${metricName}`, `esopt ${$app.stage}: the ${fnName} function's ${metricName.toLowerCase()} (esopt cloud logs ${fnName.toLowerCase()})`, {
+          namespace: 'AWS/Lambda', metricName, dimensions: { FunctionName: fn.name }, statistic: 'Sum', period: 300, evaluationPeriods: 1,
+        });
+      }
+    }
+    for (const { name, instance } of instances) {
+      alarm(`${name}StatusCheck`, `esopt ${$app.stage}: the ${name.toLowerCase()} box fails its EC2 status checks`, {
+        namespace: 'AWS/EC2', metricName: 'StatusCheckFailed', dimensions: { InstanceId: instance.id }, statistic: 'Maximum', period: 60, evaluationPeriods: 3,
+      });
+    }
+    const boxErrorMetric = { namespace: `esopt/${$app.stage}`, name: 'BoxServiceErrors', value: '1' };
+    new aws.cloudwatch.LogMetricFilter('BoxServiceErrors', { logGroupName: boxLogs.name, pattern: '{ $.level >= 50 }', metricTransformation: boxErrorMetric });
+    alarm('BoxServiceErrors', `esopt ${$app.stage}: an error in a box's service log (esopt cloud logs box)`, {
+      namespace: boxErrorMetric.namespace, metricName: boxErrorMetric.name, statistic: 'Sum', period: 300, evaluationPeriods: 1,
+    });
+
     return {
+      boxLogGroup: boxLogs.name,
+      episodeLogGroup: $interpolate`/aws/lambda/${episode.name}`,
+      apiLogGroup: $interpolate`/aws/lambda/${api.name}`,
+      alarmTopic: alarms.arn,
       bucket: bucket.name,
       episodeFunction: episode.name,
       apiUrl: apiUrl.functionUrl,

@@ -28,6 +28,14 @@ describe('sst.config.ts', () => {
   it('declares the stack: secret, bucket, Episode and Api functions, the GPU trainer with its role and security group', async () => {
     const { recorded } = await evaluate();
     expect(recordedNames(recorded)).toEqual([
+      'aws.cloudwatch.LogGroup BoxLogs',
+      'aws.cloudwatch.LogMetricFilter BoxServiceErrors',
+      'aws.cloudwatch.MetricAlarm ApiErrors',
+      'aws.cloudwatch.MetricAlarm ApiThrottles',
+      'aws.cloudwatch.MetricAlarm BoxServiceErrors',
+      'aws.cloudwatch.MetricAlarm EpisodeErrors',
+      'aws.cloudwatch.MetricAlarm EpisodeThrottles',
+      'aws.cloudwatch.MetricAlarm TrainerStatusCheck',
       'aws.ec2.Eip TrainerAddress',
       'aws.ec2.EipAssociation TrainerAddressAssociation',
       'aws.ec2.Instance Trainer',
@@ -35,12 +43,15 @@ describe('sst.config.ts', () => {
       'aws.iam.InstanceProfile TrainerProfile',
       'aws.iam.Role TrainerRole',
       'aws.iam.RolePolicy TrainerInvokePolicy',
+      'aws.iam.RolePolicy TrainerLogsPolicy',
       'aws.iam.RolePolicy TrainerPolicy',
+      'aws.iam.RolePolicyAttachment TrainerSessionManager',
       'aws.lambda.FunctionUrl ApiUrl',
       'aws.lambda.Permission ApiUrlInvokeFunction',
       'aws.lambda.Permission ApiUrlInvokeUrl',
       'aws.s3.BucketLifecycleConfigurationV2 RunsLifecycle',
       'aws.s3.BucketObjectv2 TrainerArtifact',
+      'aws.sns.Topic Alarms',
       'aws.ssm.Parameter TrainerTokenParameter',
       'sst.Secret TrainerToken',
       'sst.aws.Bucket Runs',
@@ -204,14 +215,15 @@ describe('sst.config.ts', () => {
       EPISODE_FUNCTION: render(one('sst.aws.Function', 'Episode').self.name),
       SERVICE: 'esopt-trainer-box',
       DESCRIPTION: 'esopt trainer box: runs the runs and evaluations queued in the bucket',
-      ARGS: `trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cpu`,
-      PROVIDER: 'cpu',
+      ARGS: `trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
+      PROVIDER: 'cuda',
+      LOG_GROUP: render(one('aws.cloudwatch.LogGroup', 'BoxLogs').self.name),
       STOP_TIMEOUT_S: '1020',
     });
     expect(userData).not.toMatch(/bin\.js serve /);
     // The service's environment names the stack exactly as the command reads it (cloud-target.ts), in a root-only file.
     const envFile = /cat >"\$ENV_FILE" <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
-    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION']);
+    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION', 'ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP', 'ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX']);
     expect(userData).toMatch(/install -m 600 \/dev\/null "\$ENV_FILE"/);
     expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
     expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args).toMatchObject({ type: 'SecureString', value: one('sst.Secret', 'TrainerToken').self.value });
@@ -228,11 +240,58 @@ describe('sst.config.ts', () => {
     const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000', ESOPT_EPISODE_TIMEOUT_S: '300' });
     expect(two('aws.ec2.Instance', 'Trainer').args.instanceType).toBe('g6.2xlarge');
     expect(bootVariables(two('aws.ec2.Instance', 'Trainer').args.userData as string)).toMatchObject({ ARGS: expect.stringContaining('--port 9000 '), STOP_TIMEOUT_S: '420' });
-    // The CUDA provider: the script installs its binaries after npm ci, and the poller is told to use it.
-    const { one: gpu } = await evaluate({ ESOPT_TRAINER_PROVIDER: 'cuda' });
-    expect(bootVariables(gpu('aws.ec2.Instance', 'Trainer').args.userData as string)).toMatchObject({ PROVIDER: 'cuda', ARGS: expect.stringMatching(/ --provider cuda$/) });
+    // The CUDA provider, the default on a GPU type (g5.xlarge above): the script installs its binaries after
+    // npm ci, and the poller is told to use it. CPU types (and Graviton's g5g) default to cpu; a setting wins.
+    const providerOf = async (env: Record<string, string>) => bootVariables((await evaluate(env)).one('aws.ec2.Instance', 'Trainer').args.userData as string);
+    expect(await providerOf({ ESOPT_TRAINER_INSTANCE_TYPE: 'p5.48xlarge' })).toMatchObject({ PROVIDER: 'cuda', ARGS: expect.stringMatching(/ --provider cuda$/) });
+    expect(await providerOf({ ESOPT_TRAINER_INSTANCE_TYPE: 'm7i.2xlarge' })).toMatchObject({ PROVIDER: 'cpu', ARGS: expect.stringMatching(/ --provider cpu$/) });
+    expect(await providerOf({ ESOPT_TRAINER_INSTANCE_TYPE: 'g5g.xlarge' })).toMatchObject({ PROVIDER: 'cpu' });
+    expect(await providerOf({ ESOPT_TRAINER_PROVIDER: 'cpu' })).toMatchObject({ PROVIDER: 'cpu', ARGS: expect.stringMatching(/ --provider cpu$/) });
     expect(BOOT_SCRIPT).toMatch(/if \[ "\$ESOPT_BOOT_PROVIDER" = cuda \]; then\n  step cuda\n  ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules\/onnxruntime-node\/script\/install\.js\n/);
     await expect(evaluate({ ESOPT_TRAINER_PROVIDER: 'tpu' })).rejects.toThrow(/ESOPT_TRAINER_PROVIDER/);
+  });
+
+  it('lets Session Manager onto every box (no key pair, no SSH port), and pins the boxes to ESOPT_TRAINER_ZONE when set', async () => {
+    const { one, recorded } = await evaluate({ ESOPT_REPLICAS: '2' });
+    const attachments = recorded.filter((r) => r.type === 'aws.iam.RolePolicyAttachment');
+    expect(attachments.map((a) => [a.name, a.args.role])).toEqual([
+      ['TrainerSessionManager', one('aws.iam.Role', 'TrainerRole').self.name],
+      ['ReplicaSessionManager1', one('aws.iam.Role', 'ReplicaRole1').self.name],
+    ]);
+    for (const a of attachments) expect(render(a.args.policyArn)).toBe('arn:${aws.getPartition.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore');
+    for (const i of recorded.filter((r) => r.type === 'aws.ec2.Instance')) {
+      expect(i.args.keyName).toBeUndefined();
+      expect(i.args.availabilityZone).toBeUndefined();
+    }
+    const pinned = await evaluate({ ESOPT_TRAINER_ZONE: 'us-east-1b' });
+    expect(pinned.one('aws.ec2.Instance', 'Trainer').args.availabilityZone).toBe('us-east-1b');
+    await expect(evaluate({ ESOPT_TRAINER_ZONE: 'us-east-1' })).rejects.toThrow(/ESOPT_TRAINER_ZONE/);
+  });
+
+  it("ships the boxes' logs to one group each box may only append to, and alarms on Lambda errors and throttles, box health and box errors", async () => {
+    const { one, recorded, outputs } = await evaluate({ ESOPT_REPLICAS: '2', ESOPT_LOG_DAYS: '14' });
+    const group = one('aws.cloudwatch.LogGroup', 'BoxLogs');
+    expect(group.args).toEqual({ name: '/esopt/test/boxes', retentionInDays: 14 });
+    for (const [policy, role] of [['TrainerLogsPolicy', 'TrainerRole'], ['ReplicaLogsPolicy1', 'ReplicaRole1']]) {
+      const p = one('aws.iam.RolePolicy', policy);
+      expect(p.args.role).toBe(one('aws.iam.Role', role).self.id);
+      expect(JSON.parse(p.args.policy as string).Statement).toEqual([{ Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: [`${render(group.self.arn)}:*`] }]);
+    }
+    expect(outputs).toMatchObject({ boxLogGroup: group.self.name, alarmTopic: one('aws.sns.Topic', 'Alarms').self.arn });
+    expect(render(outputs.episodeLogGroup)).toBe(`/aws/lambda/${render(one('sst.aws.Function', 'Episode').self.name)}`);
+    expect(render(outputs.apiLogGroup)).toBe(`/aws/lambda/${render(one('sst.aws.Function', 'Api').self.name)}`);
+    const alarms = recorded.filter((r) => r.type === 'aws.cloudwatch.MetricAlarm');
+    expect(alarms.map((a) => a.name).sort()).toEqual(['ApiErrors', 'ApiThrottles', 'BoxServiceErrors', 'EpisodeErrors', 'EpisodeThrottles', 'Replica1StatusCheck', 'TrainerStatusCheck']);
+    for (const a of alarms) expect(a.args).toMatchObject({ alarmActions: [one('aws.sns.Topic', 'Alarms').self.arn], comparisonOperator: 'GreaterThanOrEqualToThreshold', threshold: 1, treatMissingData: 'notBreaching' });
+    expect(one('aws.cloudwatch.MetricAlarm', 'EpisodeThrottles').args).toMatchObject({ namespace: 'AWS/Lambda', metricName: 'Throttles', dimensions: { FunctionName: one('sst.aws.Function', 'Episode').self.name } });
+    expect(one('aws.cloudwatch.MetricAlarm', 'Replica1StatusCheck').args).toMatchObject({ namespace: 'AWS/EC2', metricName: 'StatusCheckFailed', dimensions: { InstanceId: one('aws.ec2.Instance', 'Replica1').self.id } });
+    expect(one('aws.cloudwatch.LogMetricFilter', 'BoxServiceErrors').args).toMatchObject({ logGroupName: group.self.name, pattern: '{ $.level >= 50 }' });
+    // mailed only when an address is given
+    expect(recorded.filter((r) => r.type === 'aws.sns.TopicSubscription')).toEqual([]);
+    const mailed = await evaluate({ ESOPT_ALARM_EMAIL: 'ops@example.com' });
+    expect(mailed.one('aws.sns.TopicSubscription', 'AlarmEmail').args).toMatchObject({ protocol: 'email', endpoint: 'ops@example.com' });
+    await expect(evaluate({ ESOPT_LOG_DAYS: '10' })).rejects.toThrow(/ESOPT_LOG_DAYS/);
+    await expect(evaluate({ ESOPT_ALARM_EMAIL: 'not-an-address' })).rejects.toThrow(/ESOPT_ALARM_EMAIL/);
   });
 
   it('uploads the deployed tree as a content-addressed artifact, and the box installs exactly that, checked by its hash', async () => {

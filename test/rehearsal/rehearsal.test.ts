@@ -3,7 +3,8 @@
  * them under aws-lambda-ric with their memory, /tmp and timeout from sst.config.ts, the Api behind a function
  * URL, the trainer box booted from the deploy's artifact by its own user data. Through it, as a user: the
  * dashboard and /docs with every asset, and one web iteration started with `esopt runs start`, played by the
- * Episode function in the Lambda build of Chromium against the box over pinned TLS. A bundle that lacks a file
+ * Episode function in the Lambda build of Chromium against the box over pinned TLS, and the box's log in its
+ * CloudWatch group. A bundle that lacks a file
  * it reads at run time fails here (test/cloud/sst-build.test.ts removes one on purpose).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,4 +46,13 @@ describe('the rehearsed stack', () => {
     expect(Math.max(...episodes.map((i) => i.tmpUsedMb))).toBeLessThanOrEqual(ephemeralStorageMb);
     expect(Math.max(...episodes.map((i) => i.peakMemoryMb))).toBeLessThan(memoryMb);
   }, 300_000);
+
+  it("ships the trainer box's service log to its CloudWatch group (esopt cloud logs box), the token never in it", async () => {
+    // the service puts its buffered lines every 2 s
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const events = stack.logs.events('/esopt/rehearsal/boxes');
+    expect(new Set(events.map((e) => e.logStreamName))).toEqual(new Set(['trainer']));
+    expect(events.some((e) => /"name":"esopt-trainer-box"/.test(e.message))).toBe(true);
+    expect(events.filter((e) => e.message.includes(stack.token))).toEqual([]);
+  });
 });

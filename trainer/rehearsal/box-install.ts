@@ -28,6 +28,7 @@ export interface BoxBootVariables {
   /** The command after `node trainer/cli/bin.js`, e.g. `trainer-box --host 0.0.0.0 --port 8080 --public-url … --provider cpu`. */
   ESOPT_BOOT_ARGS: string;
   ESOPT_BOOT_PROVIDER: 'cpu' | 'cuda';
+  ESOPT_BOOT_LOG_GROUP: string;
   ESOPT_BOOT_STOP_TIMEOUT_S: string;
 }
 

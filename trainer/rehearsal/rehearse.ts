@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLogsEndpoint, type LogsEndpoint } from '../../functions/local-cloud/logs-endpoint.ts';
 import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/local-cloud/invoke-endpoint.ts';
 import { keys } from '../../shared/keys.ts';
@@ -59,6 +60,8 @@ export interface Rehearsal {
   store: S3ObjectStore;
   s3: LocalS3;
   ssm: SsmEndpoint;
+  /** CloudWatch Logs on loopback, holding the boxes' log group the stack declares. */
+  logs: LogsEndpoint;
   invoke: InvokeEndpoint;
   functions: Record<string, RehearsedFunction>;
   boxes: BoxService[];
@@ -68,7 +71,7 @@ export interface Rehearsal {
 }
 
 const REHEARSAL_REPLACED: ReplacedStep[] = [
-  { step: 'S3 and SSM', deployed: 'the stack\'s bucket and Parameter Store', rehearsal: 's3rver and the local SSM endpoint on loopback, reached through AWS_ENDPOINT_URL_S3 / _SSM and a development key pair instead of each role\'s credentials (IAM is checked by test/cloud/least-privilege.test.ts, not here)' },
+  { step: 'S3, SSM and CloudWatch Logs', deployed: 'the stack\'s bucket, Parameter Store and the boxes\' log group', rehearsal: 's3rver, the local SSM and CloudWatch Logs endpoints on loopback, reached through AWS_ENDPOINT_URL_S3 / _SSM / _CLOUDWATCH_LOGS and a development key pair instead of each role\'s credentials (IAM is checked by test/cloud/least-privilege.test.ts, not here)' },
   { step: 'Lambda Invoke', deployed: 'the Lambda service', rehearsal: 'the Invoke API stand-in (functions/local-cloud/invoke-endpoint.ts) routing to the rehearsed Episode function' },
   { step: 'addresses', deployed: 'Elastic IPs, the box listening on 0.0.0.0', rehearsal: 'one loopback address a box (127.0.0.2, 127.0.0.3, …) on the deploy\'s inference port; `--host 0.0.0.0` becomes that address' },
 ];
@@ -89,6 +92,9 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
     closers.push(() => s3.close());
     const ssm = await startSsmEndpoint();
     closers.push(() => ssm.close());
+    const boxLogGroup = `/esopt/${REHEARSAL_STAGE}/boxes`;
+    const logs = await startLogsEndpoint([boxLogGroup]);
+    closers.push(() => logs.close());
     const store = new S3ObjectStore(s3.storeConfig);
     closers.push(async () => store.destroy());
 
@@ -106,10 +112,11 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       'sst.aws.Function.Api.name': `esopt-${REHEARSAL_STAGE}-Api`,
       'aws.ec2.Eip.TrainerAddress.publicIp': boxAddress(0),
       'aws.ssm.Parameter.TrainerTokenParameter.name': `/esopt/${REHEARSAL_STAGE}/trainer-token`,
+      'aws.cloudwatch.LogGroup.BoxLogs.name': boxLogGroup,
       'aws.s3.BucketObjectv2.TrainerArtifact.key': artifact.key,
       ...Object.fromEntries(Array.from({ length: replicas - 1 }, (_, i) => [`aws.ec2.Eip.ReplicaAddress${i + 1}.publicIp`, boxAddress(i + 1)])),
     };
-    const endpoints = { ...LOCAL_CREDENTIALS, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ENDPOINT_URL_SSM: ssm.url };
+    const endpoints = { ...LOCAL_CREDENTIALS, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ENDPOINT_URL_SSM: ssm.url, AWS_ENDPOINT_URL_CLOUDWATCH_LOGS: logs.url };
 
     // What the deploy uploads and creates before the boxes boot: the artifact, the token parameter.
     await store.put(artifact.key, new Uint8Array(readFileSync(artifact.path)));
@@ -194,7 +201,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       { step: 'service (user)', deployed: 'the unit runs as its unprivileged user (User=, hardening: docs/CLOUD.md, "Box boot")', rehearsal: 'the service runs as this process\'s user: the checkout it may link need not be readable by another (test/rehearsal/box-boot.test.ts runs the unit\'s command as the user)' },
       ...(o.boxInstall === 'link' ? [{ step: 'npm ci', deployed: 'npm ci --omit=dev from the lock file (the box builds its native modules)', rehearsal: "a link to the checkout's node_modules: the suite's time" }] : []),
     ];
-    return { apiUrl: url.url, token, bucket: s3.bucket, store, s3, ssm, invoke, functions, boxes, replaced, workDir, close };
+    return { apiUrl: url.url, token, bucket: s3.bucket, store, s3, ssm, logs, invoke, functions, boxes, replaced, workDir, close };
   } catch (err) {
     await close();
     throw err;

@@ -54,10 +54,17 @@ Object.assign(globalThis, {
     s3: { BucketObjectv2: resource('aws.s3.BucketObjectv2', ['key', 'id']), BucketLifecycleConfigurationV2: resource('aws.s3.BucketLifecycleConfigurationV2', []) },
     lambda: { FunctionUrl: resource('aws.lambda.FunctionUrl', ['functionUrl']), Permission: resource('aws.lambda.Permission', []) },
     ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
+    cloudwatch: {
+      LogGroup: resource('aws.cloudwatch.LogGroup', ['name', 'arn']),
+      MetricAlarm: resource('aws.cloudwatch.MetricAlarm', []),
+      LogMetricFilter: resource('aws.cloudwatch.LogMetricFilter', []),
+    },
+    sns: { Topic: resource('aws.sns.Topic', ['arn']), TopicSubscription: resource('aws.sns.TopicSubscription', []) },
     iam: {
       Role: resource('aws.iam.Role', ['id', 'name', 'arn']),
       RolePolicy: resource('aws.iam.RolePolicy', []),
       InstanceProfile: resource('aws.iam.InstanceProfile', ['name']),
+      RolePolicyAttachment: resource('aws.iam.RolePolicyAttachment', []),
     },
     ec2: {
       SecurityGroup: resource('aws.ec2.SecurityGroup', ['id']),

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { pinnedFetch } from '../../../environments/policies/pinned-fetch.ts';
 import { readBoxBootStates, type BoxBootStates } from '../../../functions/http-api/box-reader.ts';
@@ -7,17 +6,8 @@ import { TrainerCertificate } from '../../../shared/schemas/trainer-certificate.
 import { S3ObjectStore } from '../../../shared/store/s3.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
+import { DEFAULT_OUTPUTS, readStackOutputs } from '../../command/stack-outputs.ts';
 import { UsageError } from '../../command/usage-error.ts';
-
-/** What `sst deploy` writes to .sst/outputs.json (sst.config.ts's return value); only what the status reads. */
-const StackOutputs = z.object({
-  bucket: z.string().min(3).optional(),
-  apiUrl: z.url().optional(),
-  trainerUrl: z.url().optional(),
-  episodeFunction: z.string().min(1).optional(),
-  replicaUrls: z.array(z.url()).optional(),
-  artifactSha256: z.string().optional(),
-});
 
 interface Check {
   ok: boolean;
@@ -138,19 +128,9 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     region: { type: 'string' },
   });
   const path = flag(p.values, 'outputs', z.string().min(1).optional());
-  let outputs: z.infer<typeof StackOutputs> = {};
-  const file = path ?? '.sst/outputs.json';
-  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT' && path === undefined) return null;
-    throw new UsageError(`--outputs ${file}: ${err.message}`);
-  });
-  if (text !== null) {
-    const parsed = StackOutputs.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new UsageError(`${file} is not the stack's outputs: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
-    outputs = parsed.data;
-  }
+  const outputs = await readStackOutputs(path);
   const bucket = flag(p.values, 'bucket', z.string().min(3).optional()) ?? outputs.bucket;
-  if (!bucket) throw new UsageError(`no bucket: deploy with \`sst deploy\` (it writes ${file}) or pass --bucket`);
+  if (!bucket) throw new UsageError(`no bucket: deploy with \`sst deploy\` (it writes ${path ?? DEFAULT_OUTPUTS}) or pass --bucket`);
   const status = await cloudStatus({
     bucket,
     region: flag(p.values, 'region', z.string().min(1).optional()) ?? process.env.ESOPT_AWS_REGION ?? process.env.AWS_REGION ?? 'us-east-1',

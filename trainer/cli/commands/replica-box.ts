@@ -1,4 +1,3 @@
-import { pino } from 'pino';
 import { z } from 'zod';
 import { keys } from '../../../shared/keys.ts';
 import { Id } from '../../../shared/schemas/index.ts';
@@ -9,6 +8,7 @@ import { flag, parseFlags } from '../../command/args.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
+import { boxLogger } from '../../hosting/box-logger.ts';
 
 /**
  * `esopt replica-box`: a deployed replica box's service (sst.config.ts, ESOPT_REPLICAS > 1). Follows the
@@ -39,8 +39,9 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  // Logs go to stderr: stdout is the command's answer (--json).
-  const box = new ReplicaBox({ store, id, publicUrl, host, port, token, tls: await tlsFor(publicUrl), pollMs, executionProvider, log: pino({ name: 'esopt-replica-box' }, pino.destination(2)) });
+  // Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
+  const logger = boxLogger('esopt-replica-box', process.env);
+  const box = new ReplicaBox({ store, id, publicUrl, host, port, token, tls: await tlsFor(publicUrl), pollMs, executionProvider, log: logger.log });
   try {
     if (p.values.once) {
       const followed = await box.pollOnce();
@@ -57,6 +58,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   } finally {
     await box.close();
     store.destroy();
+    await logger.close();
   }
 }
 
@@ -64,7 +66,7 @@ export const command: Command = {
   name: 'replica-box',
   usage:
     'esopt replica-box --id ID --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda|webgpu] [--once] [--json]\n' +
-    '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3); needs ESOPT_TOKEN\n' +
+    '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3); needs ESOPT_TOKEN; ESOPT_LOG_GROUP/_STREAM: ship the log to CloudWatch\n' +
     '  follows the run the coordinator box trains (trainer/active-run.json) as trainer replica ID; --once: follow the active run, if any, to its end\n' +
     '  an https --public-url serves TLS with a certificate made at start and announced with the address under the run, which the Episode function pins',
   run,

@@ -1,4 +1,3 @@
-import { pino } from 'pino';
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { boxWiring } from '../../wirings.ts';
@@ -6,6 +5,7 @@ import { flag, parseFlags } from '../../command/args.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
+import { boxLogger } from '../../hosting/box-logger.ts';
 
 const PublicUrl = z.url({ protocol: /^https?$/ });
 
@@ -41,14 +41,16 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     throw new UsageError((err as Error).message);
   }
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
-  // (wirings.ts). Logs go to stderr: stdout is the command's answer (--json).
-  const poller = await boxWiring({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: pino({ name: 'esopt-trainer-box' }, pino.destination(2)) });
+  // (wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
+  const logger = boxLogger('esopt-trainer-box', process.env);
+  const poller = await boxWiring({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log });
   if (p.values.once) {
     try {
       const ran = await poller.pollOnce();
       io.stdout(p.json ? JSON.stringify({ ran }) : ran.length ? ran.map((w) => `ran ${w.kind} ${w.id}`).join('\n') : 'nothing queued');
     } finally {
       await poller.close();
+      await logger.close();
     }
     return 0;
   }
@@ -59,6 +61,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     process.once('SIGTERM', resolve);
   });
   await poller.close();
+  await logger.close();
   return 0;
 }
 
@@ -66,7 +69,7 @@ export const command: Command = {
   name: 'trainer-box',
   usage:
     'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda|webgpu] [--replicas N] [--once] [--json]\n' +
-    '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN\n' +
+    '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN; ESOPT_LOG_GROUP/_STREAM: ship the log to CloudWatch\n' +
     '  --once: claim and run what is queued now, then exit\n' +
     '  --replicas N: the stack\'s trainer replicas, this box included; each run names itself in trainer/active-run.json, which the N−1 replica boxes follow\n' +
     '  an https --public-url serves TLS with a certificate made at start and published in the bucket (trainer/certificate.json), which the Episode function pins',
