@@ -62,6 +62,8 @@ export default $config({
       ESOPT_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
       /** Days an overwritten or deleted object's previous version is kept (the bucket is versioned). */
       ESOPT_NONCURRENT_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+      /** Days an evaluation episode's transcript is kept (the lifecycle expires it by its tag). */
+      ESOPT_TRANSCRIPT_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
       /** Days CloudWatch keeps the boxes' service logs (a retention CloudWatch offers). */
       ESOPT_LOG_DAYS: z.coerce.number().int().refine((d) => LOG_RETENTION_DAYS.includes(d), { message: `one of CloudWatch's retentions: ${LOG_RETENTION_DAYS.join(', ')}` }).default(30),
       /** Where the alarms (Lambda errors and throttles, box health, box service errors) are mailed; unset, they only show in CloudWatch. */
@@ -98,8 +100,9 @@ export default $config({
     // Versioned: an overwrite or a delete (the trainer role may delete) keeps the previous version, which the
     // lifecycle below removes after ESOPT_NONCURRENT_DAYS.
     const bucket = new sst.aws.Bucket('Runs', { versioning: true });
-    // What accumulates by prefix: superseded versions, the box artifacts of earlier deploys, idempotency
-    // records and claims. Records under a run (checkpoints, transcripts) are the run's and stay with it.
+    // What accumulates: superseded versions, the box artifacts of earlier deploys, idempotency records and
+    // claims (by prefix), and evaluation transcripts (by their tag: no prefix names them). A run's old
+    // checkpoints are the trainer's to prune (RunConfig.checkpointKeep); rewards, logs and manifests stay.
     new aws.s3.BucketLifecycleConfigurationV2('RunsLifecycle', {
       bucket: bucket.name,
       rules: [
@@ -109,6 +112,8 @@ export default $config({
         { id: 'old-artifacts', status: 'Enabled', filter: { prefix: 'artifacts/' }, expiration: { days: cfg.ESOPT_ARTIFACT_DAYS } },
         // An Idempotency-Key answers retries for a day (docs/API.md); a claim only needs to outlive its queue entry.
         { id: 'idempotency-records', status: 'Enabled', filter: { prefix: 'idempotency/' }, expiration: { days: 7 } },
+        // shared/keys.ts's retentionTags.transcript, which the Episode function puts on every transcript.
+        { id: 'transcripts', status: 'Enabled', filter: { tag: { key: 'esopt-retention', value: 'transcript' } }, expiration: { days: cfg.ESOPT_TRANSCRIPT_DAYS } },
       ],
     });
     /** Object ARNs in the runs bucket, one per key pattern. */
@@ -214,7 +219,8 @@ export default $config({
         // Get as well as Put on rewards: the duplicate check before an episode and the HEAD of a create-only write.
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/rewards/*`] },
         // The transcripts of base-weights episodes, written create-only (hence the Get) next to their rewards.
-        { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/transcripts/*`] },
+        // Tagged on the way in (PutObject with tags needs PutObjectTagging): the lifecycle expires them by the tag.
+        { actions: ['s3:PutObject', 's3:PutObjectTagging', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/transcripts/*`] },
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/manifest.json`] },
         // The trainer's certificate, which it pins on every call to the box (only the box's role may write it).
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/trainer/certificate.json`] },

@@ -15,7 +15,7 @@
 import { pino } from 'pino';
 import { z } from 'zod';
 import { CostPrices, episodeCost, type CostPricesInput } from '../shared/cost.ts';
-import { keys } from '../shared/keys.ts';
+import { keys, retentionTags } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
 import type { SecretStore } from '../shared/ports/secret-store.ts';
@@ -171,7 +171,8 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     const body = boundTranscript({ run: request.run, iteration: request.iteration, member: request.member, task: request.task.id }, result.transcript);
     try {
       // Create-only: a re-delivered episode leaves the first transcript, which its record names.
-      await store.put(key, JSON.stringify(body), { ifAbsent: true, contentType: 'application/json' });
+      // Tagged: the bucket's lifecycle expires transcripts after ESOPT_TRANSCRIPT_DAYS (no prefix names them all).
+      await store.put(key, JSON.stringify(body), { ifAbsent: true, contentType: 'application/json', tags: retentionTags.transcript });
       return key;
     } catch (err) {
       log.error({ key, error: (err as Error).message }, 'transcript not stored');

@@ -155,3 +155,11 @@ export function parseModelContentKey(key: string): { kind: 'blob' | 'manifest'; 
   if (!m) return null;
   return m[1] ? { kind: 'blob', sha256: m[1] } : { kind: 'manifest', sha256: m[2] };
 }
+
+/**
+ * What a bucket's lifecycle can expire but no key prefix can name (the transcripts under every run and iteration): objects
+ * carry the tag, sst.config.ts's lifecycle selects by it.
+ */
+export const retentionTags = {
+  transcript: { 'esopt-retention': 'transcript' },
+} as const;

@@ -3,6 +3,11 @@ export interface PutOptions {
   /** Create-only: if the key exists, nothing is written and `put` resolves to `false`. */
   ifAbsent?: boolean;
   contentType?: string;
+  /**
+   * Object tags (S3 stores them with the object; a bucket's lifecycle rules may select by them, as the stack's
+   * expire transcripts: `retentionTags`). A store without lifecycle rules (the filesystem) ignores them.
+   */
+  tags?: Record<string, string>;
 }
 
 /** What a streamed transfer checks and reports as its bytes pass, once, without holding them. */

@@ -92,6 +92,11 @@ export const RunConfig = z
     iterations: z.number().int().min(1).max(1_000_000),
     evalInterval: z.number().int().min(1).default(10),
     checkpointInterval: z.number().int().min(1).default(10),
+    /**
+     * Checkpoints kept: after each one the trainer deletes all but the newest this many (θ at any iteration is
+     * still exact: the newest checkpoint at or before it, or θ_0, replayed through the log).
+     */
+    checkpointKeep: z.number().int().min(1).max(10_000).default(3),
     /** Failed episodes are excluded from the update unless given a reward here. */
     failedEpisodeReward: z.number().finite().nullable().default(null),
     /** An episode with at least this reward counts as a success (train success rate and evaluation). */

@@ -124,6 +124,7 @@ export class S3ObjectStore implements ObjectStore {
       Key: key,
       Body: body,
       ContentType: this.contentType(key, options),
+      ...this.tagging(options),
     };
     if (!options.ifAbsent) {
       await client.send(new sdk.PutObjectCommand(input));
@@ -141,6 +142,10 @@ export class S3ObjectStore implements ObjectStore {
         throw err;
       }
     }
+  }
+
+  private tagging(options: PutOptions): { Tagging?: string } {
+    return options.tags && Object.keys(options.tags).length ? { Tagging: new URLSearchParams(options.tags).toString() } : {};
   }
 
   private contentType(key: string, options: PutOptions): string {
@@ -176,7 +181,7 @@ export class S3ObjectStore implements ObjectStore {
     const { sdk, client } = await this.connect();
     const partBytes = Math.max(this.config.partBytes, Math.ceil(size / MAX_PARTS / MiB) * MiB);
     const Bucket = this.config.bucket;
-    const { UploadId } = await client.send(new sdk.CreateMultipartUploadCommand({ Bucket, Key: key, ContentType: this.contentType(key, options) }));
+    const { UploadId } = await client.send(new sdk.CreateMultipartUploadCommand({ Bucket, Key: key, ContentType: this.contentType(key, options), ...this.tagging(options) }));
     if (!UploadId) throw new Error(`s3://${Bucket}/${key}: CreateMultipartUpload answered no UploadId`);
     const abort = () => client.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key: key, UploadId })).then(() => {}, () => {});
     const parts: { ETag: string; PartNumber: number }[] = [];

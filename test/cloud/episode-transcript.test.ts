@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEpisodeHandler } from '../../functions/episode.ts';
 import { boundTranscript, MAX_TEXT_CHARS, StoredTranscript } from '../../functions/episode-transcript.ts';
 import type { TranscriptEntry } from '../../environments/episode-runner.ts';
-import { keys } from '../../shared/keys.ts';
+import { keys, retentionTags } from '../../shared/keys.ts';
+import type { PutOptions } from '../../shared/ports/object-store.ts';
 import { RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
@@ -50,6 +51,24 @@ describe('the Episode handler and transcripts', () => {
     const before = await store.get(transcriptKey);
     expect(await handle(base)).toMatchObject({ ok: true, outcomes: [{ duplicate: true }] });
     expect(await store.get(transcriptKey)).toEqual(before);
+  });
+
+  it("tags each transcript for the bucket's lifecycle (retentionTags.transcript), and nothing else it writes", async () => {
+    const puts: { key: string; tags?: Record<string, string> }[] = [];
+    const inner = new FsObjectStore(join(dir, 'tagged'));
+    const store = Object.assign(Object.create(inner) as FsObjectStore, {
+      put: (key: string, body: Uint8Array | string, options?: PutOptions) => {
+        puts.push({ key, tags: options?.tags });
+        return inner.put(key, body, options);
+      },
+    });
+    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error() {} } });
+    const [member] = await sudokuRequests({ run: 'tagged', members: 1, tasks: 1 });
+    expect(await handle({ episodes: [{ ...member, member: 'base' as const }] })).toMatchObject({ ok: true });
+    const transcriptKey = keys.transcript(member.run, member.iteration, 'base', member.task.id);
+    expect(puts.find((p) => p.key === transcriptKey)?.tags).toEqual(retentionTags.transcript);
+    expect(puts.filter((p) => p.key !== transcriptKey).every((p) => p.tags === undefined)).toBe(true);
+    expect(puts.length).toBeGreaterThan(1);
   });
 
   it('a transcript that cannot be written leaves transcriptKey null, and the reward still lands', async () => {

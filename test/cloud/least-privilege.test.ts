@@ -77,11 +77,14 @@ class EnforcingStore implements ObjectStore {
   async put(key: string, body: Uint8Array | string, options?: PutOptions) {
     if (options?.ifAbsent) this.check('s3:GetObject', `${BUCKET}/${key}`);
     this.check('s3:PutObject', `${BUCKET}/${key}`);
+    // S3 asks for PutObjectTagging too when a PUT carries tags
+    if (options?.tags) this.check('s3:PutObjectTagging', `${BUCKET}/${key}`);
     return this.inner.put(key, body, options);
   }
   async putFile(key: string, path: string, options?: PutOptions & StreamOptions) {
     if (options?.ifAbsent) this.check('s3:GetObject', `${BUCKET}/${key}`);
     this.check('s3:PutObject', `${BUCKET}/${key}`);
+    if (options?.tags) this.check('s3:PutObjectTagging', `${BUCKET}/${key}`);
     return this.inner.putFile(key, path, options);
   }
   async getToFile(key: string, path: string, options?: StreamOptions) {
@@ -130,7 +133,7 @@ describe('least privilege', () => {
     expect(all).toEqual({
       Episode: [
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/rewards/*`] },
-        { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/transcripts/*`] },
+        { actions: ['s3:PutObject', 's3:PutObjectTagging', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/transcripts/*`] },
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/manifest.json`] },
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/trainer/certificate.json`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },

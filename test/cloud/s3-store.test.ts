@@ -154,3 +154,21 @@ describe('S3ObjectStore.putFile', () => {
     expect(await store.get('multi/raced.bin')).toBeNull();
   });
 });
+
+describe('S3ObjectStore tags', () => {
+  it('sends the tags a lifecycle selects by with the PUT (x-amz-tagging), on single and multipart uploads; none when none are given', async () => {
+    const { proxy, store } = await proxied(() => null);
+    await store.put('tagged/t.json', '{}', { ifAbsent: true, tags: { 'esopt-retention': 'transcript' } });
+    await store.put('tagged/plain.json', '{}');
+    const puts = proxy.seen.filter((s) => s.method === 'PUT');
+    expect(puts.map((s) => [s.url.split('?')[0].split('/').pop(), s.headers['x-amz-tagging'] ?? null])).toEqual([
+      ['t.json', 'esopt-retention=transcript'],
+      ['plain.json', null],
+    ]);
+    const path = join(scratch, 'tagged-multi.bin');
+    writeFileSync(path, randomBytes(PART + 1));
+    await store.putFile('tagged/multi.bin', path, { tags: { a: 'b c' } });
+    const create = proxy.seen.filter((s) => s.method === 'POST' && query(s.url).has('uploads'));
+    expect(create.map((s) => s.headers['x-amz-tagging'])).toEqual(['a=b+c']);
+  });
+});

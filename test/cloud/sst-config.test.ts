@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { bootVariables as bootAssignments } from '../../trainer/rehearsal/box-install.ts';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
 import { CloudApiEnv } from '../../functions/http-api/cloud-app.ts';
-import { keys, parseRewardKey } from '../../shared/keys.ts';
+import { keys, parseRewardKey, retentionTags } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
 import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
@@ -98,7 +98,7 @@ describe('sst.config.ts', () => {
     expect(all.filter((p) => p.actions.some((a) => !a.startsWith('s3:')))).toEqual([{ actions: ['ssm:GetParameter'], resources: [EVALUATION_KEYS_ARN] }]);
     const permissions = all.filter((p) => p.actions.every((a) => a.startsWith('s3:')));
     const actions = new Set(permissions.flatMap((p) => p.actions));
-    expect([...actions].sort()).toEqual(['s3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    expect([...actions].sort()).toEqual(['s3:GetObject', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
     for (const p of permissions) {
       for (const r of p.resources) expect(r === arn || r.startsWith(`${arn}/`), r).toBe(true);
       if (p.actions.includes('s3:ListBucket')) expect(p.resources).toEqual([arn]);
@@ -168,6 +168,9 @@ describe('sst.config.ts', () => {
     expect(rule('noncurrent-versions')).toMatchObject({ status: 'Enabled', noncurrentVersionExpiration: { noncurrentDays: 30 } });
     expect(rule('old-artifacts')).toMatchObject({ status: 'Enabled', filter: { prefix: 'artifacts/' }, expiration: { days: 90 } });
     expect(rule('idempotency-records')).toMatchObject({ filter: { prefix: 'idempotency/' } });
+    // Transcripts by the tag the Episode function puts on them (shared/keys.ts), after ESOPT_TRANSCRIPT_DAYS.
+    const [[tagKey, tagValue]] = Object.entries(retentionTags.transcript);
+    expect(rule('transcripts')).toMatchObject({ status: 'Enabled', filter: { tag: { key: tagKey, value: tagValue } }, expiration: { days: 30 } });
     // No rule reaches into a run's own records.
     for (const r of lifecycle.rules) expect(r.filter.prefix ?? '').not.toMatch(/^runs\//);
     // The artifact rule covers the key every deploy writes.
@@ -179,6 +182,7 @@ describe('sst.config.ts', () => {
     const rules = (longer.one('aws.s3.BucketLifecycleConfigurationV2', 'RunsLifecycle').args as { rules: Array<Record<string, any>> }).rules;
     expect(rules.find((r) => r.id === 'noncurrent-versions')?.noncurrentVersionExpiration).toEqual({ noncurrentDays: 7 });
     expect(rules.find((r) => r.id === 'old-artifacts')?.expiration).toEqual({ days: 365 });
+    expect((await evaluate({ ESOPT_TRANSCRIPT_DAYS: '3' })).one('aws.s3.BucketLifecycleConfigurationV2', 'RunsLifecycle').args).toMatchObject({ rules: expect.arrayContaining([expect.objectContaining({ id: 'transcripts', expiration: { days: 3 } })]) });
     await expect(evaluate({ ESOPT_ARTIFACT_DAYS: '1' })).rejects.toThrow(/ESOPT_ARTIFACT_DAYS/);
   });
 

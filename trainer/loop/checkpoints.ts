@@ -2,7 +2,7 @@
  * Full-weight checkpoints and the append-only update log: θ_k = the newest valid checkpoint ≤ k, replayed
  * through the log. A checkpoint is its weights then its meta (with the θ hash); the meta is written last,
  * so a checkpoint without one was never finished, and one whose weights do not hash to the meta's value
- * (torn, truncated, corrupt) is skipped in favour of the one before.
+ * (torn, truncated, corrupt) is skipped in favour of the one before. Only the newest few are kept.
  */
 import type { ParameterSegment } from '../../shared/es.ts';
 import { keys, parseCheckpointIteration } from '../../shared/keys.ts';
@@ -42,6 +42,30 @@ export async function writeCheckpoint(store: ObjectStore, run: string, iteration
   };
   await store.put(keys.checkpointMeta(run, iteration), JSON.stringify(meta), { contentType: 'application/json' });
   return meta;
+}
+
+/**
+ * Deletes every checkpoint but the newest `keep` finished ones, and any unfinished one (weights without a meta)
+ * older than those. Meta first: a checkpoint half deleted reads as never finished, which the loader skips.
+ * Returns the iterations deleted.
+ */
+export async function pruneCheckpoints(store: ObjectStore, run: string, keep: number): Promise<number[]> {
+  const prefix = keys.checkpoints(run);
+  const objects = await store.list(prefix);
+  const finished = objects.map(parseCheckpointIteration).filter((k): k is number => k !== null).sort((a, b) => b - a);
+  if (finished.length <= keep) return [];
+  const oldestKept = finished[keep - 1]!;
+  const doomed = new Set(finished.slice(keep));
+  for (const key of objects) {
+    const k = /\/checkpoints\/(\d{8,})\/weights\.bin$/.exec(key);
+    if (k && Number(k[1]) < oldestKept) doomed.add(Number(k[1]));
+  }
+  const deleted = [...doomed].sort((a, b) => a - b);
+  for (const k of deleted) {
+    if (objects.includes(keys.checkpointMeta(run, k))) await store.delete(keys.checkpointMeta(run, k));
+    if (objects.includes(keys.checkpointWeights(run, k))) await store.delete(keys.checkpointWeights(run, k));
+  }
+  return deleted;
 }
 
 export interface LoadedCheckpoint {

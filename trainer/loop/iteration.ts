@@ -7,7 +7,7 @@ import { ask, tell, type TellResult } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import { EvaluationResult, IterationManifest, MetricsRow, UpdateRecord, type MemberRoutes } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { appendLog, writeCheckpoint } from './checkpoints.ts';
+import { appendLog, pruneCheckpoints, writeCheckpoint } from './checkpoints.ts';
 import type { Classification } from './classify-records.ts';
 import { playEpisodes } from './episodes.ts';
 import { sampleTaskRefs, type LoopContext } from './loop-context.ts';
@@ -40,6 +40,7 @@ export async function runIteration(ctx: LoopContext, k: number, evaluation: Eval
   if ((k + 1) % config.checkpointInterval === 0 || k + 1 === config.iterations) {
     await writeCheckpoint(store, run, k + 1, weights.segments(), () => faults('mid-checkpoint', k));
     await faults('after-checkpoint', k);
+    await pruneCheckpoints(store, run, config.checkpointKeep);
   }
   const tDone = performance.now();
   const episodesEnd = Math.min(played.settledAt ?? played.closedAt, played.closedAt);
