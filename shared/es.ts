@@ -43,7 +43,8 @@ export interface TellResult extends Omit<ShapedRewards, 'counted'> {
 }
 
 export type AskOptions = Pick<EsOptions, 'population' | 'antithetic'>;
-export type TellOptions = Pick<EsOptions, 'alpha' | 'shaping'>;
+/** α here is this iteration's value (shared/schedule.ts's esAt), not the run's schedule. */
+export type TellOptions = Pick<EsOptions, 'shaping'> & { alpha: number };
 
 /** The population of one iteration. Antithetic pairs share a noise index: (ε_j, −ε_j). */
 export function ask(options: AskOptions): Member[] {

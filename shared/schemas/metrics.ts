@@ -58,6 +58,9 @@ export const MetricsRow = z.object({
   cost: Cost,
   durations: PhaseDurations,
   thetaHashAfter: z.string(),
+  /** The iteration's σ and α (their schedules' values; rows written before schedules existed have none). */
+  sigma: z.number().positive().optional(),
+  alpha: z.number().positive().optional(),
   /** The evaluation of θ_iteration (before this iteration's update), when one was due. */
   evaluation: EvaluationResult.nullable(),
   finishedAt: z.iso.datetime(),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, Seed } from './ids.ts';
 import { ModelName, Sha256 } from './model-store.ts';
+import { Schedule } from '../schedule.ts';
 
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
 export type EnvironmentName = z.infer<typeof EnvironmentName>;
@@ -42,8 +43,10 @@ const RemovedEpisodesPerMember = z
 export const EsOptions = z
   .object({
     population: z.number().int().min(2).max(100_000),
-    sigma: z.number().positive().finite(),
-    alpha: z.number().positive().finite(),
+    /** σ: a number, or a schedule over the iterations (shared/schedule.ts). */
+    sigma: Schedule,
+    /** α, the whole step: a number, or a schedule. */
+    alpha: Schedule,
     antithetic: z.boolean().default(true),
     shaping: Shaping.default('zscore'),
     weightDecay: z.number().min(0).finite().default(0),
@@ -117,6 +120,13 @@ export const RunConfig = z
     localEpisodes: z.enum(['worker-processes', 'in-process']).default('worker-processes'),
     seed: Seed.default(0),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    // σ = 0 perturbs nothing: a decaying σ needs a floor above 0
+    const sigma = c.es.sigma;
+    if (typeof sigma !== 'number' && (sigma.schedule === 'linear' || sigma.schedule === 'cosine') && sigma.final <= 0) {
+      ctx.addIssue({ code: 'custom', path: ['es', 'sigma', 'final'], message: 'σ must stay above 0: give the schedule a final value (its floor) > 0' });
+    }
+  });
 export type RunConfig = z.infer<typeof RunConfig>;
 export type RunConfigInput = z.input<typeof RunConfig>;

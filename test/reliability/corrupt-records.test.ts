@@ -6,6 +6,7 @@
  * rejected and reported (invalidRecords), none is folded in: the update is exactly the update of the
  * valid records alone, written to a clean prefix.
  */
+import { esAt } from '../../shared/schedule.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,7 +107,7 @@ function corrupt(run: string): Array<{ key: string; body: string; why: RegExp }>
 async function classified(store: ObjectStore, run: string) {
   const m = manifest(run);
   const c = classifyRecords(m, await new RewardCollector(store, run, 0).poll(), config.failedEpisodeReward);
-  return { c, told: tell(m.members, c.rewards, { alpha: config.es.alpha, shaping: config.es.shaping }) };
+  return { c, told: tell(m.members, c.rewards, { alpha: esAt(config.es, 0, config.iterations).alpha, shaping: config.es.shaping }) };
 }
 
 async function writeValid(store: ObjectStore, run: string) {

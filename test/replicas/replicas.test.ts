@@ -29,7 +29,8 @@ const configFor = (mode: 'full' | 'lowrank') =>
     model: { dir: 'models/sudoku-4x4-demo' },
     mode,
     rank: 2,
-    es: { population: 4, sigma: 0.05, alpha: 0.05 },
+    // Schedules: each iteration's σ reaches the replicas through its manifest, α through the log.
+    es: { population: 4, sigma: { schedule: 'linear', initial: 0.05, final: 0.07 }, alpha: { schedule: 'step', initial: 0.05, factor: 0.5, every: 1 } },
     generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 12 },
     iterations: 3,
     evalInterval: 3,
@@ -77,6 +78,7 @@ describe.each(['full', 'lowrank'] as const)('%s mode', (mode) => {
   it('two replicas train bit-identically to one, and a late joiner catches up', async () => {
     const reference = await referenceRun(mode);
     expect(new Set(reference.updates.map((u) => u.thetaHashAfter)).size).toBe(config.iterations); // θ moves every iteration
+    expect(reference.manifests.map((m) => Number(m.sigma.toFixed(12)))).toEqual([0.05, 0.06, 0.07]);
 
     // A replica waits for the run's config, so it starts before or after the trainer alike.
     const starting = replicaIn(`${mode}-two`, 'replica-a');

@@ -5,6 +5,7 @@
  * the same episodes played by this process with the same concurrency, members routed as the trainer
  * routes them. Interleaved rounds, so machine drift hits both counts alike.
  */
+import { esAt } from '../../shared/schedule.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,7 +74,7 @@ async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<Replica
       keys.manifest(run, 0),
       JSON.stringify(
         IterationManifest.parse({
-          run, iteration: 0, runSeed: o.config.seed, thetaHash, sigma: o.config.es.sigma, mode: o.config.mode, rank: o.config.rank, members,
+          run, iteration: 0, runSeed: o.config.seed, thetaHash, sigma: esAt(o.config.es, 0, o.config.iterations).sigma, mode: o.config.mode, rank: o.config.rank, members,
           tasks: tasks.map((t) => ({ id: t.id, task: t.task })), episodesPerMember: tasks.length, quorum: 1,
           deadline: new Date(now.getTime() + 3_600_000).toISOString(), createdAt: now.toISOString(),
         }),

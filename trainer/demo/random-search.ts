@@ -6,6 +6,7 @@
  * ES's θ_final. If ES beats this, the gain came from following the estimated gradient, not from trying
  * many perturbations and getting lucky.
  */
+import { esAt } from '../../shared/schedule.ts';
 import { ask } from '../../shared/es.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -61,7 +62,7 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
   let failedEpisodes = 0;
   for (let round = 0; round < config.iterations; round++) {
     const tasks = environment.sampleTasks('train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, round), options).map((t) => ({ id: t.id, task: t.task }));
-    o.population.setPopulation({ runSeed: config.seed, iteration: round, sigma: config.es.sigma, rank: config.rank, members });
+    o.population.setPopulation({ runSeed: config.seed, iteration: round, sigma: esAt(config.es, round, config.iterations).sigma, rank: config.rank, members });
     const requests = iterationRequests({
       run: o.run,
       iteration: round,
@@ -91,7 +92,7 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
   }
   const winner = best!;
   // θ ← θ₀ + sign·σ·ε_winner: the same perturbation the server applied to serve that candidate.
-  await engine.applyUpdate({ runSeed: config.seed, iteration: winner.round, coefficients: [{ noiseIndex: winner.member.noiseIndex, coef: winner.member.sign * config.es.sigma }], rank: config.rank });
+  await engine.applyUpdate({ runSeed: config.seed, iteration: winner.round, coefficients: [{ noiseIndex: winner.member.noiseIndex, coef: winner.member.sign * esAt(config.es, winner.round, config.iterations).sigma }], rank: config.rank });
   const evaluation = await evaluate({
     store,
     fanout,

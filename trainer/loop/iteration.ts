@@ -3,6 +3,7 @@
  * population live → episodes played and collected until the close (episodes.ts) → tell → θ updated
  * in place → UpdateRecord (create-only) → log entry → checkpoint when due → its metrics row.
  */
+import { esAt } from '../../shared/schedule.ts';
 import { ask, tell, type TellResult } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import { EvaluationResult, IterationManifest, MetricsRow, UpdateRecord, type MemberRoutes } from '../../shared/schemas/index.ts';
@@ -27,7 +28,7 @@ export async function runIteration(ctx: LoopContext, k: number, evaluation: Eval
   const played = await playEpisodes(ctx, m, routing);
   const c = played.classification;
 
-  const told = tell(m.members, c.rewards, { alpha: config.es.alpha, shaping: config.es.shaping });
+  const told = tell(m.members, c.rewards, { alpha: esAt(config.es, k, config.iterations).alpha, shaping: config.es.shaping });
   const entry = await applyTold(weights, config, k, m.members, told);
   await faults('after-update', k);
   if (!(await putJson(store, keys.update(run, k), updateRecord(ctx, k, c, told, thetaHashBefore, entry.thetaHashAfter), true))) {
@@ -74,7 +75,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
     iteration: k,
     runSeed: config.seed,
     thetaHash,
-    sigma: config.es.sigma,
+    sigma: esAt(config.es, k, config.iterations).sigma,
     mode: config.mode,
     rank: config.rank,
     members,

@@ -3,6 +3,7 @@
  * statistics of the counted records, tokens and cost. A row the process died before writing is made
  * again from the iteration's UpdateRecord (with zero timings: those died with it).
  */
+import { esAt } from '../../shared/schedule.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { EvaluationResult, IterationManifest, MetricsRow, RewardRecord, UpdateRecord, type RunConfig } from '../../shared/schemas/index.ts';
@@ -44,6 +45,9 @@ export function rowStats(
     tokens: records.reduce((a, r) => ({ prompt: a.prompt + r.tokens.prompt, completion: a.completion + r.tokens.completion }), { prompt: 0, completion: 0 }),
     cost: sumCosts(records),
     thetaHashAfter,
+    // σ as the manifest served it, α as the schedule gives it for this iteration
+    sigma: m.sigma,
+    alpha: esAt(config.es, m.iteration, config.iterations).alpha,
     evaluation,
     finishedAt: new Date().toISOString(),
   };

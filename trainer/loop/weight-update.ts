@@ -2,6 +2,7 @@
  * One ES update as a log entry, and applying it to θ. An entry's coefficients are a pure function of it
  * (`coefficientsOf`), so the live update, resume and every replica apply the same θ change, bit for bit.
  */
+import { esAt } from '../../shared/schedule.ts';
 import { coefficients, type Coefficient, type TellResult } from '../../shared/es.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { Engine } from '../engine.ts';
@@ -22,8 +23,7 @@ export function logEntryFor(
   return {
     iteration,
     runSeed: config.seed,
-    sigma: config.es.sigma,
-    alpha: config.es.alpha,
+    ...esAt(config.es, iteration, config.iterations),
     weightDecay: config.es.weightDecay,
     members: normalized.map(({ member }) => {
       const m = byIndex.get(member);

@@ -4,6 +4,7 @@
  * resume and the replicas replay with), its θ hash logged, and full checkpoints where asked. Only the
  * rewards are made up (fixed, unequal, so every update moves θ).
  */
+import { esAt } from '../../../shared/schedule.ts';
 import { resolveModelSpec } from '../../../trainer/model-store/resolve-model.ts';
 import { keys } from '../../../shared/keys.ts';
 import { RunConfig, type LogEntry, type ModelSpec } from '../../../shared/schemas/index.ts';
@@ -44,8 +45,7 @@ export async function madeRun(o: { root: string; run: string; model: ModelSpec; 
     const entry: LogEntry = {
       iteration: k,
       runSeed: config.seed,
-      sigma: config.es.sigma,
-      alpha: config.es.alpha,
+      ...esAt(config.es, k, config.iterations),
       weightDecay: config.es.weightDecay,
       members: [0, 0, 1, 1].map((noiseIndex, i) => ({ noiseIndex: noiseIndex + 2 * k, sign: i % 2 ? -1 : 1 })),
       normalizedRewards: [1.2, -0.8, 0.3 - k / 10, -0.7],

@@ -15,7 +15,8 @@ export const baseConfig = {
   environment: { name: 'sudoku', options: { size: 4, blanks: 4, shapedReward: true, invalidMove: 'waste' } },
   tasks: { seed: 3, trainPerIteration: 2, evalCount: 2 },
   model: { preset: 'tiny', seed: 1 },
-  es: { population: 6, sigma: 0.05, alpha: 0.05, weightDecay: 0.01 },
+  // Schedules, so resume must also replay each iteration's own σ and α.
+  es: { population: 6, sigma: { schedule: 'cosine', initial: 0.05, final: 0.02 }, alpha: { schedule: 'linear', initial: 0.05, final: 0.02, warmup: 1 }, weightDecay: 0.01 },
   iterations: ITERATIONS,
   evalInterval: 2,
   checkpointInterval: 2,
