@@ -36,33 +36,42 @@ const cells: HorizonCell[] = [
 describe('the horizon summary', () => {
   const [row] = summarizeHorizon(cells).rows;
 
-  it('pools each method over the seeds that finished it, with Wilson 95% intervals and per-seed rates', () => {
-    expect(row.methods.base).toMatchObject({ seeds: [1, 2], tasks: 8, successes: 4, successRate: 0.5, perSeed: [0.5, 0.5] });
-    // Wilson 95% for 4/8: (0.2152, 0.7848).
-    expect(row.methods.base!.low).toBeCloseTo(0.2152, 4);
-    expect(row.methods.base!.high).toBeCloseTo(0.7848, 4);
+  it('rates each method over the seeds that finished it, Wilson 95% over the distinct tasks, per-seed rates beside', () => {
+    // base per task over the two seeds: 1, 0.5, 0, 0.5 → 0.5, the interval of 2 of 4 tasks (not 4 of 8)
+    expect(row.methods.base).toMatchObject({ seeds: [1, 2], tasks: 4, successes: 4, successRate: 0.5, perSeed: [0.5, 0.5] });
+    expect(row.methods.base!.low).toBeCloseTo(0.15, 3);
+    expect(row.methods.base!.high).toBeCloseTo(0.85, 3);
     expect(row.methods.es).toMatchObject({ successes: 6, successRate: 0.75, perSeed: [0.75, 0.75] });
     expect(row.methods.grpo).toMatchObject({ seeds: [1], tasks: 4, successRate: 0.75 });
     expect(row.methods.randomSearch).toBeUndefined();
     expect(row.episodes).toEqual({ es: [32, 32], grpo: [32] });
   });
 
-  it('pairs differences over the (seed, task) pairs both methods have, with the paired standard error', () => {
-    // ES − base: d = [0,1,0,0, 0,0,1,0], mean 0.25, sample variance 1.5/7, SE √(1.5/7/8).
-    expect(row.differences.esMinusBase!.pairs).toBe(8);
+  it('clusters differences by task: averaged across seeds per task, the standard error over the tasks', () => {
+    // ES − base: seed 1 d = [0,1,0,0], seed 2 d = [0,0,1,0] → per task [0, .5, .5, 0], mean .25, variance (4 × .0625)/3, SE √(1/12/4).
+    expect(row.differences.esMinusBase).toMatchObject({ seeds: 2, tasks: 4 });
     expect(row.differences.esMinusBase!.improvement).toBeCloseTo(0.25, 12);
-    expect(row.differences.esMinusBase!.standardError).toBeCloseTo(Math.sqrt(1.5 / 7 / 8), 12);
+    expect(row.differences.esMinusBase!.standardError).toBeCloseTo(Math.sqrt(1 / 12 / 4), 12);
+    // Pooling the 8 (seed, task) pairs as independent would claim SE √(1.5/7/8) ≈ 0.164 — and with more seeds ever smaller.
     // ES − GRPO on seed 1 only: d = [0, 1, −1, 0], mean 0, variance 2/3, SE √(2/3/4).
-    expect(row.differences.esMinusGrpo).toMatchObject({ pairs: 4, improvement: 0 });
+    expect(row.differences.esMinusGrpo).toMatchObject({ seeds: 1, tasks: 4, improvement: 0 });
     expect(row.differences.esMinusGrpo!.standardError).toBeCloseTo(Math.sqrt(2 / 3 / 4), 12);
     expect(row.differences.esMinusRandomSearch).toBeUndefined();
+  });
+
+  it('does not shrink the standard error by repeating the same tasks over more seeds', () => {
+    const copies = [3, 4, 5].map((seed) => ({ ...cells[1]!, seed }));
+    const [more] = summarizeHorizon([cells[1]!, ...copies]).rows;
+    const [one] = summarizeHorizon([cells[1]!]).rows;
+    expect(more!.differences.esMinusBase!.standardError).toBeCloseTo(one!.differences.esMinusBase!.standardError, 12);
+    expect(more!.methods.base!.low).toBeCloseTo(one!.methods.base!.low, 12);
   });
 
   it('writes a table row per horizon, a dash where a method has no result', () => {
     const { table } = summarizeHorizon(cells);
     const line = table.split('\n')[2];
-    expect(line).toMatch(/^\| 8 \| 2 × 4 \| 32 \| 50\.0 \[21\.5, 78\.5\] \(50\.0, 50\.0\) \| 75\.0 /);
-    expect(line).toContain('+25.0 ± 16.4');
+    expect(line).toMatch(/^\| 8 \| 2 × 4 \| 32 \| 50\.0 \[15\.0, 85\.0\] \(50\.0, 50\.0\) \| 75\.0 /);
+    expect(line).toContain('+25.0 ± 14.4');
     expect(line.split('|').map((s) => s.trim())).toContain('—');
   });
 
@@ -88,7 +97,7 @@ describe('a results directory', () => {
     let out = '';
     const code = await main(['experiment', 'horizon-summary', '--dir', d, '--json'], { stdout: (t) => void (out += t), stderr: () => {}, readStdin: async () => '' });
     expect(code).toBe(0);
-    expect(JSON.parse(out).rows[0].differences.esMinusBase.pairs).toBe(8);
+    expect(JSON.parse(out).rows[0].differences.esMinusBase).toMatchObject({ seeds: 2, tasks: 4 });
     expect(JSON.parse(readFileSync(join(d, 'summary.json'), 'utf8')).cells).toEqual([
       { horizon: 8, seed: 1, methods: ['base', 'es', 'grpo'] },
       { horizon: 8, seed: 2, methods: ['base', 'es'] },

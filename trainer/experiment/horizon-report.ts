@@ -27,8 +27,9 @@ export function writeSummary(dir: string, cells: readonly HorizonCell[]): Horizo
   const md = [
     '# Horizon experiment summary',
     '',
-    'Held-out success in % pooled over the seeds that finished each method: rate [Wilson 95%] (per seed).',
-    'Differences: paired mean over the same (seed, task) pairs ± its standard error, in points.',
+    'Held-out success in % over the seeds that finished each method: rate [Wilson 95% over the distinct tasks] (per seed).',
+    'Differences clustered by task: per task the mean over seeds of the paired difference, then their mean ± the standard error over the tasks, in points.',
+    'The seeds share their held-out tasks, so the task, not the (seed, task) pair, is the unit of replication.',
     '',
     summary.table,
     '',

@@ -1,11 +1,10 @@
 /**
- * The horizon experiment's table from whatever cells exist: per horizon and method, held-out success pooled
- * over the seeds that finished it, with Wilson's 95% interval and the per-seed rates, and paired differences
- * (ES − base, GRPO − base, random search − base, ES − GRPO, ES − random search) over the (seed, task) pairs
- * both methods have, with their paired standard errors (trainer/demo/paired-difference.ts).
+ * The horizon experiment's table from whatever cells exist: per horizon and method, held-out success over the
+ * seeds that finished it with Wilson's 95% interval over the distinct tasks, and the per-seed rates; and the
+ * differences (ES − base, GRPO − base, random search − base, ES − GRPO, ES − random search) clustered by task
+ * over the seeds both methods have (clustered-statistics.ts: the seeds share their tasks).
  */
-import { wilsonInterval } from '../../shared/wilson.ts';
-import { pairedDifference } from '../demo/paired-difference.ts';
+import { clusteredDifference, clusteredRate } from './clustered-statistics.ts';
 import { METHODS, TRAINED, type HorizonCell, type Method } from './horizon-cell.ts';
 
 export interface MethodSummary {
@@ -20,8 +19,9 @@ export interface MethodSummary {
 }
 
 export interface Difference {
-  /** Paired (seed, task) results both methods have. */
-  pairs: number;
+  /** Seeds both methods have, and the distinct tasks the standard error is taken over. */
+  seeds: number;
+  tasks: number;
   improvement: number;
   standardError: number;
 }
@@ -53,31 +53,28 @@ export interface HorizonSummary {
 function summarizeMethod(at: readonly HorizonCell[], m: Method): MethodSummary | undefined {
   const have = at.filter((c) => c.solved[m]);
   if (!have.length) return undefined;
-  const all = have.flatMap((c) => c.solved[m]!);
-  const successes = all.filter(Boolean).length;
-  const ci = wilsonInterval(successes, all.length);
+  const r = clusteredRate(have.map((c) => c.solved[m]!));
   return {
     seeds: have.map((c) => c.seed),
-    tasks: all.length,
-    successes,
-    successRate: successes / all.length,
-    low: ci.low,
-    high: ci.high,
+    tasks: r.tasks,
+    successes: have.reduce((n, c) => n + c.solved[m]!.filter(Boolean).length, 0),
+    successRate: r.rate,
+    low: r.low,
+    high: r.high,
     perSeed: have.map((c) => c.solved[m]!.filter(Boolean).length / c.solved[m]!.length),
   };
 }
 
 function difference(at: readonly HorizonCell[], a: Method, b: Method): Difference | undefined {
   const both = at.filter((c) => c.solved[a] && c.solved[b]);
-  const pairs = both.reduce((n, c) => n + c.tasks.length, 0);
-  if (pairs < 2) return undefined;
-  const p = pairedDifference(both.flatMap((c) => c.solved[b]!), both.flatMap((c) => c.solved[a]!));
-  return { pairs, improvement: p.improvement, standardError: p.standardError };
+  if (!both.length || both[0]!.tasks.length < 2) return undefined;
+  return clusteredDifference(both.map((c) => c.solved[a]!), both.map((c) => c.solved[b]!));
 }
 
 const pct = (x: number) => (x * 100).toFixed(1);
 const rate = (r: MethodSummary | undefined) => (r ? `${pct(r.successRate)} [${pct(r.low)}, ${pct(r.high)}] (${r.perSeed.map(pct).join(', ')})` : '—');
-const diff = (x: Difference | undefined) => (x ? `${x.improvement >= 0 ? '+' : ''}${pct(x.improvement)} ± ${pct(x.standardError)}` : '—');
+// a difference that rounds to zero prints +0.0, not −0.0 (a float a hair below zero)
+const diff = (x: Difference | undefined) => (x ? `${pct(x.improvement) === '-0.0' || x.improvement >= 0 ? '+' : ''}${pct(x.improvement).replace(/^-0\.0$/, '0.0')} ± ${pct(x.standardError)}` : '—');
 
 export function summarizeHorizon(cells: readonly HorizonCell[]): HorizonSummary {
   const horizons = [...new Set(cells.map((c) => c.horizon))].sort((a, b) => a - b);
