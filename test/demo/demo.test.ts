@@ -10,7 +10,7 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { DemoConfig, readDemoConfig } from '../../trainer/demo/demo-config.ts';
 import { demoSummary } from '../../trainer/demo/demo-summary.ts';
-import { DemoReport, esPassed, runDemo } from '../../trainer/demo/demo.ts';
+import { DemoReport, esPassed, runDemo, verdictSentence } from '../../trainer/demo/demo.ts';
 import { PretrainConfig, pretrain, savePretrained } from '../../trainer/pretrain/pretrain.ts';
 import { loadModelDir } from '../../trainer/model/model-dir.ts';
 
@@ -91,7 +91,15 @@ describe('demo', () => {
     expect(report.esVersusRandomSearch.improvement).toBeCloseTo((count(arms.es) - count(arms.randomSearch)) / 4, 12);
 
     const summary = demoSummary(report);
-    for (const line of ['after ES', 'after random search', 'after GRPO', 'ES − GRPO', 'ES − random search', 'paired standard errors']) expect(summary).toContain(line);
+    for (const line of ['after ES', 'after random search', 'after GRPO', 'ES − GRPO', 'ES − random search', report.verdict]) expect(summary).toContain(line);
+    // The verdict in one sentence, with the counts it is about.
+    expect(report.verdict).toMatch(new RegExp(`^(NOT )?PASSED: after 4 training episodes ES solved ${report.es.after.successes} of 4 unseen tasks against the base's ${report.before.successes} .*random search solved ${report.randomSearch.after.successes} and GRPO ${report.grpo.after.successes}\\.$`));
+    expect(report.verdict.startsWith(report.passed ? 'PASSED' : 'NOT PASSED')).toBe(true);
+    // One comparison chart: every method's held-out point with its bar, and the training curves.
+    const svg = readFileSync(report.files.comparison, 'utf8');
+    for (const m of ['base', 'es', 'randomSearch', 'grpo']) expect(svg, m).toMatch(new RegExp(`<circle data-method="${m}"`));
+    for (const m of ['es', 'randomSearch', 'grpo']) expect(svg, m).toMatch(new RegExp(`<path data-method="${m}" d="M[^"]+ L`));
+    expect(summary).toContain(`comparison:  ${report.files.comparison}`);
     // Failed held-out episodes are shown (none here) and void the verdict.
     expect(report.before.failed + report.es.after.failed).toBe(0);
     expect(summary).not.toContain('WARNING');
@@ -100,6 +108,18 @@ describe('demo', () => {
     expect(readFileSync(report.files.curve, 'utf8')).toContain('<svg');
     expect(JSON.parse(readFileSync(report.files.demoReport, 'utf8'))).toEqual(JSON.parse(JSON.stringify(report)));
   }, 120_000);
+
+  it('says in one sentence what was found', () => {
+    const rate = (successes: number) => ({ successRate: successes / 256, successes, tasks: 256, failed: 0, interval: { low: 0, high: 1 } });
+    const diff = (improvement: number, se: number) => ({ tasks: 256, improvement, standardError: se, standardErrors: improvement / se, unpairedStandardError: se, gained: 0, lost: 0 });
+    const base = { heldOut: { tasks: 256, split: 'eval' as const }, before: rate(154), requiredStandardErrors: 3, randomSearch: { after: rate(151) }, grpo: { after: rate(131) } };
+    const lost = verdictSentence({ ...base, passed: false, es: { after: rate(145), difference: diff(-0.035, 0.0194), trainingEpisodes: 3840 } } as never);
+    expect(lost).toBe("NOT PASSED: after 3,840 training episodes ES solved 145 of 256 unseen tasks against the base's 154 (−3.5 points, 1.8 standard errors below the base; passing needs 3 above), so ES did not improve on unseen tasks; with the same episodes random search solved 151 and GRPO 131.");
+    const small = verdictSentence({ ...base, passed: false, es: { after: rate(160), difference: diff(0.0234, 0.015), trainingEpisodes: 3840 } } as never);
+    expect(small).toContain("(+2.3 points, 1.6 standard errors above the base; passing needs 3 above), so ES's gain is too small to tell from chance;");
+    const won = verdictSentence({ ...base, passed: true, es: { after: rate(190), difference: diff(0.14, 0.03), trainingEpisodes: 3840 } } as never);
+    expect(won).toMatch(/^PASSED: .*so ES learned something that carries over to unseen tasks;/);
+  });
 
   it('passes only above 3 paired SE with every held-out episode of θ₀ and ES played', () => {
     expect(esPassed({ improvement: 0.2, standardError: 0.05 }, { before: 0, after: 0 })).toBe(true);

@@ -53,12 +53,13 @@ export function demoSummary(r: DemoReport): string {
     `ES − random search:          ${diff(r.esVersusRandomSearch)}`,
     `ES − GRPO:                   ${diff(r.esVersusGrpo)}`,
     ...failures(r),
-    `${r.passed ? 'PASSED' : 'NOT PASSED'}: the ES improvement ${r.passed ? 'exceeds' : 'does not exceed'} ${r.requiredStandardErrors} paired standard errors`,
+    r.verdict,
     `most held-out successes: ${best(r)}`,
     `seeds: run ${r.seeds.run}, tasks ${r.seeds.tasks}, model ${r.seeds.model}`,
     `wall time: ${(r.wallMs / 1000).toFixed(0)} s (ES ${(r.es.wallMs / 1000).toFixed(0)} s, random search ${(r.randomSearch.wallMs / 1000).toFixed(0)} s, GRPO ${(r.grpo.wallMs / 1000).toFixed(0)} s)`,
     `demo report: ${r.files.demoReport}`,
     `ES report:   ${r.files.esReport}`,
     `curve:       ${r.files.curve}`,
+    `comparison:  ${r.files.comparison} (held-out success of base, ES, random search and GRPO with 95% intervals, and their training curves)`,
   ].join('\n');
 }

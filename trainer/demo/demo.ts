@@ -20,6 +20,7 @@ import type { TrainingProgress } from '../loop/progress.ts';
 import { DemoConfig } from './demo-config.ts';
 import { pairedDifference, type PairedDifference } from './paired-difference.ts';
 import { randomSearch } from './random-search.ts';
+import { renderComparison } from '../charts/comparison-svg.ts';
 
 /** How many standard errors the ES improvement must clear for the demo to count as a success. */
 export const REQUIRED_STANDARD_ERRORS = 3;
@@ -28,6 +29,20 @@ export const REQUIRED_STANDARD_ERRORS = 3;
  * The verdict: ES's paired gain over θ₀ above REQUIRED_STANDARD_ERRORS standard errors, with every held-out
  * episode of both evaluations played — a failed one counts unsolved, so failures at θ₀ would make a gain.
  */
+/** What was found, in one sentence: ES against the base and the bar it had to clear, then the baselines. */
+export function verdictSentence(r: Pick<DemoReport, 'passed' | 'before' | 'es' | 'randomSearch' | 'grpo' | 'requiredStandardErrors' | 'heldOut'>): string {
+  const d = r.es.difference;
+  const z = d.standardErrors ?? 0;
+  const points = `${d.improvement >= 0 ? '+' : '−'}${Math.abs(d.improvement * 100).toFixed(1)} points`;
+  const moved = `${Math.abs(z).toFixed(1)} standard errors ${z >= 0 ? 'above' : 'below'} the base`;
+  const found = r.passed
+    ? `ES learned something that carries over to unseen tasks`
+    : d.improvement > 0
+      ? `ES's gain is too small to tell from chance`
+      : `ES did not improve on unseen tasks`;
+  return `${r.passed ? 'PASSED' : 'NOT PASSED'}: after ${r.es.trainingEpisodes.toLocaleString('en-US')} training episodes ES solved ${r.es.after.successes} of ${r.heldOut.tasks} unseen tasks against the base's ${r.before.successes} (${points}, ${moved}; passing needs ${r.requiredStandardErrors} above), so ${found}; with the same episodes random search solved ${r.randomSearch.after.successes} and GRPO ${r.grpo.after.successes}.`;
+}
+
 export function esPassed(d: Pick<PairedDifference, 'improvement' | 'standardError'>, failed: { before: number; after: number }): boolean {
   return failed.before === 0 && failed.after === 0 && d.standardError > 0 && d.improvement > REQUIRED_STANDARD_ERRORS * d.standardError;
 }
@@ -76,7 +91,9 @@ export const DemoReport = z.object({
   esVersusGrpo: Difference,
   requiredStandardErrors: z.number(),
   passed: z.boolean(),
-  files: z.object({ demoReport: z.string(), esReport: z.string(), curve: z.string() }),
+  /** The verdict in one sentence a newcomer can follow. */
+  verdict: z.string(),
+  files: z.object({ demoReport: z.string(), esReport: z.string(), curve: z.string(), comparison: z.string() }),
   wallMs: z.number(),
 });
 export type DemoReport = z.infer<typeof DemoReport>;
@@ -137,6 +154,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   target.useEngine?.(engine);
   const bar = progressBar(o.showBaselineProgress, 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}');
   const baselineStarted = performance.now();
+  // Training curves for the comparison chart: success against training episodes.
+  const perRound = config.es.population * config.tasks.trainPerIteration;
+  const rsCurve: Array<[number, number]> = [];
   let baseline;
   try {
     bar?.start(config.iterations, 0, { best: '–' });
@@ -150,7 +170,10 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       policy: { baseUrl: `${server.url}/v1` },
       environment,
       evalTasks: heldOut,
-      onRound: (round, best) => bar?.update(round + 1, { best: best.reward.toFixed(3) }),
+      onRound: (round, best) => {
+        rsCurve.push([(round + 1) * perRound, best.reward]);
+        bar?.update(round + 1, { best: best.reward.toFixed(3) });
+      },
     });
   } finally {
     bar?.stop();
@@ -179,6 +202,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   const esVsRs = pairedDifference(successes(baseline.evaluation, threshold), successes(after, threshold));
   const esVsGrpo = pairedDifference(successes(grpo.evaluation, threshold), successes(after, threshold));
   const demoKey = `${keys.run(run)}demo-report.json`;
+  const comparisonPath = join(storeRoot, `${keys.run(run)}comparison.svg`);
   const report = DemoReport.parse({
     run,
     runs,
@@ -213,9 +237,27 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     esVersusGrpo: difference(esVsGrpo),
     requiredStandardErrors: REQUIRED_STANDARD_ERRORS,
     passed: esPassed(esDiff, { before: before.failed, after: after.failed }),
-    files: { demoReport: join(storeRoot, demoKey), esReport: es.report.files.report, curve: es.report.files.curve },
+    verdict: '',
+    files: { demoReport: join(storeRoot, demoKey), esReport: es.report.files.report, curve: es.report.files.curve, comparison: comparisonPath },
     wallMs: performance.now() - started,
   });
+  report.verdict = verdictSentence(report);
+  const perStep = grpo.history.length ? grpo.episodes / grpo.history.length : 0;
+  const rate95 = (r: z.infer<typeof Rate>) => ({ successRate: r.successRate, low: r.interval.low, high: r.interval.high });
+  let esEpisodes = 0;
+  const comparison = renderComparison({
+    title: `${config.environment.name}: ES against random search and GRPO, same training episodes`,
+    subtitle: report.verdict,
+    xLabel: 'training episodes',
+    curves: {
+      es: es.result.rows.flatMap((r) => (r.successRate === null ? [] : [[(esEpisodes += r.expected), r.successRate] as [number, number]])),
+      randomSearch: rsCurve,
+      grpo: grpo.history.map((s, i) => [(i + 1) * perStep, s.meanReward] as [number, number]),
+    },
+    heldOut: { base: rate95(report.before), es: rate95(report.es.after), randomSearch: rate95(report.randomSearch.after), grpo: rate95(report.grpo.after) },
+    budget: report.es.trainingEpisodes,
+  });
+  await new FsObjectStore(storeRoot).put(`${keys.run(run)}comparison.svg`, comparison, { contentType: 'image/svg+xml' });
   await new FsObjectStore(storeRoot).put(demoKey, JSON.stringify(report, null, 2), { contentType: 'application/json' });
   return report;
 }
