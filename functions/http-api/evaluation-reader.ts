@@ -3,6 +3,7 @@
  * RewardRecord, priced (evaluation-pricing.ts) and summed up with a 95% Wilson interval. Computed on every
  * read, so a running evaluation shows its episodes as they land.
  */
+import { mostCommonError } from '../../shared/error-tally.ts';
 import type { CostPrices } from '../../shared/cost.ts';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -55,6 +56,14 @@ function usd(x: number): string {
   return `$${x.toFixed(x >= 1 ? 2 : 6)}`;
 }
 
+/** ", 6 failed (most often: …)" when any failed: a 0% that is all failures must not read as a model that tried. */
+function failedNote(episodes: readonly EvaluationEpisode[]): string {
+  const failed = episodes.filter((e) => e.error !== null).length;
+  if (!failed) return '';
+  const top = mostCommonError(episodes.map((e) => e.error));
+  return `, ${failed} failed${top ? ` (most often, ${top.count}×: ${top.message.slice(0, 120)})` : ''}`;
+}
+
 export function summarize(request: StoredEvaluationRequest, status: EvaluationStatus, episodes: readonly EvaluationEpisode[]): EvaluationSummary {
   const n = episodes.length;
   const successes = episodes.filter((e) => e.success).length;
@@ -74,13 +83,14 @@ export function summarize(request: StoredEvaluationRequest, status: EvaluationSt
     episodes: n,
     successes,
     failed: episodes.filter((e) => e.error !== null).length,
+    topError: mostCommonError(episodes.map((e) => e.error)),
     successRate: n === 0 ? 0 : successes / n,
     interval: wilsonInterval(successes, n),
     meanReward: n === 0 ? null : episodes.reduce((a, e) => a + e.reward, 0) / n,
     totalCostUsd: total,
     meanCostUsdPerEpisode: n === 0 ? null : total / n,
     stopReason: reason,
-    note: `${n} of ${request.episodes} episode(s) ran, ${successes} succeeded, ${usd(total)} in all; ${why}`,
+    note: `${n} of ${request.episodes} episode(s) ran, ${successes} succeeded${failedNote(episodes)}, ${usd(total)} in all; ${why}`,
   };
 }
 

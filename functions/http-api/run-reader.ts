@@ -3,6 +3,7 @@
  * config.json, metrics/{k}.json, evaluations/{k}.json, checkpoints/{k}/meta.json, the in-flight
  * iteration's manifest and reward records, plus the API's own status.json and stop.json.
  */
+import { mostCommonError } from '../../shared/error-tally.ts';
 import { keys, parseCheckpointIteration, parseRunConfigKey, parseRewardKey } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import {
@@ -50,6 +51,12 @@ export async function readEvaluations(store: ObjectStore, run: string): Promise<
   return readAllJson(store, evalKeys, EvaluationResult);
 }
 
+/** The run's newest evaluation (keys sort by iteration), or null before the first. */
+async function readLatestEvaluation(store: ObjectStore, run: string): Promise<EvaluationResult | null> {
+  const evalKeys = (await store.list(`${keys.run(run)}evaluations/`)).filter((k) => k.endsWith('.json')).sort();
+  return evalKeys.length ? readJson(store, evalKeys[evalKeys.length - 1]!, EvaluationResult) : null;
+}
+
 export async function readMetricsSeries(store: ObjectStore, run: string): Promise<MetricsSeries> {
   await readConfig(store, run);
   const [rows, evaluations] = await Promise.all([readMetricsRows(store, run), readEvaluations(store, run)]);
@@ -70,7 +77,7 @@ function stateOf(status: RunStatus | null, completed: number, config: RunConfig)
 
 async function summaryFrom(store: ObjectStore, run: string, config: RunConfig, status: RunStatus | null): Promise<RunSummary> {
   const rowKeys = (await store.list(`${keys.run(run)}metrics/`)).filter((k) => k.endsWith('.json'));
-  const latest = rowKeys.length ? await readJson(store, rowKeys[rowKeys.length - 1], MetricsRow) : null;
+  const [latest, heldOut] = await Promise.all([rowKeys.length ? readJson(store, rowKeys[rowKeys.length - 1], MetricsRow) : null, readLatestEvaluation(store, run)]);
   return {
     id: run,
     name: config.name ?? null,
@@ -79,6 +86,14 @@ async function summaryFrom(store: ObjectStore, run: string, config: RunConfig, s
     completedIterations: rowKeys.length,
     iterations: config.iterations,
     latest,
+    heldOut: heldOut && {
+      iteration: heldOut.iteration,
+      tasks: heldOut.tasks,
+      successRate: heldOut.successRate,
+      interval: heldOut.interval,
+      failed: heldOut.failed,
+      topError: mostCommonError(heldOut.perTask.map((t) => t.error)),
+    },
     requestedAt: status?.requestedAt ?? null,
   };
 }

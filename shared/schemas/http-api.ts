@@ -2,6 +2,7 @@
  * The HTTP API's bodies: what `POST /runs`, `POST /evaluations` and the GET routes accept and answer.
  * These schemas are the request validation, the TypeScript types and the OpenAPI document at once.
  */
+import { TopError } from '../error-tally.ts';
 import { z } from 'zod';
 import { CheckpointMeta } from './checkpoint.ts';
 import { Cost } from './episode.ts';
@@ -63,7 +64,19 @@ export const RunSummary = z
     /** Iterations whose metrics row is in the store. */
     completedIterations: z.number().int().min(0),
     iterations: z.number().int().min(1),
+    /** The latest metrics row: the members' training success and reward of that iteration, not held-out success. */
     latest: MetricsRow.nullable(),
+    /** The latest held-out evaluation (θ_iteration on the eval split): what the run is judged by. */
+    heldOut: z
+      .object({
+        iteration: Iteration,
+        tasks: z.number().int().min(0),
+        successRate: z.number().min(0).max(1),
+        interval: z.object({ low: z.number().min(0).max(1), high: z.number().min(0).max(1) }),
+        failed: z.number().int().min(0),
+        topError: TopError.nullable(),
+      })
+      .nullable(),
     requestedAt: z.iso.datetime().nullable(),
   })
   .meta({ id: 'RunSummary' });
@@ -228,6 +241,8 @@ export const EvaluationSummary = z
     episodes: z.number().int().min(0),
     successes: z.number().int().min(0),
     failed: z.number().int().min(0),
+    /** The most common error of the failed episodes (messages differing only in numbers count as one). */
+    topError: TopError.nullable(),
     successRate: z.number().min(0).max(1),
     /** 95% Wilson score interval of the success rate. */
     interval: z.object({ low: z.number().min(0).max(1), high: z.number().min(0).max(1) }),

@@ -1,3 +1,4 @@
+import { TopError } from '../error-tally.ts';
 import { z } from 'zod';
 import { Iteration, RunId, TaskId } from './ids.ts';
 import { Cost } from './episode.ts';
@@ -51,6 +52,8 @@ export const MetricsRow = z.object({
    * rebuilt after a crash (the fan-out's outcomes died with the process).
    */
   timedOut: z.number().int().min(0).default(0),
+  /** The most common error of the iteration's failed episodes (rows written before it existed have none). */
+  topError: TopError.nullable().optional(),
   meanReward: z.number().finite().nullable(),
   maxReward: z.number().finite().nullable(),
   successRate: z.number().min(0).max(1).nullable(),

@@ -63,6 +63,12 @@ describe('esopt runs', () => {
     expect(JSON.parse(shown.out)).toMatchObject({ id, state: 'finished', completedIterations: 3 });
     const human = await esopt('runs', 'show', id);
     expect(human.out).toContain(`run ${id} (sudoku): finished`);
+    // Judged by held-out success (the final evaluation, θ_3), the training figures labelled as such.
+    const h = JSON.parse(shown.out).heldOut as { iteration: number; tasks: number };
+    expect(h.iteration).toBe(3);
+    expect(human.out).toMatch(new RegExp(`held-out \\d+\\.\\d% \\[95% CI [\\d.]+%–[\\d.]+%\\] of ${h.tasks} at θ_3`));
+    expect(human.out).toContain('latest iteration 2 (training): mean reward');
+    expect((await esopt('runs', 'list')).out).toMatch(new RegExp(`${id}.* @3`));
     // A finished run cannot be stopped: the server's 409 becomes exit 1 with its message.
     const stop = await esopt('runs', 'stop', id, '--json');
     expect(stop.code).toBe(1);

@@ -23,6 +23,7 @@ let browser: Browser;
 let page: Page;
 let finishedRun: string;
 let evaluation: EvaluationView;
+let refused: EvaluationView;
 const pageErrors: string[] = [];
 
 const fmt = (x: number | null, digits = 3) => (x === null ? '–' : x.toFixed(digits));
@@ -37,7 +38,7 @@ function expectedIterationRows(series: MetricsSeries): string[][] {
   return series.rows.map((r) => [
     String(r.iteration),
     `${r.counted} / ${r.expected}`,
-    String(r.failed),
+    r.failed ? `${r.failed}${r.topError ? `: ${r.topError.message.slice(0, 60)}${r.topError.message.length > 60 ? '…' : ''} (×${r.topError.count})` : ''}` : '0',
     String(r.timedOut),
     fmt(r.meanReward),
     fmt(r.maxReward),
@@ -63,8 +64,19 @@ beforeAll(async () => {
       concurrency: 2,
     },
   });
+  // An endpoint that refuses every call: every episode fails, which the views must say.
+  const bad = await api.call('POST', '/evaluations', {
+    body: {
+      model: { kind: 'external', baseUrl: agent.baseUrl, model: 'their-agent', apiKey: 'sk-wrong-key', pricing: { usdPerMillionPromptTokens: 0, usdPerMillionCompletionTokens: 0 } },
+      environment: { name: 'sudoku', options: OPTIONS },
+      tasks: { tasks: TASKS },
+      episodes: 2,
+      concurrency: 2,
+    },
+  });
   await Promise.all([api.runs.settled(), api.evaluations.settled()]);
   evaluation = EvaluationView.parse((await api.call('GET', `/evaluations/${ev.body.id}`)).body);
+  refused = EvaluationView.parse((await api.call('GET', `/evaluations/${bad.body.id}`)).body);
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], timeout: 60_000 });
   page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
   page.on('pageerror', (err) => pageErrors.push(err.message));
@@ -122,8 +134,12 @@ describe('the dashboard at /', () => {
       expect(box.w).toBeGreaterThan(100);
       expect(box.h).toBeGreaterThan(50);
     }
+    // The run table shows held-out success (the latest evaluation, θ_3) with its interval, not the members' training success.
     const runRow = (await tableRows('#runs')).find((r) => r[0] === finishedRun);
-    expect(runRow).toEqual([finishedRun, 'finished', 'sudoku', '3 / 3', fmt(series.rows[2].meanReward), pct(series.rows[2].successRate)]);
+    const final = series.evaluations.find((e) => e.iteration === 3)!;
+    expect(runRow).toEqual([finishedRun, 'finished', 'sudoku', '3 / 3', `${pct(final.successRate)} (${pct(final.interval.low)}–${pct(final.interval.high)}) @3`, final.failed ? expect.stringMatching(new RegExp(`^${final.failed} of ${final.tasks}`)) : 'none']);
+    expect(await page.$eval('#runs thead', (t) => t.textContent)).toContain('held-out success (95% CI)');
+    expect(await page.$eval('#iterations thead', (t) => t.textContent)).toContain('train success');
   });
 
   it('downloads the selected run\'s model after K updates as the tarball the route serves', async () => {
@@ -152,6 +168,7 @@ describe('the dashboard at /', () => {
       'sudoku',
       '3 / 3',
       `${pct(s.successRate)} (${pct(s.interval.low)}–${pct(s.interval.high)})`,
+      'none',
       usd(s.totalCostUsd),
       usd(s.meanCostUsdPerEpisode as number),
       'completed',
@@ -164,6 +181,13 @@ describe('the dashboard at /', () => {
       evaluation.episodes.map((e) => [String(e.index), e.task, fmt(e.reward), e.success ? 'yes' : 'no', String(e.steps), String(e.tokens.prompt + e.tokens.completion), fmt(e.durationMs, 0), usd(e.cost.usd), e.error ?? '']),
     );
     expect(await page.textContent('#evaluation-note')).toBe(s.note);
+    // Every episode of the refused evaluation failed: the list says so beside its 0.0%, with the error.
+    const r = refused.summary;
+    expect(r).toMatchObject({ episodes: 2, failed: 2, successRate: 0, topError: { count: 2 } });
+    const failedRow = (await tableRows('#evaluations')).find((x) => x[0] === refused.id)!;
+    expect(failedRow[5]).toBe(`0.0% (${pct(r.interval.low)}–${pct(r.interval.high)})`);
+    expect(failedRow[6]).toBe(`2 of 2: ${r.topError!.message.slice(0, 80)}${r.topError!.message.length > 80 ? '…' : ''} (×2)`);
+    expect(r.note).toContain('2 failed (most often, 2×: ');
     mkdirSync('test-artifacts', { recursive: true });
     await page.screenshot({ path: 'test-artifacts/dashboard.png', fullPage: true });
   });

@@ -3,6 +3,7 @@
  * statistics of the counted records, tokens and cost. A row the process died before writing is made
  * again from the iteration's UpdateRecord (with zero timings: those died with it).
  */
+import { mostCommonError } from '../../shared/error-tally.ts';
 import { esAt } from '../../shared/schedule.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -38,6 +39,7 @@ export function rowStats(
     counted: records.length,
     failed: c.failures.length,
     invalid: c.invalid.length,
+    topError: mostCommonError(c.failures.map((f) => f.error)),
     ...absent,
     meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
     maxReward: rewards.length ? Math.max(...rewards) : null,

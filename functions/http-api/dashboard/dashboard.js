@@ -70,6 +70,20 @@ async function loadBoxes() {
 
 // ---------------------------------------------------------------- runs
 
+/** Held-out success of the latest evaluation with its interval and iteration, e.g. "56.6% (50.5–62.6%) @30". */
+function heldOutText(h) {
+  if (!h) return '–';
+  return `${pct(h.successRate)} (${pct(h.interval.low)}–${pct(h.interval.high)}) @${h.iteration}`;
+}
+
+/** Failed episodes of n and the most common error, e.g. "6 of 6: context_length_exceeded … (×6)"; "none" when none failed. */
+function failuresText(s, n) {
+  if (!s) return '–';
+  const total = n === undefined ? s.tasks : n;
+  if (!s.failed) return 'none';
+  return `${s.failed} of ${total}${s.topError ? `: ${s.topError.message.slice(0, 80)}${s.topError.message.length > 80 ? '…' : ''} (×${s.topError.count})` : ''}`;
+}
+
 async function loadRuns() {
   const { runs } = await api('/runs');
   fillTable(
@@ -80,8 +94,8 @@ async function loadRuns() {
       cell(r.state, 'text'),
       cell(r.environment, 'text'),
       cell(`${r.completedIterations} / ${r.iterations}`),
-      cell(fmt(r.latest && r.latest.meanReward)),
-      cell(pct(r.latest && r.latest.successRate)),
+      cell(heldOutText(r.heldOut)),
+      cell(failuresText(r.heldOut), r.heldOut && r.heldOut.failed ? 'error' : undefined),
     ],
     (r) => selectRun(r.id),
     state.runId,
@@ -131,7 +145,7 @@ function drawIterations() {
   fillTable('#iterations', state.rows, (r) => [
     cell(String(r.iteration), 'text'),
     cell(`${r.counted} / ${r.expected}`),
-    cell(String(r.failed)),
+    cell(r.failed ? `${r.failed}${r.topError ? `: ${r.topError.message.slice(0, 60)}${r.topError.message.length > 60 ? '…' : ''} (×${r.topError.count})` : ''}` : '0', r.failed ? 'error' : undefined),
     cell(String(r.timedOut)),
     cell(fmt(r.meanReward)),
     cell(fmt(r.maxReward)),
@@ -294,6 +308,7 @@ async function loadEvaluations() {
       cell(e.request.environment.name, 'text'),
       cell(`${e.summary.episodes} / ${e.request.episodes}`),
       cell(`${pct(e.summary.successRate)} (${pct(e.summary.interval.low)}–${pct(e.summary.interval.high)})`),
+      cell(failuresText(e.summary, e.summary.episodes), e.summary.failed ? 'error' : undefined),
       cell(usd(e.summary.totalCostUsd)),
       cell(usd(e.summary.meanCostUsdPerEpisode)),
       cell(e.summary.stopReason ?? '–', 'text'),

@@ -9,7 +9,7 @@ export function renderEvaluation(v: EvaluationView): string {
   const s = v.summary;
   return [
     `evaluation ${v.id}: ${v.status.state}${s.stopReason ? ` (${s.stopReason})` : ''}`,
-    `success ${pct(s.successRate)} [95% CI ${pct(s.interval.low)}–${pct(s.interval.high)}] over ${s.episodes} episode(s); cost $${s.totalCostUsd.toFixed(6)} total, $${(s.meanCostUsdPerEpisode ?? 0).toFixed(6)} per episode`,
+    `success ${pct(s.successRate)} [95% CI ${pct(s.interval.low)}–${pct(s.interval.high)}] over ${s.episodes} episode(s)${s.failed ? `, ${s.failed} failed` : ''}; cost $${s.totalCostUsd.toFixed(6)} total, $${(s.meanCostUsdPerEpisode ?? 0).toFixed(6)} per episode`,
     s.note,
     '',
     `${'#'.padStart(4)}  ${'task'.padEnd(28)}  reward  ok   steps  tokens   cost (USD)  error`,

@@ -3,9 +3,19 @@ import { parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
 
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+/** Held-out success of the latest evaluation with its interval and iteration, and its failed episodes. */
+export function heldOutLine(h: RunSummary['heldOut']): string {
+  if (!h) return 'held-out: not evaluated yet';
+  const failed = h.failed ? `; ${h.failed} of ${h.tasks} failed${h.topError ? `, most often (${h.topError.count}×): ${h.topError.message}` : ''}` : '';
+  return `held-out ${pct(h.successRate)} [95% CI ${pct(h.interval.low)}–${pct(h.interval.high)}] of ${h.tasks} at θ_${h.iteration}${failed}`;
+}
+
 function line(r: RunSummary): string {
-  const reward = r.latest?.meanReward;
-  return [r.id.padEnd(36), r.state.padEnd(10), r.environment.padEnd(9), `${r.completedIterations}/${r.iterations}`.padStart(9), reward === null || reward === undefined ? '–' : reward.toFixed(3)].join('  ');
+  const h = r.heldOut;
+  const heldOut = h ? `${pct(h.successRate)} (${pct(h.interval.low)}–${pct(h.interval.high)}) @${h.iteration}${h.failed ? `, ${h.failed} failed` : ''}` : '–';
+  return [r.id.padEnd(36), r.state.padEnd(10), r.environment.padEnd(9), `${r.completedIterations}/${r.iterations}`.padStart(9), heldOut].join('  ');
 }
 
 export const command: Command = {
@@ -15,7 +25,7 @@ export const command: Command = {
     const p = parseFlags(argv, apiFlags);
     const { runs } = await ApiClient.fromFlags(p.values).get('/runs', RunList);
     if (p.json) io.stdout(JSON.stringify({ runs }));
-    else io.stdout([`${'run'.padEnd(36)}  ${'state'.padEnd(10)}  ${'env'.padEnd(9)}  ${'iters'.padStart(9)}  reward`, ...runs.map(line)].join('\n'));
+    else io.stdout([`${'run'.padEnd(36)}  ${'state'.padEnd(10)}  ${'env'.padEnd(9)}  ${'iters'.padStart(9)}  held-out success (95% CI) @θ`, ...runs.map(line)].join('\n'));
     return 0;
   },
 };

@@ -1,3 +1,4 @@
+import { heldOutLine } from './runs-list.ts';
 import { RunDetail } from '../../../shared/schemas/index.ts';
 import { parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
@@ -19,7 +20,10 @@ export const command: Command = {
       [
         `run ${run.id} (${run.environment}): ${run.state}${run.stopRequested && run.state !== 'stopped' ? ', stop requested' : ''}`,
         `iterations: ${run.completedIterations} of ${run.iterations} done${run.current ? `; iteration ${run.current.iteration} in flight, ${run.current.arrived}/${run.current.expected} rewards in` : ''}`,
-        l ? `latest (iteration ${l.iteration}): mean reward ${l.meanReward ?? 'n/a'}, success ${l.successRate ?? 'n/a'}, ${l.counted}/${l.expected} counted, $${l.cost.usd.toFixed(6)}` : 'no iteration finished yet',
+        heldOutLine(run.heldOut),
+        l
+          ? `latest iteration ${l.iteration} (training): mean reward ${l.meanReward ?? 'n/a'}, train success ${l.successRate ?? 'n/a'}, ${l.counted}/${l.expected} counted${l.failed ? `, ${l.failed} failed${l.topError ? ` (most often, ${l.topError.count}×: ${l.topError.message})` : ''}` : ''}, $${l.cost.usd.toFixed(6)}`
+          : 'no iteration finished yet',
         ...(run.status?.error ? [`error: ${run.status.error}`] : []),
       ].join('\n'),
     );
