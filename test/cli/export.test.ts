@@ -80,7 +80,7 @@ describe('esopt export', () => {
     expect((await cli('--run', 'tiny', '--store', store)).err).toContain('--out is required');
     expect((await cli('--run', 'tiny', '--out', join(root, 'x'), '--format', 'gguf')).code).toBe(2);
     expect((await cli('--run', 'tiny', '--out', join(root, 'x'), '--iteration', 'two')).code).toBe(2);
-    expect((await cli('--run', 'tiny', '--out', join(root, 'x'), '--store', store, '--cloud')).err).toContain('--store is for a local store');
+    expect((await cli('--run', 'tiny', '--out', join(root, 'x'), '--store', store, '--cloud')).err).toContain('give one of --store DIR or --cloud');
     expect((await cli('--run', 'nope', '--store', store, '--out', join(root, 'x'))).err).toContain('no run nope in the store');
   });
 });

@@ -1,24 +1,11 @@
 import { z } from 'zod';
 import { ExportFormat, Id, Iteration } from '../../../shared/schemas/index.ts';
-import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { exportModel } from '../../export/export-model.ts';
 import { writeRunArtifact } from '../../export/run-artifact.ts';
-import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { flag, parseFlags } from '../../command/args.ts';
+import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';
 import type { Command } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
-
-/** The run's store: a local one (--store, default .esopt/store) or the deployed stack's bucket (--cloud). */
-function storeOf(p: ReturnType<typeof parseFlags>): ObjectStore {
-  if (!p.values.cloud) return new FsObjectStore(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)));
-  if (p.values.store !== undefined) throw new UsageError('--store is for a local store; with --cloud the run is read from ESOPT_BUCKET');
-  try {
-    return openCloudStore(cloudTargetFromEnv(process.env));
-  } catch (err) {
-    throw new UsageError(`--cloud: ${(err as Error).message}`);
-  }
-}
 
 export const command: Command = {
   name: 'export',
@@ -34,14 +21,13 @@ export const command: Command = {
       out: { type: 'string' },
       iteration: { type: 'string' },
       format: { type: 'string', default: 'onnx' },
-      store: { type: 'string' },
-      cloud: { type: 'boolean' },
+      ...storeFlags,
     });
     const run = flag(p.values, 'run', Id);
     const out = flag(p.values, 'out', z.string().min(1));
     const iteration = p.values.iteration === undefined ? undefined : flag(p.values, 'iteration', z.coerce.number().pipe(Iteration));
     const format = flag(p.values, 'format', z.union([ExportFormat, z.literal('run')]));
-    const store = storeOf(p);
+    const { store } = storeFromFlags(p);
     if (format === 'run') {
       if (iteration !== undefined) throw new UsageError('--iteration is for a model export: --format run writes every update (replay as far as you need)');
       const written = await writeRunArtifact(store, run, out);

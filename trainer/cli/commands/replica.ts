@@ -1,25 +1,12 @@
 import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
-import { FsObjectStore } from '../../../shared/store/fs.ts';
-import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { startReplica } from '../../replicas/replica.ts';
 import { tlsFor } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
+import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';
 import type { Command } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
 
 const Port = z.coerce.number().int().min(0).max(65_535);
-
-function storeOf(p: ReturnType<typeof parseFlags>): ObjectStore {
-  if (!p.values.cloud) return new FsObjectStore(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)));
-  if (p.values.store !== undefined) throw new UsageError('--store is for embedded runs; a --cloud replica follows the run in ESOPT_BUCKET');
-  try {
-    return openCloudStore(cloudTargetFromEnv(process.env));
-  } catch (err) {
-    throw new UsageError(`--cloud: ${(err as Error).message}`);
-  }
-}
 
 export const command: Command = {
   name: 'replica',
@@ -30,8 +17,7 @@ export const command: Command = {
     const p = parseFlags(argv, {
       run: { type: 'string' },
       id: { type: 'string' },
-      store: { type: 'string' },
-      cloud: { type: 'boolean' },
+      ...storeFlags,
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string', default: '0' },
       'public-url': { type: 'string' },
@@ -41,7 +27,7 @@ export const command: Command = {
     const host = flag(p.values, 'host', z.string().min(1));
     const port = flag(p.values, 'port', Port);
     const publicUrl = p.values['public-url'] === undefined ? undefined : `${flag(p.values, 'public-url', z.url({ protocol: /^https?$/ })).replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
-    const store = storeOf(p);
+    const { store } = storeFromFlags(p);
     const say = (event: Record<string, unknown>, text: string) => io.stdout(p.json ? JSON.stringify(event) : text);
     const replica = await startReplica({
       store,

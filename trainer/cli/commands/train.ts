@@ -9,6 +9,7 @@ import { progressBar, silentProgress } from '../../loop/progress.ts';
 import { cloudWiring, embeddedWiring, type RunWiring } from '../../wirings.ts';
 import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../../command/args.ts';
+import { storeFlags } from '../../command/store-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
@@ -62,8 +63,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     config: { type: 'string' },
     resume: { type: 'string' },
     run: { type: 'string' },
-    store: { type: 'string' },
-    cloud: { type: 'boolean' },
+    ...storeFlags,
     'public-url': { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
