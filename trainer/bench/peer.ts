@@ -111,7 +111,13 @@ export async function run(o: z.output<typeof options>, log: Log) {
       esopt_tokens_per_s: esopt,
       transformers_js_tokens_per_s: tjsTps,
       ratio: esopt / tjsTps,
+      /** Each round's tokens/s, in the order run (medians above). */
+      rounds: { esopt: oursTps, transformers_js: theirsTps },
       rows_with_equal_tokens: ourTokens.filter((t, b) => t.length === theirTokens[b].length && t.every((x, i) => x === theirTokens[b][i])).length,
+      // esopt samples only the tokenizer's rows (padding rows past it never); transformers.js takes the argmax over all
+      sampled_vocabulary: ctx.shape.sampleable,
+      vocabulary: c.vocab_size,
+      transformers_js_tokens_outside_sampled_vocabulary: theirTokens.flat().filter((t) => t >= ctx.shape.sampleable).length,
       transformers_js: tjs.env.version,
       onnxruntime_node: ort.env.versions.node ?? ort.env.versions.common,
       read_bandwidth_bytes_per_s: bandwidth.bytes_per_s,
