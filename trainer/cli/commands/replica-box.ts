@@ -5,6 +5,7 @@ import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts
 import { ReplicaBox } from '../../replicas/replica-box.ts';
 import { tlsFor } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
+import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
@@ -18,17 +19,16 @@ import { boxLogger } from '../../hosting/box-logger.ts';
 async function run(argv: string[], io: CommandIo): Promise<number> {
   const p = parseFlags(argv, {
     id: { type: 'string' },
-    'public-url': { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
+    ...servingFlags,
     'poll-ms': { type: 'string' },
     provider: { type: 'string' },
     once: { type: 'boolean' },
   });
   const id = flag(p.values, 'id', Id);
-  const publicUrl = `${flag(p.values, 'public-url', z.url({ protocol: /^https?$/ })).replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
-  const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
-  const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
+  const serving = servingFromFlags(p, { host: '127.0.0.1', port: 8080, publicUrl: 'required' });
+  const publicUrl = serving.publicUrl!;
+  const host = serving.host!;
+  const port = serving.port!;
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
   const executionProvider = flag(p.values, 'provider', ExecutionProvider.default('cpu'));
   const token = process.env.ESOPT_TOKEN;

@@ -3,10 +3,9 @@ import { Id } from '../../../shared/schemas/index.ts';
 import { startReplica } from '../../replicas/replica.ts';
 import { tlsFor } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
+import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';
 import type { Command } from '../../command/command.ts';
-
-const Port = z.coerce.number().int().min(0).max(65_535);
 
 export const command: Command = {
   name: 'replica',
@@ -18,15 +17,14 @@ export const command: Command = {
       run: { type: 'string' },
       id: { type: 'string' },
       ...storeFlags,
-      host: { type: 'string', default: '127.0.0.1' },
-      port: { type: 'string', default: '0' },
-      'public-url': { type: 'string' },
+      ...servingFlags,
     });
     const run = flag(p.values, 'run', Id);
     const id = p.values.id === undefined ? `replica-${process.pid}` : flag(p.values, 'id', Id);
-    const host = flag(p.values, 'host', z.string().min(1));
-    const port = flag(p.values, 'port', Port);
-    const publicUrl = p.values['public-url'] === undefined ? undefined : `${flag(p.values, 'public-url', z.url({ protocol: /^https?$/ })).replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
+    const serving = servingFromFlags(p, { host: '127.0.0.1', port: 0, publicUrl: 'optional' });
+    const host = serving.host!;
+    const port = serving.port!;
+    const publicUrl = serving.publicUrl;
     const { store } = storeFromFlags(p);
     const say = (event: Record<string, unknown>, text: string) => io.stdout(p.json ? JSON.stringify(event) : text);
     const replica = await startReplica({

@@ -10,6 +10,7 @@ import { cloudWiring, embeddedWiring, type RunWiring } from '../../wirings.ts';
 import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { storeFlags } from '../../command/store-flags.ts';
+import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
@@ -32,9 +33,6 @@ function defaultRunId(config: RunConfig): string {
   return `${config.name ?? config.environment.name}-${stamp}`;
 }
 
-const Port = z.coerce.number().int().min(0).max(65_535);
-const PublicUrl = z.url({ protocol: /^https?$/ });
-
 /**
  * The embedded default over --store, or with --cloud the deployed stack the environment names
  * (cloud-target.ts), whose Episode function reaches the inference server at --public-url with the bearer
@@ -42,11 +40,11 @@ const PublicUrl = z.url({ protocol: /^https?$/ });
  */
 function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefined): RunWiring {
   if (!p.values.cloud) {
-    if (p.values['public-url'] !== undefined) throw new UsageError('--public-url is for --cloud runs (local workers reach the server on loopback)');
+    servingFromFlags(p, { publicUrl: { refused: 'is for --cloud runs (local workers reach the server on loopback)' } });
     return embeddedWiring(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)), token);
   }
   if (p.values.store !== undefined) throw new UsageError('--store is for embedded runs; a --cloud run keeps its records in ESOPT_BUCKET');
-  const publicUrl = flag(p.values, 'public-url', PublicUrl);
+  const publicUrl = servingFromFlags(p, { publicUrl: 'required' }).publicUrl!;
   if (!token) throw new UsageError('--cloud: ESOPT_TOKEN is not set (the bearer token the Episode function sends as its ESOPT_TRAINER_TOKEN: the stack\'s TrainerToken secret)');
   let cloud;
   try {
@@ -64,15 +62,12 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     resume: { type: 'string' },
     run: { type: 'string' },
     ...storeFlags,
-    'public-url': { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
+    ...servingFlags,
     replicas: { type: 'string' },
   });
   const replicaCount = p.values.replicas === undefined ? 1 : flag(p.values, 'replicas', z.coerce.number().int().min(1).max(64));
   if ((p.values.config === undefined) === (p.values.resume === undefined)) throw new UsageError('give exactly one of --config FILE or --resume RUN');
-  const host = p.values.host === undefined ? undefined : flag(p.values, 'host', z.string().min(1));
-  const port = p.values.port === undefined ? undefined : flag(p.values, 'port', Port);
+  const { host, port } = servingFromFlags(p, { publicUrl: 'optional' });
   const token = process.env.ESOPT_TOKEN || undefined;
   const choice = chooseTarget(p, token);
   let config: RunConfig;

@@ -2,12 +2,11 @@ import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { boxWiring } from '../../wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
+import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { boxLogger } from '../../hosting/box-logger.ts';
-
-const PublicUrl = z.url({ protocol: /^https?$/ });
 
 /**
  * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
@@ -16,18 +15,17 @@ const PublicUrl = z.url({ protocol: /^https?$/ });
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {
   const p = parseFlags(argv, {
-    'public-url': { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
+    ...servingFlags,
     'poll-ms': { type: 'string' },
     provider: { type: 'string' },
     once: { type: 'boolean' },
     replicas: { type: 'string' },
   });
-  const publicUrl = flag(p.values, 'public-url', PublicUrl);
   // Loopback unless told otherwise: the stack's unit passes --host 0.0.0.0 behind its security group.
-  const host = flag(p.values, 'host', z.string().min(1).default('127.0.0.1'));
-  const port = flag(p.values, 'port', z.coerce.number().int().min(1).max(65_535).default(8080));
+  const serving = servingFromFlags(p, { host: '127.0.0.1', port: 8080, publicUrl: 'required' });
+  const publicUrl = serving.publicUrl!;
+  const host = serving.host!;
+  const port = serving.port!;
   const pollMs = flag(p.values, 'poll-ms', z.coerce.number().int().min(50).max(600_000).default(5000));
   const executionProvider = flag(p.values, 'provider', ExecutionProvider.default('cpu'));
   // The stack's trainer replicas, this box included: the others are replica boxes (esopt replica-box).
