@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { keys, parseRewardKey } from '../../shared/keys.ts';
-import { jsonSchemas, RewardRecord, RunConfig } from '../../shared/schemas.ts';
+import { RewardRecord, RunConfig } from '../../shared/schemas/index.ts';
+import { jsonSchemas } from '../../shared/schemas/json-schema.ts';
 
 describe('store key layout', () => {
   it('builds the documented keys', () => {
@@ -82,5 +83,16 @@ describe('schemas', () => {
     const all = jsonSchemas();
     expect(Object.keys(all)).toEqual(expect.arrayContaining(['RunConfig', 'IterationManifest', 'EpisodeRequest', 'RewardRecord']));
     expect(JSON.stringify(all.RewardRecord)).toContain('"reward"');
+  });
+
+  it('prints them with esopt schemas, one by --name, a bad name refused', async () => {
+    const { command } = await import('../../trainer/cli/commands/schemas.ts');
+    const out: string[] = [];
+    const io = { stdout: (t: string) => out.push(t), stderr: () => {}, readStdin: async () => '' };
+    expect(await command.run(['--name', 'RunConfig'], io)).toBe(0);
+    const schema = JSON.parse(out.join('')) as { properties: Record<string, unknown>; required: string[] };
+    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['environment', 'model', 'es', 'iterations', 'checkpointKeep']));
+    expect(schema.required).toEqual(expect.arrayContaining(['environment', 'model', 'es', 'iterations']));
+    await expect(command.run(['--name', 'Nope'], io)).rejects.toThrow(/--name/);
   });
 });

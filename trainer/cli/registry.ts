@@ -31,6 +31,7 @@ export const registry: CommandEntry[] = [
   { name: 'models list', summary: 'the models pushed to the store, by name', load: async () => (await import('./commands/models-list.ts')).command },
   { name: 'models show', summary: "a pushed model: its manifest's sha256 and every file", load: async () => (await import('./commands/models-show.ts')).command },
   { name: 'models rm', summary: 'remove a model name from the store (--prune: and the files no name uses)', load: async () => (await import('./commands/models-rm.ts')).command },
+  { name: 'schemas', summary: 'the contract (RunConfig, EpisodeRequest, RewardRecord, …) as JSON Schema, for clients in other languages', load: async () => (await import('./commands/schemas.ts')).command },
   { name: 'cloud doctor', summary: 'before a deploy: each AWS quota, setting and local tool the stack needs, one line each with its fix', load: async () => (await import('./commands/cloud-doctor.ts')).command },
   { name: 'cloud logs', summary: "the boxes' service logs or the Episode or Api function's, from CloudWatch Logs (--since, --follow)", load: async () => (await import('./commands/cloud-logs.ts')).command },
   { name: 'cloud status', summary: "the deployed stack: each box's boot state, and whether the Api, the trainer box and the Episode function answer", load: async () => (await import('./commands/cloud-status.ts')).command },
