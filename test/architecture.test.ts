@@ -114,6 +114,19 @@ function arrowsUp(graph: ImportGraph, rank: (file: string) => number | undefined
   });
 }
 
+/**
+ * Arrows no file may draw, whatever the layering: the ES loop is given its engine, server and target by the
+ * composition root (trainer/compose/) and builds none of them; only the root and the commands import the root.
+ */
+const FORBIDDEN: Array<{ from: RegExp; to: RegExp; why: string }> = [
+  { from: /^trainer\/loop\//, to: /^trainer\/(server\/|model\/create-engine\.ts|compose\/|hosting\/|fanout\/(local|cloud)-target\.ts)/, why: 'the loop is handed its engine, server and target' },
+  { from: /^(shared|functions|environments)\/|^trainer\/(loop|model|generation|perturbation|onnx|server|fanout)\//, to: /^trainer\/compose\//, why: 'only entry points use the composition root' },
+];
+
+function forbiddenArrows(graph: ImportGraph): string[] {
+  return [...graph].flatMap(([file, targets]) => FORBIDDEN.flatMap((f) => (f.from.test(file) ? targets.filter((t) => f.to.test(t)).map((t) => `${file} → ${t} (${f.why})`) : [])));
+}
+
 const topRank = (file: string) => {
   const i = TOP_FOLDERS.indexOf(file.split('/')[0]);
   return i < 0 ? undefined : i;
@@ -154,6 +167,22 @@ describe('the checks themselves', () => {
     expect(runtimeRank('trainer/loop/training.ts')).toBeUndefined();
     expect(arrowsUp(new Map([['trainer/onnx/proto.ts', ['trainer/model/weights.ts', 'shared/es.ts']]]), runtimeRank)).toEqual(['trainer/onnx/proto.ts → trainer/model/weights.ts']);
   });
+  it('find each forbidden arrow: the loop building its server or engine, the runtime reaching the root', () => {
+    const planted: ImportGraph = new Map([
+      ['trainer/loop/training.ts', ['trainer/server/server.ts', 'trainer/model/create-engine.ts', 'trainer/loop/iteration.ts', 'trainer/engine.ts']],
+      ['trainer/loop/iteration.ts', ['trainer/compose/run.ts', 'trainer/fanout/local-target.ts', 'trainer/fanout/run-target.ts']],
+      ['trainer/model/onnx-engine.ts', ['trainer/compose/wirings.ts']],
+      ['trainer/cli/commands/train.ts', ['trainer/compose/run.ts', 'trainer/server/server.ts']],
+    ]);
+    expect(forbiddenArrows(planted).map((a) => a.split(' (')[0])).toEqual([
+      'trainer/loop/training.ts → trainer/server/server.ts',
+      'trainer/loop/training.ts → trainer/model/create-engine.ts',
+      'trainer/loop/iteration.ts → trainer/compose/run.ts',
+      'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
+      'trainer/loop/iteration.ts → trainer/compose/run.ts',
+      'trainer/model/onnx-engine.ts → trainer/compose/wirings.ts',
+    ]);
+  });
 });
 
 describe('the import graph', () => {
@@ -180,5 +209,9 @@ describe('the import graph', () => {
 
   it("keeps the model runtime's layers: each imports only from those below it", () => {
     expect(arrowsUp(graph, runtimeRank)).toEqual([]);
+  });
+
+  it('draws no forbidden arrow: the loop builds no engine, server or target; only entry points use the root', () => {
+    expect(forbiddenArrows(graph)).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ import { RunConfig } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../../trainer/fanout/local-target.ts';
-import { serveModel } from '../../trainer/loop/embedded-run.ts';
+import { serveModel } from '../../trainer/compose/run.ts';
 import { train, type PopulationHost, type WeightHost } from '../../trainer/loop/training.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-learning-'));

@@ -21,7 +21,7 @@ import { hashTheta } from '../../shared/theta-hash.ts';
 import { buildRunArtifact, writeRunArtifact, type WrittenRunArtifact } from '../../trainer/export/run-artifact.ts';
 import { float64Bits } from '../../trainer/export/run-artifact-text.ts';
 import { readLog } from '../../trainer/loop/checkpoints.ts';
-import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { restoreFromLog } from '../../trainer/loop/restore.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';

@@ -12,7 +12,7 @@ import { keys } from '../../shared/keys.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { acquireCoordinatorLease, CoordinatorConflictError } from '../../trainer/loop/coordinator-lease.ts';
-import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-lease-'));

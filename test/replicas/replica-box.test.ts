@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, RunConfig, type ActiveRun, type RunStatus } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
 import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';

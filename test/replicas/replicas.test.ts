@@ -13,7 +13,7 @@ import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../shared/cost.ts
 import { keys } from '../../shared/keys.ts';
 import { IterationManifest, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { runEmbedded } from '../../trainer/compose/run.ts';
 import type { FaultHook } from '../../trainer/loop/fault-points.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { endpointOf, routeMembers } from '../../trainer/loop/replica-set.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-full-weights-'));

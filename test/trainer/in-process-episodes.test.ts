@@ -14,7 +14,7 @@ import { RewardRecord, RunConfig, type EpisodeRequest } from '../../shared/schem
 import { loadEnvironment } from '../../environments/index.ts';
 import { InProcessFanout } from '../../trainer/fanout/in-process.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
-import { runEmbedded } from '../../trainer/loop/embedded-run.ts';
+import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-in-process-'));

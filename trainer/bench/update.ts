@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { runEmbedded } from '../loop/embedded-run.ts';
+import { runEmbedded } from '../compose/run.ts';
 import { silentProgress } from '../loop/progress.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo } from './measure.ts';

@@ -3,7 +3,7 @@
  * server, local worker pool, ES loop), then two baselines with the same training-episode budget, each from
  * a fresh copy of θ₀ — best-of-N random search (random-search.ts) and GRPO (trainer/grpo) — then one report
  * comparing all three on the same held-out tasks with paired standard errors. The ES run's own report and
- * curve are written by the loop (trainer/loop/embedded-run.ts); this adds `demo-report.json` next to them.
+ * curve are written by the loop (trainer/compose/run.ts); this adds `demo-report.json` next to them.
  */
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
@@ -15,7 +15,7 @@ import { wilsonInterval } from '../../shared/wilson.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
 import { runGrpo } from '../grpo/grpo.ts';
-import { runEmbedded, serveModel } from '../loop/embedded-run.ts';
+import { runEmbedded, serveModel } from '../compose/run.ts';
 import type { TrainingProgress } from '../loop/progress.ts';
 import { DemoConfig } from './demo-config.ts';
 import { pairedDifference, type PairedDifference } from './paired-difference.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
-import { runEmbedded, serveModel } from '../loop/embedded-run.ts';
+import { runEmbedded, serveModel } from '../compose/run.ts';
 import { silentProgress } from '../loop/progress.ts';
 import { randomSearch } from '../demo/random-search.ts';
 import { runGrpo } from '../grpo/grpo.ts';

@@ -1,7 +1,7 @@
 /**
  * A deployed stack as the trainer sees it: the runs bucket (S3 adapter) and the Episode function
  * (Lambda adapter). What `sst deploy` prints, or what the trainer box's environment says, turned into
- * the ObjectStore + Fanout pair that the run wiring (trainer/loop/embedded-run.ts) takes in place of the
+ * the ObjectStore + Fanout pair that the run wiring (trainer/compose/run.ts) takes in place of the
  * embedded fs store + local pool: `esopt train --cloud`.
  */
 import { z } from 'zod';

@@ -13,7 +13,7 @@ import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
-import { serveModel } from '../loop/embedded-run.ts';
+import { serveModel } from '../compose/run.ts';
 import { evaluate } from '../loop/evaluation.ts';
 import { iterationTaskSeed } from '../loop/task-seed.ts';
 import { loadModelDir } from '../model/model-dir.ts';

@@ -16,7 +16,7 @@ import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
-import { runEmbedded } from '../loop/embedded-run.ts';
+import { runEmbedded } from '../compose/run.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import { readRunConfig } from '../loop/training.ts';

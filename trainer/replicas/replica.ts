@@ -9,7 +9,7 @@ import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { serveModel, type ServedModel } from '../loop/embedded-run.ts';
+import { serveModel, type ServedModel } from '../compose/run.ts';
 import { restoreFromLog } from '../loop/restore.ts';
 import { getJson, putJson } from '../loop/stored-json.ts';
 import { applyLogEntry, logEntryFor } from '../loop/weight-update.ts';

@@ -11,7 +11,7 @@ import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-clou
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
 import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';
-import { runEmbedded } from '../../loop/embedded-run.ts';
+import { runEmbedded } from '../../compose/run.ts';
 import { silentProgress } from '../../loop/progress.ts';
 import { getJson, putJson } from '../../loop/stored-json.ts';
 import { ReplicaBox } from '../../replicas/replica-box.ts';

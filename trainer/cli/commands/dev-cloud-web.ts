@@ -10,7 +10,7 @@ import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-clou
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';
-import { runEmbedded } from '../../loop/embedded-run.ts';
+import { runEmbedded } from '../../compose/run.ts';
 import { silentProgress } from '../../loop/progress.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';

@@ -3,7 +3,7 @@ import { keys } from '../../../shared/keys.ts';
 import { Id } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { ReplicaBox } from '../../replicas/replica-box.ts';
-import { tlsFor } from '../../wirings.ts';
+import { tlsFor } from '../../compose/wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';

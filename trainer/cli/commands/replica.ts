@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
 import { startReplica } from '../../replicas/replica.ts';
-import { tlsFor } from '../../wirings.ts';
+import { tlsFor } from '../../compose/wirings.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { pinModelName, UnknownModelError } from '../../../shared/model-catalog.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
-import { runEmbedded } from '../../loop/embedded-run.ts';
+import { runEmbedded } from '../../compose/run.ts';
 import { stopAtFromEnv } from '../../loop/fault-points.ts';
 import { progressBar, silentProgress } from '../../loop/progress.ts';
-import { cloudWiring, embeddedWiring, type RunWiring } from '../../wirings.ts';
+import { cloudWiring, embeddedWiring, type RunWiring } from '../../compose/wirings.ts';
 import { readRunConfig } from '../../loop/training.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { storeFlags } from '../../command/store-flags.ts';
@@ -100,7 +100,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
   const local = replicaCount > 1 && !p.values.cloud ? spawnLocalReplicas({ count: replicaCount - 1, run, storeRoot: choice.where }) : null;
   let report;
   try {
-    // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box (wirings.ts).
+    // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box (compose/wirings.ts).
     const { target, tls } = await choice.open(config).catch(async (err: unknown) => {
       await choice.abandon();
       throw err;

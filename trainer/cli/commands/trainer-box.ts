@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
-import { boxWiring } from '../../wirings.ts';
+import { tlsFor } from '../../compose/wirings.ts';
+import { BucketPoller } from '../../hosting/bucket-requests.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
@@ -39,9 +40,9 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     throw new UsageError((err as Error).message);
   }
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
-  // (wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
+  // (compose/wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
   const logger = boxLogger('esopt-trainer-box', process.env);
-  const poller = await boxWiring({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log });
+  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl) });
   if (p.values.once) {
     try {
       const ran = await poller.pollOnce();

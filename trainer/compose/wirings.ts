@@ -1,23 +1,21 @@
 /**
- * The composition root: which parts a run is built from in each of the three wirings.
+ * The composition root: which parts a run is built from in each of the wirings.
  *
  *   embedded  `esopt train [--store DIR]`, `start`, the local API: a directory + the local worker pool
  *   cloud     `esopt train --cloud`: the stack's S3 bucket + the Episode Lambda, which reaches this
  *             machine's inference server at a public URL (https: TLS, its certificate pinned)
- *   box       `esopt trainer-box`: the stack's queue polled, each run and evaluation run here like cloud
+ *   box       `esopt trainer-box`: the stack's queue polled (hosting/bucket-requests.ts), each run and
+ *             evaluation run here like cloud
  *
- * Every wiring ends in the same run (loop/embedded-run.ts: engine, inference server, the ES loop).
+ * Every wiring ends in the same run (compose/run.ts: engine, inference server, the ES loop).
  */
-import type { Logger } from 'pino';
-import type { ObjectStore } from '../shared/ports/object-store.ts';
-import type { RunConfig } from '../shared/schemas/index.ts';
-import { FsObjectStore } from '../shared/store/fs.ts';
-import { BucketPoller } from './hosting/bucket-requests.ts';
-import { cloudRunTarget, type CloudTarget } from './fanout/cloud-target.ts';
-import { localRunTarget } from './fanout/local-target.ts';
-import type { RunTarget } from './fanout/run-target.ts';
-import { createTlsIdentity, publishCertificate, type TlsIdentity } from './server/tls-identity.ts';
-import type { ExecutionProvider } from '../shared/execution-provider.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { RunConfig } from '../../shared/schemas/index.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { cloudRunTarget, type CloudTarget } from '../fanout/cloud-target.ts';
+import { localRunTarget } from '../fanout/local-target.ts';
+import type { RunTarget } from '../fanout/run-target.ts';
+import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
 
 /** A run's store and target before its config is known (a resume reads the config from the store). */
 export interface RunWiring {
@@ -56,22 +54,4 @@ export function cloudWiring(cloud: CloudTarget, publicUrl: string): RunWiring {
     },
     abandon: () => target.close(),
   };
-}
-
-export interface BoxWiringOptions {
-  cloud: CloudTarget;
-  publicUrl: string;
-  host: string;
-  port: number;
-  token: string;
-  pollMs: number;
-  executionProvider: ExecutionProvider;
-  /** Trainer replicas in the stack, this box included. */
-  replicas: number;
-  log: Logger;
-}
-
-/** Box: the queue poller over the stack, serving on host:port, reached at `publicUrl`. */
-export async function boxWiring(o: BoxWiringOptions): Promise<BucketPoller> {
-  return new BucketPoller({ ...o, tls: await tlsFor(o.publicUrl) });
 }
