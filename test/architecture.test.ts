@@ -123,6 +123,10 @@ const FORBIDDEN: Array<{ from: RegExp; to: RegExp; why: string }> = [
   { from: /^(shared|functions|environments)\/|^trainer\/(loop|model|generation|perturbation|onnx|server|fanout)\//, to: /^trainer\/compose\//, why: 'only entry points use the composition root' },
 ];
 
+/** Source that resolves the CLI's entry point as a path to run (a URL or a join), not a mere mention. */
+const cliLaunchIn = (source: string) => /new URL\(\s*['"`][./]*(?:trainer\/)?cli\/bin\.js['"`]\s*,\s*import\.meta\.url|join\([^)]*['"`][^'"`]*cli\/bin\.js['"`]\s*\)/.test(source);
+const cliLaunches = (files: string[]) => files.filter((f) => f.startsWith('trainer/') && f.endsWith('.ts') && cliLaunchIn(readFileSync(join(ROOT, f), 'utf8'))).sort();
+
 function forbiddenArrows(graph: ImportGraph): string[] {
   return [...graph].flatMap(([file, targets]) => FORBIDDEN.flatMap((f) => (f.from.test(file) ? targets.filter((t) => f.to.test(t)).map((t) => `${file} → ${t} (${f.why})`) : [])));
 }
@@ -213,5 +217,13 @@ describe('the import graph', () => {
 
   it('draws no forbidden arrow: the loop builds no engine, server or target; only entry points use the root', () => {
     expect(forbiddenArrows(graph)).toEqual([]);
+  });
+
+  it('starts esopt processes in one place (compose/esopt-process.ts), never by the path of the CLI elsewhere', () => {
+    expect(cliLaunches([...graph.keys()])).toEqual(['trainer/compose/esopt-process.ts']);
+    // the check finds a planted launch
+    expect(cliLaunchIn("const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));")).toBe(true);
+    expect(cliLaunchIn("spawn(process.execPath, [join(root, 'trainer/cli/bin.js'), 'replica'])")).toBe(true);
+    expect(cliLaunchIn("const REQUIRED = ['package.json', 'trainer/cli/bin.js'];")).toBe(false);
   });
 });

@@ -6,11 +6,11 @@
  * routes them. Interleaved rounds, so machine drift hits both counts alike.
  */
 import { esAt } from '../../shared/schedule.ts';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnEsopt } from '../compose/esopt-process.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../shared/cost.ts';
 import { ask } from '../../shared/es.ts';
@@ -29,7 +29,6 @@ import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';
 import { int, ModelSpecOption } from './options.ts';
 
-const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
 
 export interface ReplicasBenchOptions {
   config: RunConfig;
@@ -82,8 +81,7 @@ async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<Replica
     );
     // Two replica processes on cores 0 and 1; the 1-replica measurement routes everything to the first.
     for (const core of [0, 1]) {
-      const args = [BIN, 'replica', '--run', run, '--id', `core-${core}`, '--store', root, '--json'];
-      children.push(pinned ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { stdio: 'ignore' }) : spawn(process.execPath, args, { stdio: 'ignore' }));
+      children.push(spawnEsopt(['replica', '--run', run, '--id', `core-${core}`, '--store', root, '--json'], { stdio: 'ignore', ...(pinned ? { core } : {}) }));
     }
     const replicas: Array<{ id: string; baseUrl: string }> = [];
     for (const id of ['core-0', 'core-1']) {

@@ -4,15 +4,13 @@
  * `esopt evals start` (keyed and unkeyed), and load the dashboard and /docs with every asset they
  * reference. Each step reports what it saw; none of them knows whether the stack is rehearsed or real.
  */
-import { spawn } from 'node:child_process';
+import { spawnEsopt } from '../compose/esopt-process.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { EnvironmentName, EvaluationView, RunConfig, RunDetail, type EvaluationRequestInput, type RunConfigInput } from '../../shared/schemas/index.ts';
 
-const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
 
 export interface StackAccess {
   apiUrl: string;
@@ -52,11 +50,11 @@ interface CliResult {
 function cli(args: string[], access: StackAccess, extraEnv: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ESOPT_') && !k.startsWith('AWS_')));
-    const child = spawn(process.execPath, [BIN, ...args, '--api', access.apiUrl, '--json'], { env: { ...env, ...extraEnv, ESOPT_TOKEN: access.token }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnEsopt([...args, '--api', access.apiUrl, '--json'], { env: { ...env, ...extraEnv, ESOPT_TOKEN: access.token }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });

@@ -3,10 +3,8 @@
  * filesystem store, each serving on its own loopback port. They exit by themselves once the run's last
  * update is applied; close() ends any still running (a run that failed).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));
+import type { ChildProcess } from 'node:child_process';
+import { spawnEsopt } from '../compose/esopt-process.ts';
 
 export interface LocalReplicas {
   ids: string[];
@@ -17,7 +15,7 @@ export function spawnLocalReplicas(o: { count: number; run: string; storeRoot: s
   const children: Array<{ id: string; child: ChildProcess; exited: Promise<void> }> = [];
   for (let i = 1; i <= o.count; i++) {
     const id = `replica-${i}`;
-    const child = spawn(process.execPath, [BIN, 'replica', '--run', o.run, '--id', id, '--store', o.storeRoot, '--json'], {
+    const child = spawnEsopt(['replica', '--run', o.run, '--id', id, '--store', o.storeRoot, '--json'], {
       env: { ...process.env, ...o.env },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
