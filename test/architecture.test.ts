@@ -121,6 +121,8 @@ function arrowsUp(graph: ImportGraph, rank: (file: string) => number | undefined
 const FORBIDDEN: Array<{ from: RegExp; to: RegExp; why: string }> = [
   { from: /^trainer\/loop\//, to: /^trainer\/(server\/|model\/create-engine\.ts|compose\/|hosting\/|fanout\/(local|cloud)-target\.ts)/, why: 'the loop is handed its engine, server and target' },
   { from: /^(shared|functions|environments)\/|^trainer\/(loop|model|generation|perturbation|onnx|server|fanout)\//, to: /^trainer\/compose\//, why: 'only entry points use the composition root' },
+  // Outside the loop, its public face (loop/index.ts): not its steps, its collector or its classification.
+  { from: /^(?!trainer\/loop\/)/, to: /^trainer\/loop\/(?!index\.ts$)/, why: "the loop's public face is loop/index.ts" },
 ];
 
 /** Source that resolves the CLI's entry point as a path to run (a URL or a join), not a mere mention. */
@@ -177,6 +179,7 @@ describe('the checks themselves', () => {
       ['trainer/loop/iteration.ts', ['trainer/compose/run.ts', 'trainer/fanout/local-target.ts', 'trainer/fanout/run-target.ts']],
       ['trainer/model/onnx-engine.ts', ['trainer/compose/wirings.ts']],
       ['trainer/cli/commands/train.ts', ['trainer/compose/run.ts', 'trainer/server/server.ts']],
+      ['trainer/demo/random-search.ts', ['trainer/loop/collect.ts', 'trainer/loop/index.ts']],
     ]);
     expect(forbiddenArrows(planted).map((a) => a.split(' (')[0])).toEqual([
       'trainer/loop/training.ts → trainer/server/server.ts',
@@ -185,6 +188,7 @@ describe('the checks themselves', () => {
       'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
       'trainer/loop/iteration.ts → trainer/compose/run.ts',
       'trainer/model/onnx-engine.ts → trainer/compose/wirings.ts',
+      'trainer/demo/random-search.ts → trainer/loop/collect.ts',
     ]);
   });
 });

@@ -20,8 +20,7 @@ import { EPISODE_FUNCTION } from '../../functions/local-cloud/local-cloud.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
-import { RewardCollector } from '../loop/reward-collector.ts';
-import { collectUntil } from '../loop/collect.ts';
+import { collectRewards } from '../loop/index.ts';
 import { iterationRequests, requestedPairs } from '../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../fanout/lambda.ts';
 import { RecordAwaitingFanout } from '../fanout/record-awaiting.ts';
@@ -126,7 +125,8 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     const awaiting = new RecordAwaitingFanout(fanout, store);
     const recordsIn = new AbortController();
     const dispatching = awaiting.dispatch(requests, { concurrency, timeoutMs: 60_000, recordsIn: recordsIn.signal }).finally(() => (dispatchedAt = Date.now()));
-    const got = await collectUntil(new RewardCollector(store, 'overhead', 0, { expected: requestedPairs(requests) }), {
+    const got = await collectRewards(store, 'overhead', 0, {
+      expected: requestedPairs(requests),
       pollMs,
       settled: dispatching,
       done: (snapshot, settled) => snapshot.records.length >= requests.length || settled,

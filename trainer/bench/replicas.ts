@@ -23,7 +23,7 @@ import { runEpisode } from '../../environments/episode-runner.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { resolveModelSpec } from '../model-store/resolve-model.ts';
-import { endpointOf, routeMembers } from '../loop/replica-set.ts';
+import { endpointOf, routeMembers } from '../loop/index.ts';
 import { memberModelName } from '../server/model-name.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { runEmbedded } from '../compose/run.ts';
-import { silentProgress } from '../loop/progress.ts';
+import { silentProgress } from '../loop/index.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo } from './measure.ts';
 import { int, ModelSpecOption, Provider } from './options.ts';

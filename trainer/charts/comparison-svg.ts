@@ -4,7 +4,7 @@
  * method's final θ (at its budget) with Wilson 95% bars. The y axis is always 0–1. The demo (`npm start`) and
  * the horizon experiment draw theirs with it.
  */
-import { niceTicks } from '../loop/curve-svg.ts';
+import { niceTicks } from '../loop/index.ts';
 
 export type ComparedMethod = 'base' | 'es' | 'grpo' | 'randomSearch';
 export type TrainedMethod = Exclude<ComparedMethod, 'base'>;

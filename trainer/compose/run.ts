@@ -16,14 +16,14 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { Engine } from '../engine.ts';
 import { startInferenceServer, type RunningServer } from '../server/server.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
-import { renderCurveSvg } from '../loop/curve-svg.ts';
-import type { FaultHook } from '../loop/fault-points.ts';
-import type { TrainingProgress } from '../loop/progress.ts';
-import { buildReport, type TrainingReport } from '../loop/report.ts';
+import { renderCurveSvg } from '../loop/index.ts';
+import type { FaultHook } from '../loop/index.ts';
+import type { TrainingProgress } from '../loop/index.ts';
+import { buildReport, type TrainingReport } from '../loop/index.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
-import { train, type TrainingResult } from '../loop/training.ts';
-import { ReplicaSet } from '../loop/replica-set.ts';
-import { acquireCoordinatorLease, type HeldLease } from '../loop/coordinator-lease.ts';
+import { train, type TrainingResult } from '../loop/index.ts';
+import { ReplicaSet } from '../loop/index.ts';
+import { acquireCoordinatorLease, type HeldLease } from '../loop/index.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 interface RunOptionsCommon {

@@ -16,7 +16,7 @@ import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
 import { runGrpo } from '../grpo/grpo.ts';
 import { runEmbedded, serveModel } from '../compose/run.ts';
-import type { TrainingProgress } from '../loop/progress.ts';
+import type { TrainingProgress } from '../loop/index.ts';
 import { DemoConfig } from './demo-config.ts';
 import { pairedDifference, type PairedDifference } from './paired-difference.ts';
 import { randomSearch } from './random-search.ts';

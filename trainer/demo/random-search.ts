@@ -10,15 +10,14 @@ import { esAt } from '../../shared/schedule.ts';
 import { ask } from '../../shared/es.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { RewardCollector } from '../loop/reward-collector.ts';
 import type { EvaluationResult, Member, PolicyEndpoint, RunConfig, TaskRef } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine } from '../engine.ts';
 import { iterationRequests, requestedPairs } from '../fanout/iteration-requests.ts';
-import { collectUntil } from '../loop/collect.ts';
-import { evaluate } from '../loop/evaluation.ts';
-import { iterationTaskSeed } from '../loop/task-seed.ts';
+import { collectRewards } from '../loop/index.ts';
+import { evaluate } from '../loop/index.ts';
+import { iterationTaskSeed } from '../loop/index.ts';
 
 export interface RandomSearchInput {
   /** The run id the baseline's records go under (not the ES run's). */
@@ -75,8 +74,7 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
       deadline: new Date(Date.now() + config.deadlineMs),
     });
     const settled = fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs });
-    const collector = new RewardCollector(store, o.run, round, { expected: requestedPairs(requests) });
-    const snapshot = await collectUntil(collector, { pollMs, settled, done: (c, isSettled) => isSettled || c.records.length >= requests.length });
+    const snapshot = await collectRewards(store, o.run, round, { expected: requestedPairs(requests), pollMs, settled, done: (c, isSettled) => isSettled || c.records.length >= requests.length });
     await settled;
     o.population.setPopulation(null);
     episodes += snapshot.records.length;

@@ -12,7 +12,7 @@ import type { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts'
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
 import { runEmbedded, serveModel } from '../compose/run.ts';
-import { silentProgress } from '../loop/progress.ts';
+import { silentProgress } from '../loop/index.ts';
 import { randomSearch } from '../demo/random-search.ts';
 import { runGrpo } from '../grpo/grpo.ts';
 import { runConfigAt, type HorizonExperimentConfig } from './horizon-config.ts';

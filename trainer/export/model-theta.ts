@@ -5,7 +5,7 @@
  */
 import { applyDenseUpdate, layoutSegments, type ParameterSegment } from '../../shared/es.ts';
 import type { EngineUpdate, PerturbationMode } from '../engine.ts';
-import type { WeightHost } from '../loop/restore.ts';
+import type { WeightHost } from '../loop/index.ts';
 import type { LoadedModel } from '../model/model-dir.ts';
 import { foldLowRankUpdate } from '../perturbation/lowrank-fold.ts';
 import { lowRankTargets } from '../perturbation/lowrank-graph.ts';

@@ -8,8 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import type { HostedModel, ModelHost, ServedModel } from '../../shared/ports/model-host.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { loadLatestCheckpoint } from '../loop/checkpoints.ts';
-import { readRunConfig } from '../loop/training.ts';
+import { loadLatestCheckpoint } from '../loop/index.ts';
+import { readRunConfig } from '../loop/index.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { startInferenceServer } from '../server/server.ts';

@@ -19,7 +19,7 @@ import { localRunTarget } from '../fanout/local-target.ts';
 import { runEmbedded } from '../compose/run.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
-import { readRunConfig } from '../loop/training.ts';
+import { readRunConfig } from '../loop/index.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 export class StopRequested extends Error {

@@ -5,7 +5,8 @@
  * after the batch ahead of it; fan-out settling wakes the lister at once, so a local run does not wait
  * out a poll interval after its last episode.
  */
-import type { CollectedRewards, RewardCollector } from './reward-collector.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { RewardCollector, type CollectedRewards } from './reward-collector.ts';
 
 export interface CollectOptions {
   pollMs: number;
@@ -52,4 +53,12 @@ export async function collectUntil(collector: RewardCollector, options: CollectO
     if (options.done(snapshot, wasSettled)) return snapshot;
     await over;
   }
+}
+
+/**
+ * One iteration's reward records, collected as the loop collects them (each key read once, one record per
+ * (member, task); `expected` pairs are read by key once few are missing) until `done` says to close.
+ */
+export function collectRewards(store: ObjectStore, run: string, iteration: number, o: CollectOptions & { expected?: Iterable<{ member: number | 'base'; task: string }> }): Promise<CollectedRewards> {
+  return collectUntil(new RewardCollector(store, run, iteration, { expected: o.expected }), o);
 }

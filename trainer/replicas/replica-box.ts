@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { ActiveRun, RunStatus } from '../../shared/schemas/index.ts';
-import { getJson } from '../loop/stored-json.ts';
+import { getJson } from '../loop/index.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import { startReplica, type ReplicaOptions, type RunningReplica } from './replica.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';

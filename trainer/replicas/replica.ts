@@ -10,9 +10,9 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { serveModel, type ServedModel } from '../compose/run.ts';
-import { restoreFromLog } from '../loop/restore.ts';
-import { getJson, putJson } from '../loop/stored-json.ts';
-import { applyLogEntry, logEntryFor } from '../loop/weight-update.ts';
+import { restoreFromLog } from '../loop/index.ts';
+import { getJson, putJson } from '../loop/index.ts';
+import { applyLogEntry, logEntryFor } from '../loop/index.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 

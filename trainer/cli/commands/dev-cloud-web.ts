@@ -11,7 +11,7 @@ import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';
 import { runEmbedded } from '../../compose/run.ts';
-import { silentProgress } from '../../loop/progress.ts';
+import { silentProgress } from '../../loop/index.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
 

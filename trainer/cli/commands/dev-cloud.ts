@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
 import type { InvokeFaultsInput } from '../../../functions/local-cloud/invoke-faults.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
-import { RewardCollector } from '../../loop/reward-collector.ts';
+import { RewardCollector } from '../../loop/index.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
 import { flag, parseFlags } from '../../command/args.ts';

@@ -4,7 +4,7 @@ import { Id } from '../../../shared/schemas/index.ts';
 import { demoSummary } from '../../demo/demo-summary.ts';
 import { readDemoConfig } from '../../demo/demo-config.ts';
 import { runDemo } from '../../demo/demo.ts';
-import { progressBar, silentProgress } from '../../loop/progress.ts';
+import { progressBar, silentProgress } from '../../loop/index.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
 import { UsageError } from '../../command/usage-error.ts';

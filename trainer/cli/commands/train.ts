@@ -4,10 +4,10 @@ import { pinModelName, UnknownModelError } from '../../../shared/model-catalog.t
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { runEmbedded } from '../../compose/run.ts';
-import { stopAtFromEnv } from '../../loop/fault-points.ts';
-import { progressBar, silentProgress } from '../../loop/progress.ts';
+import { stopAtFromEnv } from '../../loop/index.ts';
+import { progressBar, silentProgress } from '../../loop/index.ts';
 import { cloudWiring, embeddedWiring, type RunWiring } from '../../compose/wirings.ts';
-import { readRunConfig } from '../../loop/training.ts';
+import { readRunConfig } from '../../loop/index.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { storeFlags } from '../../command/store-flags.ts';
 import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
