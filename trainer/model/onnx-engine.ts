@@ -129,7 +129,7 @@ export class OnnxEngine implements Engine {
       const owners = rows.map((r) => this.ownerOf(r.member));
       // a population set while this call decodes retires its owners: what they computed is not kept
       const current = (k: number) => owners[k] === this.ownerOf(rows[k].member);
-      await this.serving.generate(members, this.population, (session, indices, feeds) => this.decode(session, indices, prepared, owners, current, out, feeds));
+      await this.serving.generate(members, (session, indices, feeds) => this.decode(session, indices, prepared, owners, current, out, feeds));
       return out;
     });
   }

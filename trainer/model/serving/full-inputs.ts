@@ -3,20 +3,21 @@
  * all a member switch takes and the process holds θ once (training memory = inference memory).
  */
 import * as ort from 'onnxruntime-node';
-import { applyDenseUpdate } from '../../../shared/es.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
-import { forEachMember, type FullModeTheta } from './full-mode-switch.ts';
+import { applyFullUpdate, forEachMember, type FullModeTheta } from './full-mode-switch.ts';
 import type { DecodeRows, MemberServing } from './member-serving.ts';
 
 export class FullInputsServing implements MemberServing {
+  private population: Population | null = null;
+
   constructor(
     private readonly theta: FullModeTheta,
     private readonly session: ort.InferenceSession,
   ) {}
 
-  generate(members: ReadonlyArray<Member | null>, p: Population | null, decode: DecodeRows): Promise<void> {
-    return forEachMember(this.theta, members, p, async (rows) => {
+  generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void> {
+    return forEachMember(this.theta, members, this.population, async (rows) => {
       // θ's views change with every switch, so the feeds that wrap them are made after it; an fp16
       // export's weights are cast from their fp32 masters here, once per member
       const { weights, half } = this.theta.model;
@@ -25,13 +26,15 @@ export class FullInputsServing implements MemberServing {
     });
   }
 
-  setPopulation(): void {}
+  setPopulation(p: Population | null): void {
+    this.population = p;
+  }
 
   /** The session reads θ from the live arrays on every run: nothing to rebuild. */
   async refresh(): Promise<void> {}
 
   async applyUpdate(u: EngineUpdate): Promise<void> {
-    applyDenseUpdate(this.theta.segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+    applyFullUpdate(this.theta, u);
   }
 
   async close(): Promise<void> {

@@ -1,12 +1,12 @@
 /**
- * Full mode's walk over the members of one engine call, shared by both full-mode strategies: rows are
+ * Full mode's walk over the members of one engine call, and its update, shared by both full-mode strategies: rows are
  * grouped by member, θ itself first, then members by noise index with + before −, so antithetic twins run
  * back to back and θ goes from one to the other in one pass over ε; θ is exactly restored at the end,
  * also when a visit throws.
  */
-import type { ParameterSegment } from '../../../shared/es.ts';
+import { applyDenseUpdate, type ParameterSegment } from '../../../shared/es.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
-import type { Population } from '../../engine.ts';
+import type { EngineUpdate, Population } from '../../engine.ts';
 import type { Perturbation } from '../../perturbation/exact-perturbation.ts';
 import type { PerturbationPool } from '../../perturbation/perturbation-pool.ts';
 import type { LoadedModel } from '../model-dir.ts';
@@ -73,4 +73,9 @@ export async function forEachMember(
     if (current) await t.switcher.restore(t.segments, current);
     relink(t);
   }
+}
+
+/** Full mode's update, the same for both strategies: θ ← (1 − decay)·θ + Σ coef·ε, in place over the segments. */
+export function applyFullUpdate(t: FullModeTheta, u: EngineUpdate): void {
+  applyDenseUpdate(t.segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
 }

@@ -5,13 +5,14 @@
  * holds one prepacked copy of θ at a time.
  */
 import type * as ort from 'onnxruntime-node';
-import { applyDenseUpdate } from '../../../shared/es.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
-import { forEachMember, type FullModeTheta } from './full-mode-switch.ts';
+import { applyFullUpdate, forEachMember, type FullModeTheta } from './full-mode-switch.ts';
 import type { DecodeRows, MemberServing } from './member-serving.ts';
 
 export class FullRebuildSessionServing implements MemberServing {
+  private population: Population | null = null;
+
   constructor(
     private readonly theta: FullModeTheta,
     /** θ's own session; null while released, made again when θ's own rows come. */
@@ -20,8 +21,8 @@ export class FullRebuildSessionServing implements MemberServing {
     private readonly newSession: () => Promise<ort.InferenceSession>,
   ) {}
 
-  generate(members: ReadonlyArray<Member | null>, p: Population | null, decode: DecodeRows): Promise<void> {
-    return forEachMember(this.theta, members, p, async (rows, perturbed) => {
+  generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void> {
+    return forEachMember(this.theta, members, this.population, async (rows, perturbed) => {
       let memberSession: ort.InferenceSession | null = null;
       if (perturbed) {
         await this.session?.release();
@@ -36,7 +37,9 @@ export class FullRebuildSessionServing implements MemberServing {
     });
   }
 
-  setPopulation(): void {}
+  setPopulation(p: Population | null): void {
+    this.population = p;
+  }
 
   /** θ's session is stale: release it (it is made again when θ's own rows come, perhaps after a member's). */
   async refresh(): Promise<void> {
@@ -45,7 +48,7 @@ export class FullRebuildSessionServing implements MemberServing {
   }
 
   async applyUpdate(u: EngineUpdate): Promise<void> {
-    applyDenseUpdate(this.theta.segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+    applyFullUpdate(this.theta, u);
     await this.refresh();
   }
 

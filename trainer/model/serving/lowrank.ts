@@ -24,7 +24,7 @@ export class LowRankServing implements MemberServing {
     private readonly newSession: () => Promise<ort.InferenceSession>,
   ) {}
 
-  async generate(members: ReadonlyArray<Member | null>, _p: Population | null, decode: DecodeRows): Promise<void> {
+  async generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void> {
     await decode(this.session, members.map((_, i) => i), (chunk) =>
       this.factorCache ? this.factorCache.feeds(chunk.map((k) => members[k])) : zeroFactorFeeds(this.targets, this.groups, chunk.length),
     );

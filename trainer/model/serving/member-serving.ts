@@ -12,9 +12,12 @@ import type { EngineUpdate, Population } from '../../engine.ts';
 export type DecodeRows = (session: ort.InferenceSession, rows: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>) => Promise<void>;
 
 export interface MemberServing {
-  /** Decodes every row on its member's weights (null: θ itself). Never runs concurrently with another call. */
-  generate(members: ReadonlyArray<Member | null>, population: Population | null, decode: DecodeRows): Promise<void>;
-  /** The live population changed. */
+  /**
+   * Decodes every row on its member's weights (null: θ itself), members of the population last set. Never runs
+   * concurrently with another call.
+   */
+  generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void>;
+  /** The live population changed (the one way a strategy learns it): keep what its members need. */
   setPopulation(p: Population | null): void;
   /** θ was written behind the strategy's back (a loaded checkpoint): rebuild what depends on it. */
   refresh(): Promise<void>;
