@@ -22,7 +22,7 @@ import { keys } from '../../shared/keys.ts';
 import { EVALUATION_KEY_LIFETIME_MS, storeEvaluationKey } from '../../shared/secrets/evaluation-key.ts';
 import { EvaluationView, QueuedWork, type EpisodeRequest, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { BucketPoller } from '../../trainer/hosting/bucket-requests.ts';
+import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
 import { startAgentServer, type AgentServer } from '../api/agent-server.ts';
 import { freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
@@ -66,7 +66,7 @@ const completion = (content: string) =>
 let now = Date.now();
 let cloud: LocalCloud;
 let app: ReturnType<typeof createCloudApp>;
-let box: BucketPoller;
+let box: TrainerBox;
 let agent: AgentServer;
 let elsewhere: Fake;
 const logs: string[] = [];
@@ -110,7 +110,7 @@ beforeAll(async () => {
   cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN }, log, ssmClock: () => now });
   const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH }, cloud.store, log, cloud.secrets);
-  box = new BucketPoller({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: BOX_TOKEN, pollMs: 100, claimSettleMs: 50, log, secrets: cloud.secrets });
+  box = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: BOX_TOKEN, pollMs: 100, claimSettleMs: 50, log, secrets: cloud.secrets });
   agent = await startAgentServer(KEY, TASKS, () => true);
   elsewhere = await startFake(() => completion('place 1 1 1'));
 });

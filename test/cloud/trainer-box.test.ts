@@ -1,7 +1,7 @@
 /**
  * The cloud API end to end on loopback: the app the Api Lambda serves (createCloudApp) over s3rver,
  * the dev Lambda-invoke endpoint running the real Episode handler, and the trainer box's poller
- * (BucketPoller) — every part talking through the real AWS SDK clients. POST /runs and POST
+ * (TrainerBox) — every part talking through the real AWS SDK clients. POST /runs and POST
  * /evaluations only queue work in the bucket; the poller claims it, trains / evaluates the tiny model
  * with the episodes played by the Episode handler against the box's inference server, and the API
  * then shows what landed in the bucket: metrics, a clean stop, episode transcripts. The box serves over
@@ -18,7 +18,7 @@ import { StoredTranscript } from '../../functions/episode-transcript.ts';
 import { keys } from '../../shared/keys.ts';
 import { ActiveRun, EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { BucketPoller } from '../../trainer/hosting/bucket-requests.ts';
+import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
 import { createTlsIdentity, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
@@ -34,13 +34,13 @@ let api: ReturnType<typeof serve>;
 let apiUrl: string;
 let port: number;
 let identity: TlsIdentity;
-const pollers: BucketPoller[] = [];
+const pollers: TrainerBox[] = [];
 const savedEnv = { ...process.env };
 /** s3rver's fixed development key pair, through the SDK's default credential chain, as the box would get its role's. */
 
-function poller(o: { port?: number; pollMs?: number } = {}): BucketPoller {
+function poller(o: { port?: number; pollMs?: number } = {}): TrainerBox {
   const p = o.port ?? port;
-  const box = new BucketPoller({
+  const box = new TrainerBox({
     cloud: target,
     publicUrl: `https://127.0.0.1:${p}/v1`,
     tls: identity,

@@ -4,7 +4,7 @@
  *   embedded  `esopt train [--store DIR]`, `start`, the local API: a directory + the local worker pool
  *   cloud     `esopt train --cloud`: the stack's S3 bucket + the Episode Lambda, which reaches this
  *             machine's inference server at a public URL (https: TLS, its certificate pinned)
- *   box       `esopt trainer-box`: the stack's queue polled (hosting/bucket-requests.ts), each run and
+ *   box       `esopt trainer-box`: the stack's queue polled (hosting/trainer-box.ts), each run and
  *             evaluation run here like cloud
  *
  * Every wiring ends in the same run (compose/run.ts: engine, inference server, the ES loop).

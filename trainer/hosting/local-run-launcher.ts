@@ -2,7 +2,7 @@
  * The RunLauncher that trains in this process: starts `runEmbedded` (the same wiring `esopt train`
  * uses: engine, inference server, a {store, fanout} target, ES loop) for a run the API put in the store.
  * The local API gives it the embedded target over its store directory; the trainer box's poller
- * (bucket-requests.ts) gives it the stack's S3 bucket and Episode function.
+ * (hosting/trainer-box.ts) gives it the stack's S3 bucket and Episode function.
  *
  * Stop: the loop calls its progress hook right after an iteration's metrics row is written; when a stop
  * was asked for (by this process, or a stop.json another API instance wrote) that hook throws

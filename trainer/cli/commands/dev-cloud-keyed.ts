@@ -13,7 +13,7 @@ import { createCloudApp } from '../../../functions/http-api/cloud-app.ts';
 import { EPISODE_FUNCTION, startLocalCloud } from '../../../functions/local-cloud/local-cloud.ts';
 import { EvaluationView } from '../../../shared/schemas/index.ts';
 import { CloudTarget } from '../../fanout/cloud-target.ts';
-import { BucketPoller } from '../../hosting/bucket-requests.ts';
+import { TrainerBox } from '../../hosting/trainer-box.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
 
 export interface DevCloudKeyedOptions {
@@ -36,7 +36,7 @@ export async function devCloudKeyed(o: DevCloudKeyedOptions) {
   const apiToken = randomBytes(24).toString('hex');
   const cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: boxToken }, log: logger });
   const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
-  const box = new BucketPoller({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: boxToken, claimSettleMs: 50, log: logger, secrets: cloud.secrets });
+  const box = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: boxToken, claimSettleMs: 50, log: logger, secrets: cloud.secrets });
   try {
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}, SSM at ${cloud.ssm.url}`);
     const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: apiToken, ESOPT_EVALUATION_KEYS: '/esopt/dev/eval-keys' }, cloud.store, logger, cloud.secrets);

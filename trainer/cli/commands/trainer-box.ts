@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { tlsFor } from '../../compose/wirings.ts';
-import { BucketPoller } from '../../hosting/bucket-requests.ts';
+import { TrainerBox } from '../../hosting/trainer-box.ts';
 import { flag, parseFlags } from '../../command/args.ts';
 import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
 import type { Command, CommandIo } from '../../command/command.ts';
@@ -11,7 +11,7 @@ import { boxLogger } from '../../hosting/box-logger.ts';
 
 /**
  * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
- * evaluations the Api function queued, claims each once and runs it here (trainer/hosting/bucket-requests.ts),
+ * evaluations the Api function queued, claims each once and runs it here (trainer/hosting/trainer-box.ts),
  * serving inference on --host/--port where the Episode function reaches it at --public-url (https: TLS, pinned).
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {
@@ -42,24 +42,24 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
   // (compose/wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
   const logger = boxLogger('esopt-trainer-box', process.env);
-  const poller = new BucketPoller({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl) });
+  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl) });
   if (p.values.once) {
     try {
-      const ran = await poller.pollOnce();
+      const ran = await box.pollOnce();
       io.stdout(p.json ? JSON.stringify({ ran }) : ran.length ? ran.map((w) => `ran ${w.kind} ${w.id}`).join('\n') : 'nothing queued');
     } finally {
-      await poller.close();
+      await box.close();
       await logger.close();
     }
     return 0;
   }
   io.stderr(`trainer box polling s3://${cloud.bucket}/queue/ every ${pollMs} ms; inference on ${host}:${port} (${publicUrl}); Ctrl-C stops after the iteration in flight`);
-  poller.start();
+  box.start();
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await poller.close();
+  await box.close();
   await logger.close();
   return 0;
 }

@@ -43,7 +43,7 @@ const WORKER_TOKEN_ENV = 'ESOPT_TRAINER_TOKEN';
 /** Sorts after every ISO time: an entry that cannot be read (or is gone) is tried last. */
 const UNKNOWN_TIME = '~';
 
-export interface BucketPollerOptions {
+export interface TrainerBoxOptions {
   cloud: CloudTarget;
   /** The box's inference server as the Episode function reaches it (the stack's trainerUrl). */
   publicUrl: string;
@@ -82,7 +82,7 @@ export interface RanWork {
   id: string;
 }
 
-export class BucketPoller {
+export class TrainerBox {
   readonly store: S3ObjectStore;
   private readonly log: Logger;
   private readonly runs: LocalRunLauncher;
@@ -96,7 +96,7 @@ export class BucketPoller {
   private loop: Promise<void> | null = null;
   private readonly wake = new AbortController();
 
-  constructor(private readonly o: BucketPollerOptions) {
+  constructor(private readonly o: TrainerBoxOptions) {
     this.store = openCloudStore(o.cloud);
     this.ownSecrets = o.secrets ? null : new SsmSecretStore({ region: o.cloud.region });
     this.secrets = o.secrets ?? this.ownSecrets!;
