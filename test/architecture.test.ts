@@ -121,6 +121,8 @@ function arrowsUp(graph: ImportGraph, rank: (file: string) => number | undefined
 const FORBIDDEN: Array<{ from: RegExp; to: RegExp; why: string }> = [
   { from: /^trainer\/loop\//, to: /^trainer\/(server\/|model\/create-engine\.ts|compose\/|hosting\/|fanout\/(local|cloud)-target\.ts)/, why: 'the loop is handed its engine, server and target' },
   { from: /^(shared|functions|environments)\/|^trainer\/(loop|model|generation|perturbation|onnx|server|fanout)\//, to: /^trainer\/compose\//, why: 'only entry points use the composition root' },
+  // A run's target is chosen by the root (compose/wirings.ts: embeddedTarget, cloudTarget).
+  { from: /^(?!trainer\/(compose|fanout)\/)/, to: /^trainer\/fanout\/local-target\.ts$/, why: 'targets come from the composition root' },
   // Outside the loop, its public face (loop/index.ts): not its steps, its collector or its classification.
   { from: /^(?!trainer\/loop\/)/, to: /^trainer\/loop\/(?!index\.ts$)/, why: "the loop's public face is loop/index.ts" },
 ];
@@ -180,6 +182,7 @@ describe('the checks themselves', () => {
       ['trainer/model/onnx-engine.ts', ['trainer/compose/wirings.ts']],
       ['trainer/cli/commands/train.ts', ['trainer/compose/run.ts', 'trainer/server/server.ts']],
       ['trainer/demo/random-search.ts', ['trainer/loop/collect.ts', 'trainer/loop/index.ts']],
+      ['trainer/grpo/grpo.ts', ['trainer/fanout/local-target.ts', 'trainer/compose/wirings.ts']],
     ]);
     expect(forbiddenArrows(planted).map((a) => a.split(' (')[0])).toEqual([
       'trainer/loop/training.ts → trainer/server/server.ts',
@@ -187,8 +190,10 @@ describe('the checks themselves', () => {
       'trainer/loop/iteration.ts → trainer/compose/run.ts',
       'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
       'trainer/loop/iteration.ts → trainer/compose/run.ts',
+      'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
       'trainer/model/onnx-engine.ts → trainer/compose/wirings.ts',
       'trainer/demo/random-search.ts → trainer/loop/collect.ts',
+      'trainer/grpo/grpo.ts → trainer/fanout/local-target.ts',
     ]);
   });
 });

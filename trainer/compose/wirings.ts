@@ -33,9 +33,17 @@ export async function tlsFor(publicUrl: string): Promise<TlsIdentity | undefined
   return publicUrl.startsWith('https:') ? createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
 }
 
+/** The embedded target of a run: the store under `storeRoot` and the local pool sized by its config (the server's token passed on). */
+export function embeddedTarget(storeRoot: string, config: Pick<RunConfig, 'workers' | 'localEpisodes'>, token?: string): RunTarget {
+  return localRunTarget(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
+}
+
+/** The cloud target of a run: the stack's bucket and Episode function, which reaches the server at `publicUrl`. */
+export const cloudTarget = (cloud: CloudTarget, publicUrl: string): RunTarget => cloudRunTarget(cloud, publicUrl);
+
 /** Embedded: the store under `storeRoot`; the local pool, sized by the run's config, gets the server's token. */
 export function embeddedWiring(storeRoot: string, token: string | undefined): RunWiring {
-  return { store: new FsObjectStore(storeRoot), where: storeRoot, open: async (config) => ({ target: localRunTarget(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes }) }), abandon: async () => {} };
+  return { store: new FsObjectStore(storeRoot), where: storeRoot, open: async (config) => ({ target: embeddedTarget(storeRoot, config, token) }), abandon: async () => {} };
 }
 
 /**

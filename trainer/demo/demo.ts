@@ -13,7 +13,7 @@ import type { EvaluationResult } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { localRunTarget } from '../fanout/local-target.ts';
+import { embeddedTarget } from '../compose/wirings.ts';
 import { runGrpo } from '../grpo/grpo.ts';
 import { runEmbedded, serveModel } from '../compose/run.ts';
 import type { TrainingProgress } from '../loop/index.ts';
@@ -150,7 +150,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   const heldOut = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
   if (heldOut.some((t, i) => t.id !== before.perTask[i]?.task)) throw new Error('the held-out tasks drawn for the control differ from the ES run\'s evaluation tasks');
   const { engine, server, close } = await serveModel(config);
-  const target = localRunTarget(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+  const target = embeddedTarget(storeRoot, config);
   target.useEngine?.(engine);
   const bar = progressBar(o.showBaselineProgress, 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}');
   const baselineStarted = performance.now();

@@ -10,7 +10,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { localRunTarget } from '../fanout/local-target.ts';
+import { embeddedTarget } from '../compose/wirings.ts';
 import { runEmbedded, serveModel } from '../compose/run.ts';
 import { silentProgress } from '../loop/index.ts';
 import { randomSearch } from '../demo/random-search.ts';
@@ -61,7 +61,7 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: R
   if (methods.has('randomSearch')) {
     t = performance.now();
     const served = await serveModel(config);
-    const target = localRunTarget(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+    const target = embeddedTarget(storeRoot, config);
     target.useEngine?.(served.engine);
     const rsCurve: Array<{ episodes: number; successRate: number }> = [];
     let rs;

@@ -12,7 +12,7 @@ import type { EvaluationResult, RunConfig, TaskRef } from '../../shared/schemas/
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
-import { localRunTarget } from '../fanout/local-target.ts';
+import { embeddedTarget } from '../compose/wirings.ts';
 import { serveModel } from '../compose/run.ts';
 import { evaluate } from '../loop/index.ts';
 import { iterationTaskSeed } from '../loop/index.ts';
@@ -85,7 +85,7 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   // The base policy the KL term measures against: the loaded weights, which the model's copy leaves untouched.
   const kl = grpo.klCoef > 0 ? { coef: grpo.klCoef, reference: new DecoderGradient(loaded.config, loaded.weights) } : null;
   const { engine, server, close } = await serveModel(config);
-  const target = localRunTarget(o.storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+  const target = embeddedTarget(o.storeRoot, config);
   target.useEngine?.(engine);
   const history: GrpoStepRecord[] = [];
   let episodes = 0;

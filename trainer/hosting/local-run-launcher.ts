@@ -15,7 +15,7 @@ import { keys } from '../../shared/keys.ts';
 import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
-import { localRunTarget } from '../fanout/local-target.ts';
+import { embeddedTarget } from '../compose/wirings.ts';
 import { runEmbedded } from '../compose/run.ts';
 import type { RunTarget } from '../fanout/run-target.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
@@ -89,7 +89,7 @@ export class LocalRunLauncher implements RunLauncher {
     }, this.o.stopPollMs ?? 1000);
     // A per-run token keeps the loopback inference server closed to anything but this run's workers.
     const token = this.o.token ?? randomBytes(24).toString('hex');
-    const target = this.o.target ? this.o.target(config) : localRunTarget(this.o.storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
+    const target = this.o.target ? this.o.target(config) : embeddedTarget(this.o.storeRoot, config, token);
     const job = runEmbedded({
       config,
       run,

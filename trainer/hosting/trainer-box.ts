@@ -31,7 +31,8 @@ import type { S3ObjectStore } from '../../shared/store/s3.ts';
 import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
-import { cloudRunTarget, openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
+import { openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
+import { cloudTarget } from '../compose/wirings.ts';
 import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
 import { LocalModelHost } from './local-model-host.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
@@ -108,7 +109,7 @@ export class TrainerBox {
       log: this.log,
       token: o.token,
       server,
-      target: () => cloudRunTarget(o.cloud, o.publicUrl),
+      target: () => cloudTarget(o.cloud, o.publicUrl),
       stopPollMs: o.stopPollMs,
       pollMs: o.trainingPollMs,
       executionProvider: o.executionProvider,
@@ -125,7 +126,7 @@ export class TrainerBox {
       }),
       // The Episode function has its own environment: nothing can be handed to it per evaluation.
       fanoutFor: (): Fanout => {
-        const target = cloudRunTarget(o.cloud, o.publicUrl);
+        const target = cloudTarget(o.cloud, o.publicUrl);
         return { dispatch: (requests, options) => target.fanout.dispatch(requests, options), close: () => target.close() };
       },
     };

@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
-import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';
+import { CloudTarget } from '../../fanout/cloud-target.ts';
+import { cloudTarget } from '../../compose/wirings.ts';
 import { runEmbedded } from '../../compose/run.ts';
 import { silentProgress } from '../../loop/index.ts';
 import { getJson, putJson } from '../../loop/index.ts';
@@ -71,7 +72,7 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
     await putJson(cloud.store, keys.activeRun(), { run, startedAt: now } satisfies ActiveRun);
     for (const f of followers) f.start();
     o.log(`training ${o.iterations} iterations of ${o.population} members over ${o.replicas} boxes …`);
-    const target = cloudRunTarget(CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
+    const target = cloudTarget(CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
     const { result } = await runEmbedded({
       config,
       run,

@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
-import { CloudTarget, cloudRunTarget } from '../../fanout/cloud-target.ts';
+import { CloudTarget } from '../../fanout/cloud-target.ts';
+import { cloudTarget } from '../../compose/wirings.ts';
 import { runEmbedded } from '../../compose/run.ts';
 import { silentProgress } from '../../loop/index.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
@@ -45,7 +46,7 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
   try {
     await publishCertificate(cloud.store, identity);
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; trainer at ${publicUrl} (TLS, certificate ${identity.sha256.slice(0, 23)}… published)`);
-    const target = cloudRunTarget(CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
+    const target = cloudTarget(CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
     const run = `dev-cloud-web-${o.seed}`;
     const config = RunConfig.parse({
       environment: { name: 'web', options: { backend: 'chromium', actionTimeoutMs: 5_000, episodeTimeoutMs: 60_000 } },
