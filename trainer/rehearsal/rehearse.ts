@@ -71,6 +71,7 @@ export interface Rehearsal {
 }
 
 const REHEARSAL_REPLACED: ReplacedStep[] = [
+  { step: 'provider', deployed: 'cuda on a GPU instance type (the default g5.xlarge): onnxruntime-node\'s CUDA binaries fetched at boot', rehearsal: 'ESOPT_TRAINER_PROVIDER=cpu: no GPU here and no route to the binaries\' host' },
   { step: 'S3, SSM and CloudWatch Logs', deployed: 'the stack\'s bucket, Parameter Store and the boxes\' log group', rehearsal: 's3rver, the local SSM and CloudWatch Logs endpoints on loopback, reached through AWS_ENDPOINT_URL_S3 / _SSM / _CLOUDWATCH_LOGS and a development key pair instead of each role\'s credentials (IAM is checked by test/cloud/least-privilege.test.ts, not here)' },
   { step: 'Lambda Invoke', deployed: 'the Lambda service', rehearsal: 'the Invoke API stand-in (functions/local-cloud/invoke-endpoint.ts) routing to the rehearsed Episode function' },
   { step: 'addresses', deployed: 'Elastic IPs, the box listening on 0.0.0.0', rehearsal: 'one loopback address a box (127.0.0.2, 127.0.0.3, …) on the deploy\'s inference port; `--host 0.0.0.0` becomes that address' },
@@ -100,7 +101,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
 
     // The deploy's settings: the defaults, but a free inference port (every box shares it, each on its own address).
     const port = await freeLoopbackPort();
-    const settings = { ESOPT_INFERENCE_PORT: String(port), ESOPT_REPLICAS: String(replicas), ESOPT_AWS_REGION: REGION };
+    // The CPU provider: the default instance type is a GPU one (provider cuda), and this machine has no GPU.
+    const settings = { ESOPT_INFERENCE_PORT: String(port), ESOPT_REPLICAS: String(replicas), ESOPT_AWS_REGION: REGION, ESOPT_TRAINER_PROVIDER: 'cpu' };
     const stack = await evaluate(settings);
     const boxAddress = (n: number) => `127.0.0.${2 + n}`;
     const artifact = buildBoxArtifact(o.root);
