@@ -28,7 +28,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import type { S3ObjectStore } from '../../shared/store/s3.ts';
-import { EvaluationStatus, QueuedWork, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../shared/schemas/index.ts';
+import { EvaluationStatus, MetricsRow, QueuedWork, RunStatus, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
@@ -55,6 +55,8 @@ export interface TrainerBoxOptions {
   token: string;
   /** How often the queue is listed while idle. */
   pollMs?: number;
+  /** A run claimed on another host with no sign of life this long is marked failed (default 6 h). */
+  staleAfterMs?: number;
   /** How long a claim is left before it is read back (see above). */
   claimSettleMs?: number;
   /** A running run's look for its stop.json. */
@@ -76,6 +78,20 @@ export interface TrainerBoxOptions {
   exportInto?: ExportInto;
   /** Where queued evaluations' keys are, to delete them (default: SSM in the stack's region). */
   secrets?: SecretStore;
+}
+
+/** A run claimed on another host with no sign of life this long is taken for dead (longer than any iteration). */
+export const DEFAULT_STALE_AFTER_MS = 6 * 3_600_000;
+
+/** Whether a process of this host exists (signal 0 checks without sending; EPERM: it exists, not ours). */
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export interface RanWork {
@@ -155,7 +171,8 @@ export class TrainerBox {
       const work = { kind: entry.kind, id: entry.id };
       try {
         if (!(await this.claim(work))) {
-          this.log.info(work, 'claimed already (a duplicate entry, or another box): not run here');
+          // A run another box process claimed and died with stays `running` for ever unless someone says so.
+          if (!(work.kind === 'run' && (await this.failIfStale(work.id)))) this.log.info(work, 'claimed already (a duplicate entry, or another box): not run here');
         } else {
           if (work.kind !== 'export') this.current = work;
           this.log.info(work, 'claimed: running');
@@ -226,6 +243,33 @@ export class TrainerBox {
       this.log.error({ key, error: (err as Error).message }, 'unreadable queue entry; ordered last');
       return null;
     }
+  }
+
+  /**
+   * A run claimed by a box process that is gone is marked failed, visibly, with how to resume it (its
+   * checkpoints and log are intact). Gone: on this host, a process that no longer exists; on another host
+   * (a replaced instance), no sign of life — the claim, the status, the newest metrics row — for
+   * `staleAfterMs`. A claimant that may still be running is left alone.
+   */
+  private async failIfStale(run: string): Promise<boolean> {
+    const [claim, status] = await Promise.all([readJson(this.store, keys.workClaim('run', run), WorkClaim), readJson(this.store, keys.runStatus(run), RunStatus)]);
+    if (!claim || !status || !['requested', 'running', 'stopping'].includes(status.state) || claim.claimedBy === this.who) return false;
+    const [host, pid] = [claim.claimedBy.slice(0, claim.claimedBy.lastIndexOf(':')), Number(claim.claimedBy.slice(claim.claimedBy.lastIndexOf(':') + 1))];
+    let gone: boolean;
+    if (host === hostname()) {
+      gone = !processAlive(pid);
+    } else {
+      const rows = (await this.store.list(`${keys.run(run)}metrics/`)).filter((k) => k.endsWith('.json')).sort();
+      const newest = rows.length ? await readJson(this.store, rows[rows.length - 1]!, MetricsRow) : null;
+      const lastSign = Math.max(Date.parse(claim.claimedAt), Date.parse(status.updatedAt), newest ? Date.parse(newest.finishedAt) : 0);
+      gone = Date.now() - lastSign > (this.o.staleAfterMs ?? DEFAULT_STALE_AFTER_MS);
+    }
+    if (!gone) return false;
+    const now = new Date().toISOString();
+    const error = `interrupted: the trainer box process that ran it (${claim.claimedBy}, claimed ${claim.claimedAt}) is gone; its checkpoints and log are intact: resume it with \`esopt train --cloud --resume ${run}\``;
+    await writeJson(this.store, keys.runStatus(run), RunStatus.parse({ ...status, state: 'failed', error, finishedAt: now, updatedAt: now }));
+    this.log.warn({ run, claimedBy: claim.claimedBy }, 'stale run marked failed');
+    return true;
   }
 
   private async claim(work: RanWork): Promise<boolean> {
