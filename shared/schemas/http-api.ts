@@ -46,6 +46,8 @@ export const RunStatus = z
     startedAt: z.iso.datetime().nullable(),
     finishedAt: z.iso.datetime().nullable(),
     error: z.string().max(4000).nullable(),
+    /** Why a stopped run stopped: asked to (stop.json, esopt runs stop) or at its budget, in a sentence. */
+    stopReason: z.string().max(1000).nullable().optional(),
     updatedAt: z.iso.datetime(),
   })
   .meta({ id: 'RunStatus' });

@@ -61,6 +61,8 @@ export const MetricsRow = z.object({
   cost: Cost,
   durations: PhaseDurations,
   thetaHashAfter: z.string(),
+  /** Spent by the run up to and including this iteration (rows written before it existed have none). */
+  spent: z.object({ usd: z.number().min(0), episodes: z.number().int().min(0), wallMs: z.number().min(0) }).optional(),
   /** The iteration's σ and α (their schedules' values; rows written before schedules existed have none). */
   sigma: z.number().positive().optional(),
   alpha: z.number().positive().optional(),

@@ -100,6 +100,19 @@ export const RunConfig = z
      * still exact: the newest checkpoint at or before it, or θ_0, replayed through the log).
      */
     checkpointKeep: z.number().int().min(1).max(10_000).default(3),
+    /**
+     * Spending limits: no iteration starts once the spend so far plus the last iteration's would pass one of
+     * them; the run stops cleanly (a checkpoint of θ so far, status stopped with reason budget) and resumes
+     * with a larger budget.
+     */
+    budget: z
+      .object({
+        maxCostUsd: z.number().positive().finite().optional(),
+        maxEpisodes: z.number().int().min(1).optional(),
+        maxHours: z.number().positive().finite().optional(),
+      })
+      .strict()
+      .default({}),
     /** Failed episodes are excluded from the update unless given a reward here. */
     failedEpisodeReward: z.number().finite().nullable().default(null),
     /** An episode with at least this reward counts as a success (train success rate and evaluation). */

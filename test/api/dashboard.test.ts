@@ -137,7 +137,9 @@ describe('the dashboard at /', () => {
     // The run table shows held-out success (the latest evaluation, θ_3) with its interval, not the members' training success.
     const runRow = (await tableRows('#runs')).find((r) => r[0] === finishedRun);
     const final = series.evaluations.find((e) => e.iteration === 3)!;
-    expect(runRow).toEqual([finishedRun, 'finished', 'sudoku', '3 / 3', `${pct(final.successRate)} (${pct(final.interval.low)}–${pct(final.interval.high)}) @3`, final.failed ? expect.stringMatching(new RegExp(`^${final.failed} of ${final.tasks}`)) : 'none']);
+    expect(runRow).toEqual([finishedRun, 'finished', 'sudoku', '3 / 3', `${pct(final.successRate)} (${pct(final.interval.low)}–${pct(final.interval.high)}) @3`, final.failed ? expect.stringMatching(new RegExp(`^${final.failed} of ${final.tasks}`)) : 'none', usd(series.rows[2].spent!.usd)]);
+    // spent so far: the rows' costs summed
+    expect(series.rows[2].spent!.usd).toBeCloseTo(series.rows.reduce((a, r) => a + r.cost.usd, 0), 12);
     expect(await page.$eval('#runs thead', (t) => t.textContent)).toContain('held-out success (95% CI)');
     expect(await page.$eval('#iterations thead', (t) => t.textContent)).toContain('train success');
   });

@@ -74,7 +74,7 @@ describe('report and curve', () => {
   const evals = [evaluation(0, 1), evaluation(3, 6)];
 
   it('sums the run honestly', () => {
-    const r = buildReport(config, { run: 'r', rows, evaluations: evals, thetaHash: 'h', resumedAt: 0 }, { report: 'a', curve: 'b' });
+    const r = buildReport(config, { run: 'r', stoppedBy: null, rows, evaluations: evals, thetaHash: 'h', resumedAt: 0 }, { report: 'a', curve: 'b' });
     expect(r.totals.wallMs).toBe(4000);
     expect(r.totals.overheadRatio).toBeCloseTo(200 / 4000, 12);
     expect(r.totals.costUsd).toBeCloseTo(1.5, 12);

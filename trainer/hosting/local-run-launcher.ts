@@ -111,11 +111,13 @@ export class LocalRunLauncher implements RunLauncher {
         },
       },
     })
-      .then(() => this.setStatus(run, { state: 'finished', finishedAt: new Date().toISOString() }))
+      .then(({ result }) =>
+        this.setStatus(run, result.stoppedBy ? { state: 'stopped', stopReason: result.stoppedBy.detail, finishedAt: new Date().toISOString() } : { state: 'finished', finishedAt: new Date().toISOString() }),
+      )
       .catch(async (err) => {
         const stopped = err instanceof StopRequested;
         if (!stopped) this.o.log.error({ run, error: (err as Error).message }, 'run failed');
-        await this.setStatus(run, { state: stopped ? 'stopped' : 'failed', error: stopped ? null : String((err as Error).message).slice(0, 4000), finishedAt: new Date().toISOString() });
+        await this.setStatus(run, { state: stopped ? 'stopped' : 'failed', error: stopped ? null : String((err as Error).message).slice(0, 4000), ...(stopped ? { stopReason: 'requested' } : {}), finishedAt: new Date().toISOString() });
       })
       .finally(() => {
         clearInterval(watcher);

@@ -9,6 +9,8 @@ export const TrainingReport = z.object({
   iterations: z.number().int(),
   thetaHash: z.string(),
   resumedAt: z.number().int(),
+  /** Set when the run stopped at its budget before its last iteration. */
+  stoppedBy: z.object({ reason: z.literal('budget'), detail: z.string(), afterIteration: z.number().int() }).nullable().default(null),
   evaluations: z.array(EvaluationResult.pick({ iteration: true, successRate: true, interval: true, meanReward: true, tasks: true, successes: true })),
   evaluationFirst: EvaluationResult.pick({ iteration: true, successRate: true, interval: true }).nullable(),
   evaluationLast: EvaluationResult.pick({ iteration: true, successRate: true, interval: true }).nullable(),
@@ -41,6 +43,7 @@ export function buildReport(config: RunConfig, result: TrainingResult, files: Tr
     iterations: rows.length,
     thetaHash: result.thetaHash,
     resumedAt: result.resumedAt,
+    stoppedBy: result.stoppedBy,
     evaluations: ev.map((e) => ({ iteration: e.iteration, successRate: e.successRate, interval: e.interval, meanReward: e.meanReward, tasks: e.tasks, successes: e.successes })),
     evaluationFirst: pick(ev[0]),
     evaluationLast: pick(ev[ev.length - 1]),

@@ -5,7 +5,9 @@
  * killed at any point resumes exactly.
  */
 import { keys } from '../../shared/keys.ts';
-import type { EvaluationResult, MetricsRow } from '../../shared/schemas/index.ts';
+import { MetricsRow, type EvaluationResult } from '../../shared/schemas/index.ts';
+import { budgetStop, NOTHING_SPENT, spentAfter } from './budget.ts';
+import { writeCheckpoint } from './checkpoints.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { EvaluationSchedule } from './evaluation-schedule.ts';
 import type { FaultHook } from './fault-points.ts';
@@ -14,7 +16,7 @@ import type { LoopContext, PopulationHost } from './loop-context.ts';
 import { readRows } from './metrics-row.ts';
 import type { WeightHost } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
-import { putJson } from './stored-json.ts';
+import { getJson, putJson } from './stored-json.ts';
 
 export type { PopulationHost, WeightHost };
 export { readRunConfig } from './resume.ts';
@@ -30,6 +32,8 @@ export type TrainingOptions = Omit<LoopContext, 'environmentOptions' | 'pollMs' 
 
 export interface TrainingResult {
   run: string;
+  /** Set when the run stopped before its last iteration at its budget (the sentence says which limit). */
+  stoppedBy: { reason: 'budget'; detail: string; afterIteration: number } | null;
   rows: MetricsRow[];
   evaluations: EvaluationResult[];
   thetaHash: string;
@@ -57,14 +61,23 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
   o.onStart?.({ resumedAt: resumed.next, replayed: resumed.replayed, skippedCheckpoints: resumed.skippedCheckpoints });
 
   const evaluations = new EvaluationSchedule(ctx, o.onEvaluation);
+  let spent = resumed.next === 0 ? NOTHING_SPENT : ((await getJson(store, keys.metricsRow(run, resumed.next - 1), MetricsRow))?.spent ?? NOTHING_SPENT);
   for (let k = resumed.next; k < config.iterations; k++) {
-    const row = await runIteration(ctx, k, await evaluations.before(k));
+    const ran = await runIteration(ctx, k, await evaluations.before(k));
+    const row: MetricsRow = { ...ran, spent: spentAfter(spent, ran) };
+    spent = row.spent!;
     await putJson(store, keys.metricsRow(run, k), row);
     o.onIteration?.(row);
+    const stop = k + 1 < config.iterations ? budgetStop(config.budget, spent, spentAfter(NOTHING_SPENT, ran)) : null;
+    if (stop) {
+      // A clean stop: θ_{k+1} checkpointed (unless this iteration just did), so a resume with a larger budget starts here.
+      if (!(await store.get(keys.checkpointMeta(run, k + 1)))) await writeCheckpoint(store, run, k + 1, weights.segments());
+      return { run, stoppedBy: { reason: 'budget', detail: stop, afterIteration: k }, rows: await readRows(store, run, k + 1), evaluations: await evaluations.all(), thetaHash: hashTheta(weights.segments()), resumedAt: resumed.next };
+    }
   }
   await evaluations.final();
   // The last update is checked too: a run never ends with a replica holding another θ.
   await o.replicas?.check(config.iterations, hashTheta(weights.segments()));
 
-  return { run, rows: await readRows(store, run, config.iterations), evaluations: await evaluations.all(), thetaHash: hashTheta(weights.segments()), resumedAt: resumed.next };
+  return { run, stoppedBy: null, rows: await readRows(store, run, config.iterations), evaluations: await evaluations.all(), thetaHash: hashTheta(weights.segments()), resumedAt: resumed.next };
 }

@@ -96,6 +96,7 @@ async function loadRuns() {
       cell(`${r.completedIterations} / ${r.iterations}`),
       cell(heldOutText(r.heldOut)),
       cell(failuresText(r.heldOut), r.heldOut && r.heldOut.failed ? 'error' : undefined),
+      cell(r.latest && r.latest.spent ? usd(r.latest.spent.usd) : '–'),
     ],
     (r) => selectRun(r.id),
     state.runId,

@@ -4,6 +4,12 @@ import { parseFlags } from '../../command/args.ts';
 import type { Command } from '../../command/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
+/** The run's limits, if any, e.g. " of budget $5, 1000 episodes". */
+function budgetText(b: RunDetail['config']['budget']): string {
+  const parts = [b.maxCostUsd !== undefined ? `$${b.maxCostUsd}` : null, b.maxEpisodes !== undefined ? `${b.maxEpisodes} episodes` : null, b.maxHours !== undefined ? `${b.maxHours} h` : null].filter(Boolean);
+  return parts.length ? ` of budget ${parts.join(', ')}` : '';
+}
+
 export const command: Command = {
   name: 'runs show',
   usage: 'esopt runs show <id> [--api URL] [--json]',
@@ -24,6 +30,8 @@ export const command: Command = {
         l
           ? `latest iteration ${l.iteration} (training): mean reward ${l.meanReward ?? 'n/a'}, train success ${l.successRate ?? 'n/a'}, ${l.counted}/${l.expected} counted${l.failed ? `, ${l.failed} failed${l.topError ? ` (most often, ${l.topError.count}×: ${l.topError.message})` : ''}` : ''}, $${l.cost.usd.toFixed(6)}`
           : 'no iteration finished yet',
+        ...(run.status?.stopReason ? [`stopped: ${run.status.stopReason}`] : []),
+        ...(l?.spent ? [`spent: $${l.spent.usd.toFixed(6)}, ${l.spent.episodes} episodes, ${(l.spent.wallMs / 3_600_000).toFixed(3)} h${budgetText(run.config.budget)}`] : []),
         ...(run.status?.error ? [`error: ${run.status.error}`] : []),
       ].join('\n'),
     );

@@ -127,6 +127,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     io.stdout(
       [
         `run ${report.run}: ${report.iterations} iterations, θ ${report.thetaHash}`,
+        ...(report.stoppedBy ? [`stopped after iteration ${report.stoppedBy.afterIteration} at its ${report.stoppedBy.detail} (checkpointed: resume with --resume ${report.run} and a larger budget)`] : []),
         `evaluation success: ${pct(first)} → ${pct(last)}`,
         `mean reward: ${report.rewardFirst ?? 'n/a'} → ${report.rewardLast ?? 'n/a'}`,
         `report: ${report.files.report}`,
