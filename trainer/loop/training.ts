@@ -5,7 +5,7 @@
  * killed at any point resumes exactly.
  */
 import { keys } from '../../shared/keys.ts';
-import { MetricsRow, type EvaluationResult } from '../../shared/schemas/index.ts';
+import type { EvaluationResult, MetricsRow } from '../../shared/schemas/index.ts';
 import { budgetStop, NOTHING_SPENT, spentAfter } from './budget.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
@@ -16,7 +16,7 @@ import type { LoopContext, PopulationHost } from './loop-context.ts';
 import { readRows } from './metrics-row.ts';
 import type { WeightHost } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
-import { getJson, putJson } from './stored-json.ts';
+import { putJson } from './stored-json.ts';
 
 export type { PopulationHost, WeightHost };
 export { readRunConfig } from './resume.ts';
@@ -61,7 +61,8 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
   o.onStart?.({ resumedAt: resumed.next, replayed: resumed.replayed, skippedCheckpoints: resumed.skippedCheckpoints });
 
   const evaluations = new EvaluationSchedule(ctx, o.onEvaluation);
-  let spent = resumed.next === 0 ? NOTHING_SPENT : ((await getJson(store, keys.metricsRow(run, resumed.next - 1), MetricsRow))?.spent ?? NOTHING_SPENT);
+  // Summed from the rows themselves: a row rebuilt on resume (metrics-row.ts) carries no running total.
+  let spent = (await readRows(store, run, resumed.next)).reduce(spentAfter, NOTHING_SPENT);
   for (let k = resumed.next; k < config.iterations; k++) {
     const ran = await runIteration(ctx, k, await evaluations.before(k));
     const row: MetricsRow = { ...ran, spent: spentAfter(spent, ran) };
