@@ -51,6 +51,24 @@ describe('benchmarks in their own room', () => {
     expect(await run(['bench', 'prefix', '--episode', 'chess'])).toMatchObject({ code: 2, err: expect.stringContaining('--episode: Invalid option') });
   }, 60_000);
 
+  it('bench context caps each point at the model context and reports decode ms/token and the prefill rate per variant', async () => {
+    const r = await run(['bench', 'context', '--model', 'tiny', '--contexts', '16,64,100000', '--new-tokens', '4', '--repeats', '1', '--json']);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out.points.map((p: { context: number }) => p.context)).toEqual([16, 64, out.max_context]);
+    for (const p of out.points) {
+      expect(p.prompt_tokens).toBe(p.context - 4);
+      expect(p.variants.map((v: { name: string }) => v.name)).toEqual(['unfused']);
+      for (const v of p.variants) {
+        expect(v.decode_ms_per_token).toBeGreaterThanOrEqual(0);
+        expect(v.prefill_tokens_per_s).toBeGreaterThan(0);
+      }
+    }
+    expect(out.machine.load).toHaveLength(3);
+    expect(await run(['bench', 'context', '--contexts', '4', '--new-tokens', '8'])).toMatchObject({ code: 1 });
+    expect(await run(['bench', 'context', '--contexts', '64;128'])).toMatchObject({ code: 2, err: expect.stringContaining('--contexts: comma-separated context lengths') });
+  }, 60_000);
+
   it('bench lowrank takes --model DIR (an export directory) and --model PRESET alike', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'esopt-bench-model-'));
     try {

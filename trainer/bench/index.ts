@@ -13,6 +13,7 @@ export interface BenchmarkEntry extends CommandEntry {
 export const benchmarks: BenchmarkEntry[] = [
   { name: 'bench noise', summary: 'benchmark regenerate-and-apply noise vs numpy and a plain add', module: () => import('./noise.ts'), load: async () => (await import('./noise-command.ts')).command },
   { name: 'bench lowrank', summary: 'low-rank mode tokens/s with B members in one batch ÷ unperturbed tokens/s', module: () => import('./lowrank.ts'), load: async () => (await import('./lowrank-command.ts')).command },
+  { name: 'bench context', summary: 'decode ms per token and prefill tokens/s against the context length (64 … 4,096)', module: () => import('./context.ts'), load: async () => (await import('./context-command.ts')).command },
   { name: 'bench full', summary: 'full mode: member switch cost, restore drift, θ-as-inputs ÷ initializers tokens/s', module: () => import('./full.ts'), load: async () => (await import('./full-command.ts')).command },
   { name: 'bench memory', summary: 'peak RSS of training ÷ peak RSS of generating only (child processes)', module: () => import('./memory.ts'), load: async () => (await import('./memory-command.ts')).command },
   { name: 'bench prefix', summary: "a 15-turn episode in-process with the prefix cache and without: wall time, tokens prefilled ÷ the episode's", module: () => import('./prefix.ts'), load: async () => (await import('./prefix-command.ts')).command },
