@@ -76,12 +76,17 @@ function heldOutText(h) {
   return `${pct(h.successRate)} (${pct(h.interval.low)}–${pct(h.interval.high)}) @${h.iteration}`;
 }
 
+/** ": message… (×count)" for the most common error, its message cut to `width` characters; "" without one. */
+function topErrorText(e, width) {
+  return e ? `: ${e.message.slice(0, width)}${e.message.length > width ? '…' : ''} (×${e.count})` : '';
+}
+
 /** Failed episodes of n and the most common error, e.g. "6 of 6: context_length_exceeded … (×6)"; "none" when none failed. */
 function failuresText(s, n) {
   if (!s) return '–';
   const total = n === undefined ? s.tasks : n;
   if (!s.failed) return 'none';
-  return `${s.failed} of ${total}${s.topError ? `: ${s.topError.message.slice(0, 80)}${s.topError.message.length > 80 ? '…' : ''} (×${s.topError.count})` : ''}`;
+  return `${s.failed} of ${total}${topErrorText(s.topError, 80)}`;
 }
 
 async function loadRuns() {
@@ -146,7 +151,7 @@ function drawIterations() {
   fillTable('#iterations', state.rows, (r) => [
     cell(String(r.iteration), 'text'),
     cell(`${r.counted} / ${r.expected}`),
-    cell(r.failed ? `${r.failed}${r.topError ? `: ${r.topError.message.slice(0, 60)}${r.topError.message.length > 60 ? '…' : ''} (×${r.topError.count})` : ''}` : '0', r.failed ? 'error' : undefined),
+    cell(r.failed ? `${r.failed}${topErrorText(r.topError, 60)}` : '0', r.failed ? 'error' : undefined),
     cell(String(r.timedOut)),
     cell(fmt(r.meanReward)),
     cell(fmt(r.maxReward)),
