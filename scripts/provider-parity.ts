@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ExecutionProvider } from '../shared/execution-provider.ts';
-import { modelSpecFlag } from '../trainer/command/model-flags.ts';
+import { modelSpecFlag } from '../trainer/argv/model-flags.ts';
 import { providerParity } from '../trainer/bench/provider-parity.ts';
 
 const Flags = z.object({

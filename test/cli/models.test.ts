@@ -13,7 +13,7 @@ import { keys } from '../../shared/keys.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { main } from '../../trainer/cli/main.ts';
-import { transferProgressLines } from '../../trainer/command/transfer-progress.ts';
+import { transferProgressLines } from '../../trainer/model-store/transfer-progress.ts';
 
 const DEMO = fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url));
 const GRID = fileURLToPath(new URL('../../models/sudoku-6x6-grid', import.meta.url));

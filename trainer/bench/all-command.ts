@@ -1,5 +1,5 @@
 import { benchCommand } from './bench-command.ts';
-import type { FlagSpec } from '../command/args.ts';
+import type { FlagSpec } from '../argv/args.ts';
 
 const flags = { only: { type: 'string' }, scaling: { type: 'boolean' }, 'demo-report': { type: 'string' } } satisfies FlagSpec;
 

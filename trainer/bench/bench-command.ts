@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { parseFlags, type FlagSpec } from '../command/args.ts';
-import type { Command } from '../command/command.ts';
-import { optionsFromFlags } from '../command/flag-options.ts';
+import { parseFlags, type FlagSpec } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { optionsFromFlags } from '../argv/flag-options.ts';
 import type { Benchmark } from './benchmark.ts';
 
 export interface BenchCommandSpec<B extends Benchmark> {

@@ -6,7 +6,7 @@
  * alternating order, so drift in a shared machine's load hits them alike.
  */
 import { z } from 'zod';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 import { contextLength } from '../model/config.ts';
 import { openModel } from '../model/open-model.ts';
 import { createSession } from '../model/sessions.ts';

@@ -8,7 +8,7 @@ import * as ort from 'onnxruntime-node';
 import { z } from 'zod';
 import { layoutSegments, perturbDense } from '../../shared/es.ts';
 import type { ParameterSegment } from '../../shared/es.ts';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 import { openModel } from '../model/open-model.ts';
 import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from '../model/ort-format.ts';
 import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../model/sessions.ts';

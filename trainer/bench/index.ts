@@ -3,7 +3,7 @@
  * resolves to the result (`module`), and the CLI command that shows it (`load`); the CLI's registry
  * includes this list, so a benchmark's summary is said here once. Both load lazily.
  */
-import type { CommandEntry } from '../command/command.ts';
+import type { CommandEntry } from '../argv/command.ts';
 import type { Benchmark } from './benchmark.ts';
 
 export interface BenchmarkEntry extends CommandEntry {

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ask } from '../../shared/es.ts';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 import { openModel } from '../model/open-model.ts';
 import { createSession } from '../model/sessions.ts';
 import { parameterCount } from '../model/weights.ts';

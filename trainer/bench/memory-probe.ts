@@ -14,7 +14,7 @@ import { ask, tell } from '../../shared/es.ts';
 import { FullModeWeights } from '../../shared/schemas/index.ts';
 import type { GenerateRow, MemberSelector } from '../engine.ts';
 import { createEngine } from '../model/create-engine.ts';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 import { openModel } from '../model/open-model.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
 import { GRADIENT_DTYPES } from '../pretrain/gradient-kernels.ts';

@@ -1,5 +1,5 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../command/args.ts';
+import { stringFlags } from '../argv/args.ts';
 
 const f = (x: number | null) => (x === null ? 'n/a' : `${(x / 1e6).toFixed(1)} M/s`);
 const r = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));

@@ -1,7 +1,7 @@
 /** Option schemas several benchmarks share: sizes, repeats, the execution provider and the model. */
 import { z } from 'zod';
 import { ExecutionProvider } from '../../shared/execution-provider.ts';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 
 export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 

@@ -1,5 +1,5 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../command/args.ts';
+import { stringFlags } from '../argv/args.ts';
 
 export const command = benchCommand({
   name: 'bench peer',

@@ -10,7 +10,7 @@ import type { Policy } from '../../shared/ports/policy.ts';
 import { runEpisode, type EpisodeInput } from '../../environments/episode-runner.ts';
 import { sudoku } from '../../environments/sudoku/definition.ts';
 import { SudokuOptions } from '../../environments/sudoku/task.ts';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 import type { Engine } from '../engine.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { ModelPolicy } from '../model/model-policy.ts';

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { recordThroughput } from '../../shared/decode-throughput.ts';
 import type { ChatMessage } from '../../shared/ports/policy.ts';
-import { modelSpecFlag } from '../command/model-flags.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
 import type { Engine, GenerateRow } from '../engine.ts';
 import { createEngine } from '../model/create-engine.ts';
 import { ChatCompletion } from '../server/openai-schema.ts';

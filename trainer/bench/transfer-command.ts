@@ -1,5 +1,5 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../command/args.ts';
+import { stringFlags } from '../argv/args.ts';
 
 const gb = (b: number) => `${(b / 1e9).toFixed(3)} GB`;
 

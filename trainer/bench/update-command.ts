@@ -1,6 +1,6 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../command/args.ts';
-import { modelFlags } from '../command/model-flags.ts';
+import { stringFlags } from '../argv/args.ts';
+import { modelFlags } from '../argv/model-flags.ts';
 
 export const command = benchCommand({
   name: 'bench update',

@@ -1,5 +1,5 @@
 import { benchmarks } from '../bench/index.ts';
-import type { CommandEntry } from '../command/command.ts';
+import type { CommandEntry } from '../argv/command.ts';
 
 /**
  * Every command, loaded lazily so `esopt --help` does not pay for onnxruntime or Chromium.

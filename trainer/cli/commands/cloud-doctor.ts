@@ -3,9 +3,9 @@ import { awsFacts } from '../../cloud-doctor/aws-facts.ts';
 import { DoctorSettings } from '../../cloud-doctor/deploy-settings.ts';
 import { localFacts } from '../../cloud-doctor/local-facts.ts';
 import { findings, type Finding } from '../../cloud-doctor/prerequisites.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command, CommandIo } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command, CommandIo } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 
 export function renderFindings(list: readonly Finding[]): string {
   const width = Math.max(...list.map((f) => f.check.length));

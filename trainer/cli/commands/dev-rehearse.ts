@@ -7,8 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { EnvironmentName } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
 import { rehearse } from '../../rehearsal/rehearsal-report.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { mergeCell } from '../../experiment/horizon-cell.ts';
 import { importCells } from '../../experiment/horizon-import.ts';
 import { readCells, writeSummary } from '../../experiment/horizon-report.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon-summary',

@@ -5,9 +5,9 @@ import { HorizonExperimentConfig } from '../../experiment/horizon-config.ts';
 import { runHorizonExperiment } from '../../experiment/horizon.ts';
 import { readCells, writeSummary } from '../../experiment/horizon-report.ts';
 import { summarizeHorizon } from '../../experiment/horizon-summary.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon',

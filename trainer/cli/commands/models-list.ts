@@ -1,9 +1,9 @@
 import { listNamedModels } from '../../../shared/model-catalog.ts';
-import { parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
-import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';
-import { formatBytes } from '../../command/transfer-progress.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
+import { formatBytes } from '../../model-store/transfer-progress.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'models list',

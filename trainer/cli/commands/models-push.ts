@@ -1,8 +1,8 @@
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
-import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';
-import { formatBytes, transferProgressLines } from '../../command/transfer-progress.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
+import { formatBytes, transferProgressLines } from '../../model-store/transfer-progress.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 import { defaultModelName, pushModel } from '../../model-store/push-model.ts';
 import { ModelName } from '../../../shared/schemas/index.ts';
 

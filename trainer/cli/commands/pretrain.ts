@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { PretrainConfig, pretrain, savePretrained, type PretrainStep } from '../../pretrain/pretrain.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 
 function readPretrainConfig(path: string): PretrainConfig {
   let json: unknown;

@@ -4,10 +4,10 @@ import { Id } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { ReplicaBox } from '../../replicas/replica-box.ts';
 import { tlsFor } from '../../compose/wirings.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
-import type { Command, CommandIo } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
+import type { Command, CommandIo } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { boxLogger } from '../../hosting/box-logger.ts';
 

@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
 import { startReplica } from '../../replicas/replica.ts';
 import { tlsFor } from '../../compose/wirings.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
-import { storeFlags, storeFromFlags } from '../../command/store-flags.ts';
-import type { Command } from '../../command/command.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
+import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
+import type { Command } from '../../argv/command.ts';
 
 export const command: Command = {
   name: 'replica',

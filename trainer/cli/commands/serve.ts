@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { FullModeWeights } from '../../../shared/schemas/index.ts';
 import { createEngine } from '../../model/create-engine.ts';
 import { startInferenceServer } from '../../server/server.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import { modelSpecFlag } from '../../command/model-flags.ts';
-import type { Command } from '../../command/command.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import { modelSpecFlag } from '../../argv/model-flags.ts';
+import type { Command } from '../../argv/command.ts';
 
 export const command: Command = {
   name: 'serve',

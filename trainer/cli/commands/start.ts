@@ -5,9 +5,9 @@ import { demoSummary } from '../../demo/demo-summary.ts';
 import { readDemoConfig } from '../../demo/demo-config.ts';
 import { runDemo } from '../../demo/demo.ts';
 import { progressBar, silentProgress } from '../../loop/index.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import type { Command } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 
 const DEMO = fileURLToPath(new URL('../../../configs/demo.json', import.meta.url));
 const DEMO_GRPO = fileURLToPath(new URL('../../../configs/demo-grpo.json', import.meta.url));

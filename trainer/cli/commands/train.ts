@@ -8,11 +8,11 @@ import { stopAtFromEnv } from '../../loop/index.ts';
 import { progressBar, silentProgress } from '../../loop/index.ts';
 import { cloudWiring, embeddedWiring, type RunWiring } from '../../compose/wirings.ts';
 import { readRunConfig } from '../../loop/index.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import { storeFlags } from '../../command/store-flags.ts';
-import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
-import type { Command, CommandIo } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import { storeFlags } from '../../argv/store-flags.ts';
+import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
+import type { Command, CommandIo } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
 
 /** A run config from a JSON file; a bad one is a UsageError listing every failing field path. */

@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { tlsFor } from '../../compose/wirings.ts';
 import { TrainerBox } from '../../hosting/trainer-box.ts';
-import { flag, parseFlags } from '../../command/args.ts';
-import { servingFlags, servingFromFlags } from '../../command/serving-flags.ts';
-import type { Command, CommandIo } from '../../command/command.ts';
-import { UsageError } from '../../command/usage-error.ts';
+import { flag, parseFlags } from '../../argv/args.ts';
+import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
+import type { Command, CommandIo } from '../../argv/command.ts';
+import { UsageError } from '../../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { boxLogger } from '../../hosting/box-logger.ts';
 

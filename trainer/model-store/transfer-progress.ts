@@ -3,7 +3,7 @@
  * second per file and phase, and its last line when it is done. Small files say nothing, so a model of
  * small files pushes quietly.
  */
-import type { TransferProgress } from '../model-store/model-files.ts';
+import type { TransferProgress } from './model-files.ts';
 
 /** Files from this size up report their progress. */
 const BIG_FILE = 64 * 1024 * 1024;
