@@ -70,6 +70,22 @@ export default $config({
       ESOPT_ALARM_EMAIL: z.email().optional(),
       /** Days a box artifact is kept; a box that reboots later than this after the last deploy cannot reinstall. */
       ESOPT_ARTIFACT_DAYS: z.coerce.number().int().min(7).max(3650).default(90),
+      /**
+       * JSON of CostPrices fields to override (e.g. `{"gpuUsdPerHour":1.2}`); the rest are list prices and the
+       * GPU share measured for the instance type (configs/decode-throughput.json, trainer/pricing/measured-prices.ts).
+       */
+      ESOPT_COST_PRICES: z
+        .string()
+        .optional()
+        .transform((s, ctx) => {
+          if (!s) return {};
+          try {
+            return JSON.parse(s) as Record<string, unknown>;
+          } catch {
+            ctx.addIssue({ code: 'custom', message: 'not JSON' });
+            return z.NEVER;
+          }
+        }),
     });
     // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
     for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
@@ -91,6 +107,19 @@ export default $config({
     const gpuInstance = /^[gp]\d+[a-z]*\./.test(cfg.ESOPT_TRAINER_INSTANCE_TYPE) && !/^g\d+g\./.test(cfg.ESOPT_TRAINER_INSTANCE_TYPE);
     const provider = cfg.ESOPT_TRAINER_PROVIDER ?? (gpuInstance ? 'cuda' : 'cpu');
     const port = cfg.ESOPT_INFERENCE_PORT;
+    // What an episode costs, one JSON for the functions (ESOPT_COST_PRICES) and the box (stack/prices.json in
+    // the bucket, read at start, so new prices never replace the instance): the instance type's measured decode
+    // rate when recorded, else the default measurement, which the `costBasis` output names.
+    const { measuredPrices, throughputBasis } = await import('./trainer/pricing/measured-prices.ts');
+    let prices;
+    try {
+      prices = measuredPrices(cfg.ESOPT_COST_PRICES, cfg.ESOPT_TRAINER_INSTANCE_TYPE);
+    } catch (err) {
+      throw new Error(`invalid deploy settings: ESOPT_COST_PRICES: ${err instanceof z.ZodError ? z.prettifyError(err) : (err as Error).message}`);
+    }
+    const pricesJson = JSON.stringify(prices);
+    const basis = throughputBasis(cfg.ESOPT_TRAINER_INSTANCE_TYPE);
+    const costBasis = 'gpuSecondsPerToken' in cfg.ESOPT_COST_PRICES ? 'ESOPT_COST_PRICES' : basis.fallback ? `${basis.instanceType}/${basis.model} (no measurement recorded for ${cfg.ESOPT_TRAINER_INSTANCE_TYPE})` : basis.instanceType;
 
     // isolated-vm needs V8 started without Node's startup snapshot on Node >= 20 (its README); the Episode
     // function runs the heuristic sandbox, and Lambda's Node reads its flags from NODE_OPTIONS, which allows this one.
@@ -214,6 +243,7 @@ export default $config({
         ESOPT_TRAINER_URL: trainerUrl,
         ...(replicaUrls ? { ESOPT_REPLICA_URLS: replicaUrls } : {}),
         ESOPT_TRAINER_TOKEN: token.value,
+        ESOPT_COST_PRICES: pricesJson,
       },
       permissions: [
         // Get as well as Put on rewards: the duplicate check before an episode and the HEAD of a create-only write.
@@ -237,6 +267,7 @@ export default $config({
     // by its SHA-256 (trainer/hosting/box-artifact.ts); its dependencies are the lock file's, integrity-checked by npm ci.
     const { buildBoxArtifact } = await import('./trainer/hosting/box-artifact.ts');
     const artifact = buildBoxArtifact(process.cwd());
+    new aws.s3.BucketObjectv2('CostPrices', { bucket: bucket.name, key: 'stack/prices.json', content: pricesJson, contentType: 'application/json' });
     const artifactObject = new aws.s3.BucketObjectv2('TrainerArtifact', {
       bucket: bucket.name,
       key: artifact.key,
@@ -353,7 +384,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         { from: 'node_modules/swagger-ui-dist/swagger-ui-bundle.js' },
       ],
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
-      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath },
+      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath, ESOPT_COST_PRICES: pricesJson },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
@@ -425,6 +456,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       trainerInstance: trainer.id,
       replicaUrls: replicas.map((r) => r.url),
       artifactSha256: artifact.sha256,
+      costBasis,
     };
   },
 });

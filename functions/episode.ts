@@ -14,7 +14,8 @@
  */
 import { pino } from 'pino';
 import { z } from 'zod';
-import { CostPrices, episodeCost, type CostPricesInput } from '../shared/cost.ts';
+import { CostPrices, episodeCost } from '../shared/cost.ts';
+import { pricesFromEnv } from './cost-prices-env.ts';
 import { keys, retentionTags } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { Policy } from '../shared/ports/policy.ts';
@@ -71,7 +72,8 @@ export interface EpisodeHandlerOptions {
   memoryMb: number;
   /** Whether each invocation pays Lambda's request price (false for the local pool). */
   billedPerInvocation: boolean;
-  prices?: CostPricesInput;
+  /** What an episode costs (the stack's ESOPT_COST_PRICES on Lambda; the trainer's measured prices locally). */
+  prices: CostPrices;
   log?: EpisodeLog;
   /** Aborts every episode in flight (the local pool's cancellation). */
   signal?: AbortSignal;
@@ -159,7 +161,7 @@ function failedResult(err: unknown, started: number): EpisodeResult {
 }
 
 export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: unknown) => Promise<EpisodeResponse> {
-  const prices = CostPrices.parse(options.prices ?? {});
+  const prices = CostPrices.parse(options.prices);
   const log = options.log ?? pino({ name: 'esopt-episode' });
   const { store } = options;
   const secrets = options.secrets && cachedSecrets(options.secrets);
@@ -271,8 +273,8 @@ export const EpisodeFunctionEnv = z.object({
   ESOPT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
   AWS_REGION: z.string().min(1).default(DEFAULT_AWS_REGION),
   AWS_LAMBDA_FUNCTION_MEMORY_SIZE: z.coerce.number().int().min(128).default(1024),
-  /** JSON of CostPrices, to re-price without a deploy. */
-  ESOPT_COST_PRICES: z.string().optional(),
+  /** JSON of CostPrices: set by the stack from the box's measured decode rate (functions/cost-prices-env.ts). */
+  ESOPT_COST_PRICES: z.string().min(1),
 });
 
 export function storeSpecFromEnv(env: z.infer<typeof EpisodeFunctionEnv>): StoreSpec {
@@ -303,7 +305,7 @@ export async function handler(event: unknown): Promise<EpisodeResponse> {
       // Queued evaluations' endpoint keys: SSM SecureStrings the function's role may only read (sst.config.ts).
       secrets: new SsmSecretStore({ region: env.AWS_REGION }),
       billedPerInvocation: true,
-      prices: env.ESOPT_COST_PRICES ? CostPrices.parse(JSON.parse(env.ESOPT_COST_PRICES)) : undefined,
+      prices: pricesFromEnv(env.ESOPT_COST_PRICES),
     });
   }
   return lambdaHandler(event);

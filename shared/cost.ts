@@ -1,35 +1,26 @@
 /**
  * The one cost model. An episode costs its share of the worker (Lambda GB-seconds plus the request
  * price) and its share of the trainer box (the GPU-seconds its generated tokens took). Prices are
- * configuration with zod defaults, so every RewardRecord carries a cost and a stage can re-price.
+ * configuration, so every RewardRecord carries a cost and a stage can re-price.
  *
- * Defaults: AWS Lambda x86 on-demand in us-east-1 ($0.0000166667 per GB-second, $0.20 per million
- * requests) and a g5.xlarge on demand ($1.006 per hour). `gpuSecondsPerToken` is the trainer box's
- * batched decode time per generated token, 1 / the tokens per second the trainer measured
- * (configs/decode-throughput.json, recorded by `esopt bench server --record`; decode-throughput.ts): by
- * default the `local-cpu` entry, the only one measured so far (docs/CLOUD.md, "Cost per 1,000 episodes").
+ * List-price defaults: AWS Lambda x86 on-demand in us-east-1 ($0.0000166667 per GB-second, $0.20 per
+ * million requests) and a g5.xlarge on demand ($1.006 per hour). `gpuSecondsPerToken`, the trainer box's
+ * batched decode time per generated token, has no default: it is a measurement, which the deployment
+ * supplies (trainer/pricing/measured-prices.ts, ESOPT_COST_PRICES on the functions).
  */
 import { z } from 'zod';
-import measured from '../configs/decode-throughput.json' with { type: 'json' };
-import { gpuSecondsPerToken, ThroughputRecords } from './decode-throughput.ts';
 import type { Cost } from './schemas/index.ts';
-
-/** The measurement the default GPU share rests on: replace it with the box's own (instance type) once recorded. */
-export const DEFAULT_THROUGHPUT = { instanceType: 'local-cpu', model: 'tiny' } as const;
-const defaultGpuSecondsPerToken = gpuSecondsPerToken(ThroughputRecords.parse(measured), DEFAULT_THROUGHPUT.instanceType, DEFAULT_THROUGHPUT.model);
 
 export const CostPrices = z
   .object({
     lambdaUsdPerGbSecond: z.number().min(0).finite().default(0.0000166667),
     lambdaUsdPerRequest: z.number().min(0).finite().default(0.0000002),
     gpuUsdPerHour: z.number().min(0).finite().default(1.006),
-    gpuSecondsPerToken: z.number().min(0).finite().default(defaultGpuSecondsPerToken),
+    gpuSecondsPerToken: z.number().min(0).finite(),
   })
   .strict();
 export type CostPrices = z.infer<typeof CostPrices>;
 export type CostPricesInput = z.input<typeof CostPrices>;
-
-export const DEFAULT_PRICES: CostPrices = CostPrices.parse({});
 
 export const EpisodeUsage = z.object({
   /** Worker wall time spent on this episode (Lambda bills it rounded up to the millisecond). */
@@ -45,7 +36,7 @@ export const EpisodeUsage = z.object({
 });
 export type EpisodeUsage = z.infer<typeof EpisodeUsage>;
 
-export function episodeCost(usage: EpisodeUsage, prices: CostPrices = DEFAULT_PRICES): Cost {
+export function episodeCost(usage: EpisodeUsage, prices: CostPrices): Cost {
   const u = EpisodeUsage.parse(usage);
   const share = Math.max(1, u.episodesPerInvocation);
   const lambdaGbSeconds = ((u.memoryMb / 1024) * (Math.ceil(u.durationMs) / 1000)) / share;
@@ -56,7 +47,7 @@ export function episodeCost(usage: EpisodeUsage, prices: CostPrices = DEFAULT_PR
 }
 
 /** What n episodes of one shape cost: the figure docs/CLOUD.md quotes per 1,000 episodes. */
-export function costOfEpisodes(n: number, usage: EpisodeUsage, prices: CostPrices = DEFAULT_PRICES): Cost {
+export function costOfEpisodes(n: number, usage: EpisodeUsage, prices: CostPrices): Cost {
   const one = episodeCost(usage, prices);
   return { usd: one.usd * n, lambdaGbSeconds: one.lambdaGbSeconds * n, gpuSeconds: one.gpuSeconds * n };
 }
@@ -66,7 +57,7 @@ export function costOfEpisodes(n: number, usage: EpisodeUsage, prices: CostPrice
  * times as many tokens per second as one box (`esopt bench replicas` measures it for R = 2), so each
  * token costs R ÷ scaling of one box's GPU time. The workers' share does not change.
  */
-export function costOfEpisodesWithReplicas(n: number, usage: EpisodeUsage, replicas: number, scaling: number, prices: CostPrices = DEFAULT_PRICES): Cost {
+export function costOfEpisodesWithReplicas(n: number, usage: EpisodeUsage, replicas: number, scaling: number, prices: CostPrices): Cost {
   if (!Number.isInteger(replicas) || replicas < 1) throw new RangeError(`replicas must be a whole number ≥ 1, got ${replicas}`);
   if (!(scaling > 0) || scaling > replicas) throw new RangeError(`scaling must be in (0, ${replicas}] for ${replicas} replicas, got ${scaling}`);
   return costOfEpisodes(n, usage, { ...prices, gpuSecondsPerToken: (prices.gpuSecondsPerToken * replicas) / scaling });

@@ -90,6 +90,8 @@ export const keys = {
   workQueue: () => 'queue/',
   queuedWork: (kind: WorkKind, work: string) => `${keys.workQueue()}${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   workClaim: (kind: WorkKind, work: string) => `claims/${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
+  /** The prices the stack charges with (CostPrices JSON), written by the deploy; the box reads it at start. */
+  stackPrices: () => 'stack/prices.json',
   trainerCertificate: () => 'trainer/certificate.json',
   activeRun: () => 'trainer/active-run.json',
   boxes: () => 'boxes/',

@@ -6,7 +6,7 @@
  */
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
-import { CostPrices } from '../../shared/cost.ts';
+import { pricesFromEnv } from '../cost-prices-env.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { SecretName } from '../../shared/schemas/index.ts';
@@ -25,7 +25,8 @@ export const CloudApiEnv = z.object({
   /** The SSM path under which a queued evaluation's endpoint key is stored as `<path>/<evaluation id>`. */
   ESOPT_EVALUATION_KEYS: SecretName,
   /** JSON of CostPrices, the same variable the Episode function reads. */
-  ESOPT_COST_PRICES: z.string().optional(),
+  /** JSON of CostPrices, set by the stack (functions/cost-prices-env.ts). */
+  ESOPT_COST_PRICES: z.string().min(1),
   /**
    * How long one events stream lasts before the client is asked to reconnect with Last-Event-ID: the
    * buffered Lambda handler answers only when the stream ends, and the function times out at 30 s.
@@ -48,7 +49,7 @@ export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: 
     deployed: true,
     // The trainer box that picks queued work up serves base models and checkpoints.
     servesOwnModels: true,
-    prices: CostPrices.parse(env.ESOPT_COST_PRICES ? JSON.parse(env.ESOPT_COST_PRICES) : {}),
+    prices: pricesFromEnv(env.ESOPT_COST_PRICES),
     log,
     // Lambda bills the open stream: poll less often than the local API.
     eventPollMs: 2000,

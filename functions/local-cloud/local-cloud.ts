@@ -9,7 +9,8 @@ import { trainerLinkFromEnv } from '../trainer-certificate.ts';
 import { S3ObjectStore, type S3StoreConfig } from '../../shared/store/s3.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
-import type { CostPricesInput } from '../../shared/cost.ts';
+import type { CostPrices } from '../../shared/cost.ts';
+import { pricesFromEnv } from '../cost-prices-env.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from './invoke-endpoint.ts';
 import type { InvokeFaultsInput } from './invoke-faults.ts';
 import { startLocalS3, type LocalS3 } from './s3-server.ts';
@@ -44,7 +45,8 @@ export interface EpisodeEndpointOptions {
   faults?: InvokeFaultsInput;
   env?: Record<string, string | undefined>;
   memoryMb?: number;
-  prices?: CostPricesInput;
+  /** What an episode costs; unset, ESOPT_COST_PRICES in `env`, as on Lambda. */
+  prices?: CostPrices;
   log?: EpisodeLog;
   /** Where the handler reads queued evaluations' keys. */
   secrets?: SecretStore;
@@ -65,7 +67,7 @@ export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: 
     secrets: options.secrets,
     memoryMb: options.memoryMb ?? 1024,
     billedPerInvocation: true,
-    prices: options.prices,
+    prices: options.prices ?? pricesFromEnv(env.ESOPT_COST_PRICES),
     log: options.log ?? { info() {}, error() {} },
   });
   const tally: HandlerTally = { written: 0, duplicates: 0, closed: 0, rejectedEvents: 0 };

@@ -11,6 +11,7 @@ import type { BoxBootState } from '../../shared/schemas/box-boot.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { pino } from 'pino';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const TOKEN = 'boxes-test-token-0123456789';
 let s3: LocalS3;
@@ -42,7 +43,7 @@ afterAll(async () => {
 
 describe('GET /boxes', () => {
   it("answers every box's recorded boot state, the trainer first, and names what does not parse", async () => {
-    const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, pino({ level: 'silent' }), new MemorySecretStore());
+    const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, pino({ level: 'silent' }), new MemorySecretStore());
     const res = await app.request('/boxes', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { boxes: BoxBootState[]; unreadable: { key: string; error: string }[] };

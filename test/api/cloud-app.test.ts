@@ -17,6 +17,7 @@ import { QueuedWork, RunEvent } from '../../shared/schemas/index.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { ApiClient } from '../../trainer/cli/api-client.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 let local: TestApi;
 let s3: LocalS3;
@@ -41,7 +42,7 @@ beforeAll(async () => {
   const fs = new FsObjectStore(local.storeRoot);
   for (const key of await fs.list('')) await store.put(key, (await fs.get(key)) as Uint8Array);
   // A short events window, so the tests see streams end early and resume as a Lambda's clients do.
-  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, undefined, secrets);
+  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, undefined, secrets);
   server = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });

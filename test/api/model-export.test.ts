@@ -23,6 +23,7 @@ import { InProcessModelExports } from '../../trainer/hosting/local-model-exports
 import { runModelExport, type ExportInto } from '../../trainer/hosting/model-export-job.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { tinyRunConfig } from './helpers.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const TOKEN = 'model-export-token-3f9a1c';
 const RUN = 'tiny-export';
@@ -78,7 +79,7 @@ describe('GET /runs/{id}/model on the local API', () => {
     exports: new InProcessModelExports(store, exporter.exportInto),
     deployed: false,
     servesOwnModels: true,
-    prices: CostPrices.parse({}),
+    prices: measuredPrices(),
     log: silent,
     eventPollMs: 50,
   });
@@ -147,7 +148,7 @@ describe('GET /runs/{id}/model on the Api function (S3, queued for the box)', ()
   beforeAll(async () => {
     s3 = await startLocalS3('esopt-model-export');
     store = new S3ObjectStore({ ...s3.storeConfig });
-    app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, silent, new MemorySecretStore());
+    app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, silent, new MemorySecretStore());
     await seedRun(store, 2);
   }, 60_000);
   afterAll(async () => {

@@ -23,6 +23,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { command } from '../../trainer/cli/commands/cloud-status.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const TOKEN = 'status-test-token-0123456789';
 let s3: LocalS3;
@@ -48,7 +49,7 @@ beforeAll(async () => {
   s3 = await startLocalS3('esopt-status');
   store = new S3ObjectStore(s3.storeConfig);
   await store.put(keys.boxBoot('trainer'), boot({}));
-  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, pino({ level: 'silent' }), new MemorySecretStore());
+  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, pino({ level: 'silent' }), new MemorySecretStore());
   api = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });
@@ -59,7 +60,7 @@ beforeAll(async () => {
     res.end(req.url === '/healthz' ? '{"ok":true,"mode":"lowrank"}' : '{}');
   });
   await new Promise<void>((resolve) => trainer.listen(0, '127.0.0.1', resolve));
-  lambda = await startInvokeEndpoint({ 'esopt-test-Episode': createEpisodeHandler({ store, env: {}, memoryMb: 0, billedPerInvocation: false }) });
+  lambda = await startInvokeEndpoint({ 'esopt-test-Episode': createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 0, billedPerInvocation: false }) });
   Object.assign(process.env, { AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ENDPOINT_URL_LAMBDA: lambda.url, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' });
   outputs = join(dir, 'outputs.json');
   writeFileSync(

@@ -3,9 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CostPrices, costOfEpisodes, DEFAULT_PRICES, DEFAULT_THROUGHPUT, episodeCost } from '../../shared/cost.ts';
+import { CostPrices, costOfEpisodes, episodeCost } from '../../shared/cost.ts';
 import { gpuSecondsPerToken, readThroughput, recordThroughput, type ThroughputMeasurement } from '../../shared/decode-throughput.ts';
 import { cloudTargetFromEnv, openCloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { DEFAULT_THROUGHPUT, measuredPrices, throughputBasis } from '../../trainer/pricing/measured-prices.ts';
+import { readStackPrices } from '../../trainer/pricing/stack-prices.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { keys } from '../../shared/keys.ts';
+
+const DEFAULT_PRICES = measuredPrices();
 
 describe('cost model', () => {
   it('prices Lambda GB-seconds (billed per started ms), the request share and the GPU-seconds of generated tokens', () => {
@@ -17,11 +23,11 @@ describe('cost model', () => {
   });
 
   it('charges local workers nothing for Lambda, and scales linearly with the number of episodes', () => {
-    const local = episodeCost({ durationMs: 5000, memoryMb: 0, completionTokens: 10, episodesPerInvocation: 0 });
+    const local = episodeCost({ durationMs: 5000, memoryMb: 0, completionTokens: 10, episodesPerInvocation: 0 }, DEFAULT_PRICES);
     expect(local.lambdaGbSeconds).toBe(0);
     expect(local.usd).toBeCloseTo((10 * DEFAULT_PRICES.gpuSecondsPerToken * DEFAULT_PRICES.gpuUsdPerHour) / 3600, 15);
     const usage = { durationMs: 3000, memoryMb: 1024, completionTokens: 200, episodesPerInvocation: 1 };
-    expect(costOfEpisodes(1000, usage).usd).toBeCloseTo(1000 * episodeCost(usage).usd, 12);
+    expect(costOfEpisodes(1000, usage, DEFAULT_PRICES).usd).toBeCloseTo(1000 * episodeCost(usage, DEFAULT_PRICES).usd, 12);
   });
 
   it("takes the GPU share from the trainer's recorded decode rate, and docs/CLOUD.md's table is what the model computes", () => {
@@ -39,13 +45,32 @@ describe('cost model', () => {
     for (const [pattern, usage] of rows) {
       const m = pattern.exec(doc);
       expect(m, String(pattern)).not.toBeNull();
-      const cost = costOfEpisodes(1000, usage);
+      const cost = costOfEpisodes(1000, usage, DEFAULT_PRICES);
       expect(Number(m![1].replaceAll(',', ''))).toBe(Math.round(cost.lambdaGbSeconds));
       expect(Number(m![2].replaceAll(',', ''))).toBe(Math.round(cost.gpuSeconds));
       expect(Number(m![3])).toBe(Math.round(cost.usd * 100) / 100);
     }
     expect(doc).toContain(`206.0 tokens/s`);
     expect(entry.tokensPerSecond.toFixed(1)).toBe('206.0');
+  });
+
+  it("prices a box by its own instance type's measurement when recorded, else by the default's, and says it fell back", () => {
+    expect(throughputBasis('local-cpu')).toEqual({ instanceType: 'local-cpu', fallback: false });
+    expect(throughputBasis('g5.xlarge')).toEqual({ ...DEFAULT_THROUGHPUT, fallback: true });
+    expect(throughputBasis()).toEqual({ ...DEFAULT_THROUGHPUT, fallback: false });
+    const overridden = measuredPrices({ gpuUsdPerHour: 2, gpuSecondsPerToken: 0.5 }, 'g5.xlarge');
+    expect(overridden).toMatchObject({ gpuUsdPerHour: 2, gpuSecondsPerToken: 0.5, lambdaUsdPerRequest: 0.0000002 });
+    expect(() => measuredPrices({ gpuUsdPerHour: -1 })).toThrow(/gpuUsdPerHour/);
+  });
+
+  it("reads the stack's prices where its deploy wrote them, nothing where none did, and names a bad field", async () => {
+    const store = new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-prices-')));
+    expect(await readStackPrices(store)).toBeUndefined();
+    const prices = measuredPrices({ gpuUsdPerHour: 3 });
+    await store.put(keys.stackPrices(), JSON.stringify(prices));
+    expect(await readStackPrices(store)).toEqual(prices);
+    await store.put(keys.stackPrices(), JSON.stringify({ ...prices, gpuSecondsPerToken: 'fast' }));
+    await expect(readStackPrices(store)).rejects.toThrow(/stack\/prices\.json is not CostPrices: gpuSecondsPerToken/);
   });
 
   it('records a measurement per (instance type, provider, model), and names what is missing', () => {
@@ -62,7 +87,9 @@ describe('cost model', () => {
   it('rejects bad prices and usage with the field named', () => {
     expect(() => CostPrices.parse({ gpuUsdPerHour: -1 })).toThrow(/gpuUsdPerHour/);
     expect(() => CostPrices.parse({ gpuUsdPerHuor: 1 })).toThrow(/gpuUsdPerHuor/);
-    expect(() => episodeCost({ durationMs: Number.NaN, memoryMb: 1, completionTokens: 0, episodesPerInvocation: 1 })).toThrow(/durationMs/);
+    expect(() => episodeCost({ durationMs: Number.NaN, memoryMb: 1, completionTokens: 0, episodesPerInvocation: 1 }, DEFAULT_PRICES)).toThrow(/durationMs/);
+    // The GPU share is a measurement: prices without one are refused rather than guessed.
+    expect(() => CostPrices.parse({})).toThrow(/gpuSecondsPerToken/);
   });
 });
 

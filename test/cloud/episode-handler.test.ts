@@ -14,6 +14,7 @@ import { keys } from '../../shared/keys.ts';
 import { RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 let dir: string;
 let server: ServerType;
@@ -54,7 +55,7 @@ async function readRecord(store: FsObjectStore, key: string) {
 describe('the Episode handler', () => {
   it('plays the episode and writes one RewardRecord under its key; a re-delivery is skipped', async () => {
     const store = new FsObjectStore(join(dir, 'a'));
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: recordingLog() });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: recordingLog() });
     const [request] = await sudokuRequests({ members: 1, tasks: 1 });
     const first = await handle(request);
     const key = keys.reward(request.run, request.iteration, 0, request.task.id);
@@ -71,7 +72,7 @@ describe('the Episode handler', () => {
 
   it('runs several episodes of one invocation, one record each', async () => {
     const store = new FsObjectStore(join(dir, 'b'));
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 512, billedPerInvocation: true, log: recordingLog() });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 512, billedPerInvocation: true, log: recordingLog() });
     const requests = await sudokuRequests({ members: 2, tasks: 3, baseUrl: 'scripted:random' });
     const response = await handle({ episodes: requests });
     expect(response.ok).toBe(true);
@@ -83,7 +84,7 @@ describe('the Episode handler', () => {
   it('answers a malformed event with the failing field paths, and logs it', async () => {
     const store = new FsObjectStore(join(dir, 'c'));
     const log = recordingLog();
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 1024, billedPerInvocation: true, log });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 1024, billedPerInvocation: true, log });
     const [request] = await sudokuRequests({ members: 1, tasks: 1 });
     const response = await handle({ ...request, run: '../escape', seed: -1 });
     expect(response.ok).toBe(false);
@@ -98,7 +99,7 @@ describe('the Episode handler', () => {
 
   it('records a failed episode with its error (bad task, missing token, task of another environment)', async () => {
     const store = new FsObjectStore(join(dir, 'd'));
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: recordingLog() });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: recordingLog() });
     const [request] = await sudokuRequests({ members: 1, tasks: 1 });
     const badTask = { ...request, task: { id: 'bad-task', value: { puzzle: '1234', size: 4 } } };
     const noToken = { ...request, task: { ...request.task, id: 'no-token' }, policy: { ...request.policy, baseUrl, tokenEnv: 'ESOPT_TEST_TOKEN' } };
@@ -118,7 +119,7 @@ describe('the Episode handler', () => {
 
   it('plays against an HTTP endpoint with the bearer token from the named variable; a 409 ends the episode without a record', async () => {
     const store = new FsObjectStore(join(dir, 'e'));
-    const handle = createEpisodeHandler({ store, env: { ESOPT_TEST_TOKEN: 's3cret' }, memoryMb: 0, billedPerInvocation: false, log: recordingLog() });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: { ESOPT_TEST_TOKEN: 's3cret' }, memoryMb: 0, billedPerInvocation: false, log: recordingLog() });
     const requests = await sudokuRequests({ members: 2, tasks: 1, baseUrl, tokenEnv: 'ESOPT_TEST_TOKEN' });
     const response = await handle({ episodes: requests });
     if (!response.ok) throw new Error(response.error);
@@ -138,7 +139,7 @@ describe('the Episode handler', () => {
   it('sends the token only to the configured trainer origin', async () => {
     const store = new FsObjectStore(join(dir, 'f'));
     const asked = seenAuth.length;
-    const handle = createEpisodeHandler({ store, env: { ESOPT_TEST_TOKEN: 's3cret' }, tokenOrigins: ['http://127.0.0.1:1'], memoryMb: 0, billedPerInvocation: false, log: recordingLog() });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: { ESOPT_TEST_TOKEN: 's3cret' }, tokenOrigins: ['http://127.0.0.1:1'], memoryMb: 0, billedPerInvocation: false, log: recordingLog() });
     const [request] = await sudokuRequests({ members: 1, tasks: 1, baseUrl, tokenEnv: 'ESOPT_TEST_TOKEN' });
     const response = await handle({ ...request, member: 1 });
     if (!response.ok) throw new Error(response.error);

@@ -20,6 +20,7 @@ import { RewardRecord } from '../../shared/schemas/index.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 import { webRequests } from './helpers/web-plan.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 
 const LAMBDA_ENV = {
@@ -28,6 +29,8 @@ const LAMBDA_ENV = {
   AWS_ACCESS_KEY_ID: 'S3RVER',
   AWS_SECRET_ACCESS_KEY: 'S3RVER',
   ESOPT_S3_FORCE_PATH_STYLE: 'true',
+  // What the stack sets (sst.config.ts): the handler refuses to start without it.
+  ESOPT_COST_PRICES: JSON.stringify(measuredPrices()),
 };
 const saved = { ...process.env };
 let s3: LocalS3;

@@ -15,6 +15,7 @@ import type { PutOptions } from '../../shared/ports/object-store.ts';
 import { RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -29,7 +30,7 @@ const parse = <T>(schema: { parse(v: unknown): T }, body: Uint8Array | null) => 
 describe('the Episode handler and transcripts', () => {
   it('stores a base episode\'s transcript under keys.transcript and links it from the record; members store none', async () => {
     const store = new FsObjectStore(dir);
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error() {} } });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error() {} } });
     const [member] = await sudokuRequests({ members: 1, tasks: 1 });
     const base = { ...member, member: 'base' as const };
     expect(await handle({ episodes: [base, member] })).toMatchObject({ ok: true });
@@ -62,7 +63,7 @@ describe('the Episode handler and transcripts', () => {
         return inner.put(key, body, options);
       },
     });
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error() {} } });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error() {} } });
     const [member] = await sudokuRequests({ run: 'tagged', members: 1, tasks: 1 });
     expect(await handle({ episodes: [{ ...member, member: 'base' as const }] })).toMatchObject({ ok: true });
     const transcriptKey = keys.transcript(member.run, member.iteration, 'base', member.task.id);
@@ -75,7 +76,7 @@ describe('the Episode handler and transcripts', () => {
     const root = join(dir, 'blocked');
     const store = new FsObjectStore(root);
     const lines: string[] = [];
-    const handle = createEpisodeHandler({ store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error: (_f, m) => lines.push(m) } });
+    const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 0, billedPerInvocation: false, log: { info() {}, error: (_f, m) => lines.push(m) } });
     const [request] = await sudokuRequests({ run: 'blocked', members: 1, tasks: 1 });
     const base = { ...request, member: 'base' as const };
     // A file where the transcripts directory would go: the store's write fails for real.

@@ -26,6 +26,7 @@ import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
 import { startAgentServer, type AgentServer } from '../api/agent-server.ts';
 import { freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const KEY = 'sk-live-3f9a1c7e5b2d-never-lands';
 const BOX_TOKEN = 'evaluation-key-box-token-5e1';
@@ -107,9 +108,9 @@ beforeAll(async () => {
   const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, done) => (logs.push(...String(chunk).split('\n').filter(Boolean)), done()) }));
   const port = await freePort();
   // The Episode function's environment as deployed (its trainer URL and token), its log captured.
-  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN }, log, ssmClock: () => now });
+  cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN }, log, ssmClock: () => now });
   const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
-  app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH }, cloud.store, log, cloud.secrets);
+  app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH, ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, log, cloud.secrets);
   box = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: BOX_TOKEN, pollMs: 100, claimSettleMs: 50, log, secrets: cloud.secrets });
   agent = await startAgentServer(KEY, TASKS, () => true);
   elsewhere = await startFake(() => completion('place 1 1 1'));
@@ -218,7 +219,7 @@ describe('a keyed evaluation on the deployed code paths', () => {
   it('the key is deleted when the evaluation cannot be queued, and when the box finds it no longer queued', async () => {
     // The queue entry's write fails: the Api function deletes the key it stored a moment before.
     const failing = Object.create(cloud.store, { put: { value: (key: string, ...rest: unknown[]) => (key.startsWith('queue/') ? Promise.reject(new Error('SlowDown')) : (cloud.store.put as Function).call(cloud.store, key, ...rest)) } });
-    const broken = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH }, failing, pino({ level: 'silent' }), cloud.secrets);
+    const broken = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH, ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, failing, pino({ level: 'silent' }), cloud.secrets);
     const res = await broken.request('/evaluations', { method: 'POST', headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(request(agent.baseUrl)) });
     expect(res.status).toBe(500);
     expect(cloud.ssm.names()).toEqual([]);

@@ -11,6 +11,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const quiet = { info() {}, error() {} };
 let s3: LocalS3;
@@ -29,7 +30,7 @@ afterAll(async () => {
 });
 
 async function setup(faults: Parameters<typeof startInvokeEndpoint>[1], fanoutOptions: Partial<ConstructorParameters<typeof LambdaFanout>[0]> = {}) {
-  const handle = createEpisodeHandler({ store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet });
+  const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet });
   const endpoint = await startInvokeEndpoint({ Episode: handle }, faults);
   endpoints.push(endpoint);
   const fanout = new LambdaFanout({

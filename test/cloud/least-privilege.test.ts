@@ -22,6 +22,7 @@ import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
 import { createTlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { MemorySecretStore } from './helpers/memory-secrets.ts';
 import { evaluate, render } from '../../trainer/rehearsal/sst-stack.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 interface Statement {
   actions: string[];
@@ -179,7 +180,7 @@ describe('least privilege', () => {
     const store = new EnforcingStore(new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-'))), (await roles()).Api);
     const memory = new MemorySecretStore();
     const secrets = new EnforcingSecrets(memory, (await roles()).Api);
-    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123', ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys' }, store, (await import('pino')).pino({ level: 'silent' }), secrets);
+    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123', ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, (await import('pino')).pino({ level: 'silent' }), secrets);
     const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await app.request(path, { method, headers: { authorization: 'Bearer least-privilege-token-0123', 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json().catch(() => null)) as any };

@@ -21,6 +21,7 @@ import { loadModelDir, saveModelDir } from '../../trainer/model/model-dir.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv } from './helpers/local-stack-env.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-model-round-trip-'));
 const modelDir = join(root, 'qwen-tiny');
@@ -46,7 +47,7 @@ beforeAll(async () => {
     tokenizerConfig: JSON.parse(readFileSync(join(tokenizers, 'tokenizer_config.json'), 'utf8')),
   });
   port = await freePort();
-  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `https://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
+  cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `https://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
   env = { ...localStackEnv(cloud), ESOPT_TOKEN: TOKEN, ESOPT_MODEL_CACHE: join(root, 'cache') };
 }, 60_000);
 

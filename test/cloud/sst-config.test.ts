@@ -16,6 +16,8 @@ import { keys, parseRewardKey, retentionTags } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
 import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
+import { pricesFromEnv } from '../../functions/cost-prices-env.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 type Permission = { actions: string[]; resources: string[] };
 const BOOT_SCRIPT = readFileSync('trainer/hosting/box-boot.sh', 'utf8');
@@ -50,6 +52,7 @@ describe('sst.config.ts', () => {
       'aws.lambda.Permission ApiUrlInvokeFunction',
       'aws.lambda.Permission ApiUrlInvokeUrl',
       'aws.s3.BucketLifecycleConfigurationV2 RunsLifecycle',
+      'aws.s3.BucketObjectv2 CostPrices',
       'aws.s3.BucketObjectv2 TrainerArtifact',
       'aws.sns.Topic Alarms',
       'aws.ssm.Parameter TrainerTokenParameter',
@@ -72,7 +75,7 @@ describe('sst.config.ts', () => {
     // What the package-size test measures against Lambda's limits.
     expect(episode.nodejs).toEqual({ install: EPISODE_INSTALLED_PACKAGES });
     const env = episode.environment as Record<string, unknown>;
-    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
+    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
     // isolated-vm (the heuristic environment's sandbox) needs Node >= 20 started without its startup snapshot.
     expect(env.NODE_OPTIONS).toBe('--no-node-snapshot');
     expect(env.ESOPT_BUCKET).toBe(bucket.name);
@@ -124,7 +127,7 @@ describe('sst.config.ts', () => {
     // No native module: isolated-vm is left out of the bundle and never installed (the sandbox imports it on first use).
     expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', nodejs: { esbuild: { external: ['isolated-vm'] } } });
     expect((api.args.nodejs as { install?: unknown }).install).toBeUndefined();
-    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
     // The files the API reads at run time (sst-build.test.ts serves each from the built package).
     expect((api.args.copyFiles as Array<{ from: string }>).map((c) => c.from)).toEqual([
       'functions/http-api/dashboard',
@@ -140,6 +143,29 @@ describe('sst.config.ts', () => {
     expect(api.args.link).toBeUndefined();
     expect(outputs.apiUrl).toBe(one('aws.lambda.FunctionUrl', 'ApiUrl').self.functionUrl);
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
+  });
+
+  it("prices episodes with the instance type's measured decode rate, one JSON for the functions and the box, overridable", async () => {
+    const at = async (env: Record<string, string>) => {
+      const { one, outputs } = await evaluate(env);
+      const episodePrices = (one('sst.aws.Function', 'Episode').args.environment as Record<string, string>).ESOPT_COST_PRICES;
+      const apiPrices = (one('sst.aws.Function', 'Api').args.environment as Record<string, string>).ESOPT_COST_PRICES;
+      const stored = one('aws.s3.BucketObjectv2', 'CostPrices').args;
+      expect(apiPrices).toBe(episodePrices);
+      expect(stored).toMatchObject({ key: 'stack/prices.json', content: episodePrices });
+      // What the handlers read is what the stack wrote.
+      return { prices: pricesFromEnv(episodePrices), basis: outputs.costBasis };
+    };
+    const local = measuredPrices();
+    // No measurement recorded for g5.xlarge yet: the default one, and the output says so.
+    const g5 = await at({});
+    expect(g5.prices).toEqual(local);
+    expect(g5.basis).toBe('local-cpu/tiny (no measurement recorded for g5.xlarge)');
+    const overridden = await at({ ESOPT_COST_PRICES: '{"gpuUsdPerHour":2.5,"gpuSecondsPerToken":0.004}' });
+    expect(overridden.prices).toEqual({ ...local, gpuUsdPerHour: 2.5, gpuSecondsPerToken: 0.004 });
+    expect(overridden.basis).toBe('ESOPT_COST_PRICES');
+    await expect(evaluate({ ESOPT_COST_PRICES: '{"gpuUsdPerHour":-1}' })).rejects.toThrow(/ESOPT_COST_PRICES: [^]*Too small[^]*gpuUsdPerHour/);
+    await expect(evaluate({ ESOPT_COST_PRICES: 'cheap' })).rejects.toThrow(/not JSON[^]*ESOPT_COST_PRICES/);
   });
 
   it('lets the Api function be invoked through its URL only: no grant of lambda:InvokeFunction that a direct call meets', async () => {
@@ -381,10 +407,10 @@ describe('sst.config.ts', () => {
     }
     // The trainer box routes over all three; the Episode function may call exactly these origins, each pinned by id.
     expect(bootVariables(one('aws.ec2.Instance', 'Trainer').args.userData as string).ARGS).toMatch(/^trainer-box .* --provider cuda --replicas 3$/);
-    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_REPLICA_URLS', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
+    expect(Object.keys(env).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_REPLICA_URLS', 'ESOPT_TRAINER_TOKEN', 'ESOPT_TRAINER_URL', 'NODE_OPTIONS']);
     expect(env.ESOPT_REPLICA_URLS).toBe(urls.join(','));
     expect(outputs.replicaUrls).toEqual(urls.map((u) => u.split('=')[1]));
-    const asDeployed = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TRAINER_URL: 'https://203.0.113.7:8080/v1', ESOPT_REPLICA_URLS: 'replica-1=https://203.0.113.8:8080/v1,replica-2=https://203.0.113.9:8080/v1' });
+    const asDeployed = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ESOPT_TRAINER_URL: 'https://203.0.113.7:8080/v1', ESOPT_REPLICA_URLS: 'replica-1=https://203.0.113.8:8080/v1,replica-2=https://203.0.113.9:8080/v1' });
     expect(asDeployed.ESOPT_REPLICA_URLS).toEqual({ 'replica-1': 'https://203.0.113.8:8080/v1', 'replica-2': 'https://203.0.113.9:8080/v1' });
     // The port: open by default for every box, narrowed for all of them at once as configured.
     expect(group.args.ingress).toEqual([{ protocol: 'tcp', fromPort: 8080, toPort: 8080, cidrBlocks: ['0.0.0.0/0'], ipv6CidrBlocks: ['::/0'] }]);

@@ -13,6 +13,7 @@ import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
 import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 let cloud: LocalCloud;
 let box: TrainerBox;
@@ -21,7 +22,7 @@ const HOUR = 3_600_000;
 
 beforeAll(async () => {
   Object.assign(process.env, S3RVER_CREDENTIALS);
-  cloud = await startLocalCloud({ env: {} });
+  cloud = await startLocalCloud({ prices: measuredPrices(), env: {} });
   const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   box = new TrainerBox({ cloud: target, publicUrl: 'http://127.0.0.1:1/v1', host: '127.0.0.1', port: 0, token: 'stale-run-test-token', claimSettleMs: 20, staleAfterMs: HOUR, log: pino({ level: 'silent' }) });
 });

@@ -17,6 +17,7 @@ import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-t
 import { TrainingReport } from '../../trainer/loop/report.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv } from './helpers/local-stack-env.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-train-cloud-'));
 const configPath = join(root, 'config.json');
@@ -51,7 +52,7 @@ beforeAll(async () => {
   // https as the stack's trainerUrl is: the command serves TLS and publishes the certificate the handler pins.
   publicUrl = `https://127.0.0.1:${port}`;
   // The Episode function's environment as the stack sets it: the trainer's URL and the token.
-  cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `${publicUrl}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
+  cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `${publicUrl}/v1`, ESOPT_TRAINER_TOKEN: TOKEN } });
   cloudEnv = { ...localStackEnv(cloud), ESOPT_TOKEN: TOKEN };
 });
 

@@ -21,6 +21,7 @@ import { RewardRecord, type EpisodeRequest, type ReplicaAnnouncement } from '../
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 interface Box {
   identity: TlsIdentity;
@@ -81,6 +82,7 @@ describe('the pinned trainer link', () => {
     const store = new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-link-')));
     const handle = (url: string) =>
       createEpisodeHandler({
+prices: measuredPrices(),
         store,
         env: { ESOPT_TRAINER_TOKEN: 'box-token' },
         tokenOrigins: [new URL(url).origin],
@@ -136,10 +138,11 @@ describe('pinned trainer replicas', () => {
     await publishCertificate(store, a.identity);
     const origin = (x: Box) => new URL(x.url).origin;
     // The stack's environment: the coordinator box and three replica boxes at fixed addresses (replica-3 never announces).
-    const env = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TRAINER_URL: a.url, ESOPT_REPLICA_URLS: `replica-1=${r1.url},replica-2=${r2.url},replica-3=${stranger.url},replica-4=${gone.url}` });
+    const env = EpisodeFunctionEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ESOPT_TRAINER_URL: a.url, ESOPT_REPLICA_URLS: `replica-1=${r1.url},replica-2=${r2.url},replica-3=${stranger.url},replica-4=${gone.url}` });
     const link = trainerLinkFromEnv(store, env);
     expect(link.tokenOrigins).toEqual([a, r1, r2, stranger, gone].map(origin));
     const handle = createEpisodeHandler({
+prices: measuredPrices(),
       store,
       env: { ESOPT_TRAINER_TOKEN: 'box-token' },
       tokenOrigins: link.tokenOrigins,

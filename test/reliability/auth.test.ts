@@ -28,6 +28,7 @@ import { createInferenceApp } from '../../trainer/server/app.ts';
 import { InferenceService } from '../../trainer/server/service.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { apiOverTempStore, operationsOf, pathWith, type FuzzedApi, type Operation } from './helpers/api-app.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const TOKEN = 'Api-Token-3f9c2a7be1d04c55';
 
@@ -208,7 +209,7 @@ describe('tokens in records', () => {
     const store = new FsObjectStore(fuzz.root);
     const secrets = new MemorySecretStore();
     const runs = new LocalRunLauncher({ store, storeRoot: fuzz.root, log, token: INFERENCE_TOKEN, pollMs: 20 });
-    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices: CostPrices.parse({}), log, eventPollMs: 20 });
+    const app = createApiApp({ store, token: TOKEN, runs, evaluations: storeQueueLaunchers(store, { secrets, path: '/esopt/test/eval-keys' }).evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices: measuredPrices(), log, eventPollMs: 20 });
     try {
       const res = await app.request('/runs', {
         method: 'POST',

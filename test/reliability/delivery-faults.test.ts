@@ -37,6 +37,7 @@ import { LocalFanout } from '../../trainer/fanout/local.ts';
 import { RecordAwaitingFanout } from '../../trainer/fanout/record-awaiting.ts';
 import { classifyRecords } from '../../trainer/loop/classify-records.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;
@@ -158,7 +159,7 @@ const stacks: Stack[] = [
     store: () => new S3ObjectStore(s3.storeConfig),
     fanout: async (held) => {
       const store = new S3ObjectStore({ ...s3.storeConfig, maxSockets: 512 });
-      const handle = createEpisodeHandler({ store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet });
+      const handle = createEpisodeHandler({ prices: measuredPrices(), store, env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet });
       const tally = { written: 0, duplicates: 0, running: 0, runningHeld: 0 };
       const invoke = await startInvokeEndpoint({
         Episode: async (event) => {

@@ -15,6 +15,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
 import { startLoopbackProxy, type Fault, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;
@@ -46,7 +47,7 @@ afterAll(async () => {
 /** One iteration's episodes through the Lambda adapter, the handlers and the collector each with their own client from `open`. */
 async function iteration(run: string, open: () => S3ObjectStore) {
   const store = open();
-  const endpoint = await startInvokeEndpoint({ Episode: createEpisodeHandler({ store: open(), env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet }) });
+  const endpoint = await startInvokeEndpoint({ Episode: createEpisodeHandler({ prices: measuredPrices(), store: open(), env: {}, memoryMb: 1024, billedPerInvocation: true, log: quiet }) });
   endpoints.push(endpoint);
   const fanout = new LambdaFanout({ functionName: 'Episode', endpoint: endpoint.url, credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' }, backoffBaseMs: 5, backoffMaxMs: 50 });
   const requests = await sudokuRequests({ run, members: MEMBERS, tasks: TASKS, baseUrl: 'scripted:random' });

@@ -18,6 +18,7 @@ import type { FaultHook } from '../../trainer/loop/fault-points.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { endpointOf, routeMembers } from '../../trainer/loop/replica-set.ts';
 import { startReplica, type RunningReplica } from '../../trainer/replicas/replica.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-replicas-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -167,14 +168,15 @@ describe('routeMembers', () => {
 
 describe('cost with replicas', () => {
   const usage = { durationMs: 15_000, memoryMb: 1024, completionTokens: 120, episodesPerInvocation: 1 };
+  const prices = measuredPrices();
   it('R replicas at perfect scaling cost what one box does; below it, the GPU share grows by R ÷ scaling', () => {
-    const one = costOfEpisodes(1000, usage);
-    expect(costOfEpisodesWithReplicas(1000, usage, 2, 2)).toEqual(one);
-    const half = costOfEpisodesWithReplicas(1000, usage, 2, 1.6);
+    const one = costOfEpisodes(1000, usage, prices);
+    expect(costOfEpisodesWithReplicas(1000, usage, 2, 2, prices)).toEqual(one);
+    const half = costOfEpisodesWithReplicas(1000, usage, 2, 1.6, prices);
     expect(half.gpuSeconds).toBeCloseTo((one.gpuSeconds * 2) / 1.6, 9);
     expect(half.lambdaGbSeconds).toBe(one.lambdaGbSeconds);
     expect(half.usd).toBeGreaterThan(one.usd);
-    expect(() => costOfEpisodesWithReplicas(1000, usage, 2, 2.5)).toThrow(/scaling must be in \(0, 2\]/);
-    expect(() => costOfEpisodesWithReplicas(1000, usage, 0, 1)).toThrow(/replicas must be a whole number/);
+    expect(() => costOfEpisodesWithReplicas(1000, usage, 2, 2.5, prices)).toThrow(/scaling must be in \(0, 2\]/);
+    expect(() => costOfEpisodesWithReplicas(1000, usage, 0, 1, prices)).toThrow(/replicas must be a whole number/);
   });
 });

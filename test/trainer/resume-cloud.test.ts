@@ -14,6 +14,7 @@ import { keys } from '../../shared/keys.ts';
 import { FAULT_POINTS } from '../../trainer/loop/fault-points.ts';
 import { baseConfig, esopt, ITERATIONS, type Exit, type Report } from './helpers/killable-run.ts';
 import { localStackEnv } from '../cloud/helpers/local-stack-env.ts';
+import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-resume-cloud-'));
 const configPath = join(root, 'config.json');
@@ -26,7 +27,7 @@ describe('train --cloud --resume after kill -9 (S3 adapter on s3rver, Lambda ada
   let env: Record<string, string>;
   const cloudArgs = ['--cloud', '--public-url', 'http://127.0.0.1:9/v1', '--json'];
   beforeAll(async () => {
-    cloud = await startLocalCloud();
+    cloud = await startLocalCloud({ prices: measuredPrices() });
     env = { ...localStackEnv(cloud), ESOPT_TOKEN: 'resume-cloud-token' };
   });
   afterAll(async () => {

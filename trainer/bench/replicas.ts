@@ -28,6 +28,7 @@ import { memberModelName } from '../server/model-name.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';
 import { int, ModelSpecOption } from './options.ts';
+import { measuredPrices } from '../pricing/measured-prices.ts';
 
 
 export interface ReplicasBenchOptions {
@@ -130,8 +131,8 @@ async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<Replica
       episodes_per_s_2: two,
       scaling,
       pinned,
-      usd_per_1000_episodes_1: costOfEpisodes(1000, usage).usd,
-      usd_per_1000_episodes_2: costOfEpisodesWithReplicas(1000, usage, 2, Math.min(2, scaling)).usd,
+      usd_per_1000_episodes_1: costOfEpisodes(1000, usage, measuredPrices()).usd,
+      usd_per_1000_episodes_2: costOfEpisodesWithReplicas(1000, usage, 2, Math.min(2, scaling), measuredPrices()).usd,
       rounds,
     };
   } finally {

@@ -15,6 +15,7 @@ import type { Engine } from '../engine.ts';
 import { failAll, mapWithConcurrency, outcomesFromResponse } from './batches.ts';
 import { EnginePolicy } from './engine-policy.ts';
 import { RowCoalescer } from './row-coalescer.ts';
+import { measuredPrices } from '../pricing/measured-prices.ts';
 
 const quiet = { info() {}, error() {} };
 
@@ -36,6 +37,7 @@ export class InProcessFanout implements Fanout {
     // Every episode in flight listens to the dispatch's signal once (and lets go when it ends).
     if (options.signal) setMaxListeners(options.concurrency + 10, options.signal);
     const handler = createEpisodeHandler({
+prices: measuredPrices(),
       store: this.store,
       env: {},
       memoryMb: 0,

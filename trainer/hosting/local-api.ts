@@ -6,7 +6,8 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
-import { CostPrices, type CostPricesInput } from '../../shared/cost.ts';
+import type { CostPricesInput } from '../../shared/cost.ts';
+import { measuredPrices } from '../pricing/measured-prices.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
@@ -23,7 +24,8 @@ export interface LocalApiOptions {
   port?: number;
   /** Worker processes an evaluation may use at most. */
   workers?: number;
-  prices?: CostPricesInput;
+  /** Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/pricing/measured-prices.ts). */
+  prices?: Partial<CostPricesInput>;
   log?: Logger;
   eventPollMs?: number;
   /** The loop's collection poll (tests shorten it). */
@@ -42,7 +44,7 @@ export interface RunningApi {
 export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
   const log = o.log ?? pino({ name: 'esopt-api' });
   const store = new FsObjectStore(o.storeRoot);
-  const prices = CostPrices.parse(o.prices ?? {});
+  const prices = measuredPrices(o.prices ?? {});
   const runs = new LocalRunLauncher({ store, storeRoot: o.storeRoot, log, pollMs: o.trainingPollMs });
   const evaluations = new InProcessEvaluations({
     store,

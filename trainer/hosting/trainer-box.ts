@@ -22,7 +22,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
-import { CostPrices, type CostPricesInput } from '../../shared/cost.ts';
+import type { CostPricesInput } from '../../shared/cost.ts';
+import { measuredPrices } from '../pricing/measured-prices.ts';
 import { keys, parseQueuedWorkKey } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
@@ -63,7 +64,8 @@ export interface TrainerBoxOptions {
   stopPollMs?: number;
   /** The ES loop's collection poll. */
   trainingPollMs?: number;
-  prices?: CostPricesInput;
+  /** Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/pricing/measured-prices.ts). */
+  prices?: Partial<CostPricesInput>;
   log?: Logger;
   /** onnxruntime's execution provider for every engine the box starts (default cpu). */
   executionProvider?: ExecutionProvider;
@@ -134,7 +136,7 @@ export class TrainerBox {
     this.evaluations = {
       store: this.store,
       secrets: this.secrets,
-      prices: CostPrices.parse(o.prices ?? {}),
+      prices: measuredPrices(o.prices ?? {}),
       log: this.log,
       modelHost: new LocalModelHost(this.store, {
         serving: { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV, tls: o.tls },

@@ -25,7 +25,7 @@ import { startFunctionUrl, type FunctionUrl } from './function-url.ts';
 import { startLambdaFunction, type LambdaFunction } from './lambda-function.ts';
 import { seedIsolatedVmPrebuild } from './prebuilt-binaries.ts';
 import { buildFunction, type FunctionBuild } from './sst-build.ts';
-import { evaluate, stackFunction, type StackFunction } from './sst-stack.ts';
+import { evaluate, render, stackFunction, type StackFunction } from './sst-stack.ts';
 
 export const REHEARSAL_STAGE = 'rehearsal';
 const REGION = 'us-east-1';
@@ -122,6 +122,10 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
 
     // What the deploy uploads and creates before the boxes boot: the artifact, the token parameter.
     await store.put(artifact.key, new Uint8Array(readFileSync(artifact.path)));
+    // And the objects it writes with their content inline (the stack's prices, which the trainer box reads at start).
+    for (const object of stack.recorded.filter((r) => r.type === 'aws.s3.BucketObjectv2' && typeof r.args.content === 'string')) {
+      await store.put(render(object.args.key), String(object.args.content));
+    }
     const { PutParameterCommand, SSMClient } = await import('@aws-sdk/client-ssm');
     const ssmClient = new SSMClient({ region: REGION, endpoint: ssm.url, credentials: { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
     await ssmClient.send(new PutParameterCommand({ Name: values['aws.ssm.Parameter.TrainerTokenParameter.name']!, Type: 'SecureString', Value: token }));

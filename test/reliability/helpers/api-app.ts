@@ -15,6 +15,7 @@ import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { createApiApp } from '../../../functions/http-api/app.ts';
 import { storeQueueLaunchers } from '../../../functions/http-api/queued-launchers.ts';
 import { MemorySecretStore } from '../../cloud/helpers/memory-secrets.ts';
+import { measuredPrices } from '../../../trainer/pricing/measured-prices.ts';
 
 export interface FuzzedApi {
   app: OpenAPIHono;
@@ -42,7 +43,7 @@ export function apiOverTempStore(token: string): FuzzedApi {
     // As the Api function builds it: queued work, a deployed stack's refusals.
     deployed: true,
     servesOwnModels: true,
-    prices: CostPrices.parse({}),
+    prices: measuredPrices(),
     log: pino({ level: 'debug' }, sink),
     eventPollMs: 20,
   });

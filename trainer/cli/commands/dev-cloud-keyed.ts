@@ -15,6 +15,7 @@ import { EvaluationView } from '../../../shared/schemas/index.ts';
 import { CloudTarget } from '../../fanout/cloud-target.ts';
 import { TrainerBox } from '../../hosting/trainer-box.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
+import { measuredPrices } from '../../pricing/measured-prices.ts';
 
 export interface DevCloudKeyedOptions {
   baseUrl: string;
@@ -34,12 +35,12 @@ export async function devCloudKeyed(o: DevCloudKeyedOptions) {
   const port = await freeLoopbackPort();
   const boxToken = randomBytes(24).toString('hex');
   const apiToken = randomBytes(24).toString('hex');
-  const cloud = await startLocalCloud({ env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: boxToken }, log: logger });
+  const cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: boxToken }, log: logger });
   const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   const box = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: boxToken, claimSettleMs: 50, log: logger, secrets: cloud.secrets });
   try {
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}, SSM at ${cloud.ssm.url}`);
-    const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: apiToken, ESOPT_EVALUATION_KEYS: '/esopt/dev/eval-keys' }, cloud.store, logger, cloud.secrets);
+    const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: apiToken, ESOPT_EVALUATION_KEYS: '/esopt/dev/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, logger, cloud.secrets);
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await app.request(path, { method, headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json()) as { id?: string; error?: { message: string } } };

@@ -18,6 +18,7 @@ import { getJson, putJson } from '../../loop/index.ts';
 import { ReplicaBox } from '../../replicas/replica-box.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
+import { measuredPrices } from '../../pricing/measured-prices.ts';
 
 export interface DevCloudReplicasReport {
   replicas: number;
@@ -45,7 +46,7 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
   );
   const [coordinator, ...replicaBoxes] = boxes;
   const replicaUrls = replicaBoxes.map((b) => `${b.id}=${b.url}`).join(',');
-  const cloud = await startLocalCloud({ env: { ...process.env, ESOPT_TRAINER_URL: coordinator.url, ESOPT_REPLICA_URLS: replicaUrls, ESOPT_TRAINER_TOKEN: token } });
+  const cloud = await startLocalCloud({ prices: measuredPrices(), env: { ...process.env, ESOPT_TRAINER_URL: coordinator.url, ESOPT_REPLICA_URLS: replicaUrls, ESOPT_TRAINER_TOKEN: token } });
   const followers = replicaBoxes.map(
     (b) => new ReplicaBox({ store: cloud.store, id: b.id, publicUrl: b.url, host: '127.0.0.1', port: b.port, token, tls: b.identity, pollMs: 50, followPollMs: 50, log: { info() {}, error: (f: object, m: string) => o.log(`${b.id}: ${m} ${JSON.stringify(f)}`) } }),
   );

@@ -15,6 +15,7 @@ import { runEmbedded } from '../../compose/run.ts';
 import { silentProgress } from '../../loop/index.ts';
 import { freeLoopbackPort } from '../../server/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
+import { measuredPrices } from '../../pricing/measured-prices.ts';
 
 export interface DevCloudWebReport {
   env: 'web';
@@ -42,7 +43,7 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
   const publicUrl = `https://127.0.0.1:${port}/v1`;
   const token = randomBytes(24).toString('hex');
   const identity = await createTlsIdentity(['127.0.0.1']);
-  const cloud = await startLocalCloud({ env: { ...process.env, ESOPT_TRAINER_URL: publicUrl, ESOPT_TRAINER_TOKEN: token } });
+  const cloud = await startLocalCloud({ prices: measuredPrices(), env: { ...process.env, ESOPT_TRAINER_URL: publicUrl, ESOPT_TRAINER_TOKEN: token } });
   try {
     await publishCertificate(cloud.store, identity);
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; trainer at ${publicUrl} (TLS, certificate ${identity.sha256.slice(0, 23)}… published)`);

@@ -19,6 +19,7 @@ import { UsageError } from '../../argv/usage-error.ts';
 import { devCloudKeyed } from './dev-cloud-keyed.ts';
 import { devCloudReplicas } from './dev-cloud-replicas.ts';
 import { devCloudWeb } from './dev-cloud-web.ts';
+import { measuredPrices } from '../../pricing/measured-prices.ts';
 
 const FAULTS: InvokeFaultsInput = {
   throttleRate: 0.2,
@@ -107,7 +108,7 @@ export const command: Command = {
       return report.failed === 0 && report.episodes > 0 ? 0 : 1;
     }
 
-    const cloud = await startLocalCloud({ faults: p.values.faults ? { ...FAULTS, seed } : { seed } });
+    const cloud = await startLocalCloud({ prices: measuredPrices(), faults: p.values.faults ? { ...FAULTS, seed } : { seed } });
     const fanout = new LambdaFanout({
       functionName: EPISODE_FUNCTION,
       endpoint: cloud.invoke.url,

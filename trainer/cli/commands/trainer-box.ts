@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
 import { tlsFor } from '../../compose/wirings.ts';
 import { TrainerBox } from '../../hosting/trainer-box.ts';
 import { flag, parseFlags } from '../../argv/args.ts';
@@ -8,6 +8,7 @@ import type { Command, CommandIo } from '../../argv/command.ts';
 import { UsageError } from '../../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { boxLogger } from '../../hosting/box-logger.ts';
+import { readStackPrices } from '../../pricing/stack-prices.ts';
 
 /**
  * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
@@ -42,7 +43,10 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
   // (compose/wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
   const logger = boxLogger('esopt-trainer-box', process.env);
-  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl) });
+  // The stack's prices as its deploy wrote them; a bucket outside the stack prices with the measured default.
+  const store = openCloudStore(cloud);
+  const prices = await readStackPrices(store).finally(() => store.destroy());
+  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl), prices });
   if (p.values.once) {
     try {
       const ran = await box.pollOnce();
