@@ -5,6 +5,8 @@
  * commas (`q_proj,v_proj`, PEFT's `target_modules` written as one string) is a list of names, each matching
  * a tensor whose dot-separated name has it as a segment (`q_proj` matches `model.layers.0.self_attn.q_proj.weight`);
  * any other pattern is a JavaScript regular expression searched in the name (anchor it with ^…$ yourself).
+ * Where the exporter named a weight after nothing (`onnx::MatMul_540`), the module of the MatMul that reads
+ * it (`layers.0.self_attn.q_proj`, from the node's name) is matched too, the same way.
  *
  * A tensor's noise is read at its own offset in the member's stream, the same offset under every choice of
  * targets, so leaving tensors out never shifts the noise of the ones kept (shared/noise.ts, es.ts).
@@ -43,6 +45,8 @@ export type TargetsInput = z.input<typeof Targets>;
 /** A tensor a mode can perturb, as targets are chosen from. */
 export interface TargetCandidate {
   name: string;
+  /** The module that multiplies by it, from its MatMul node's name (`layers.0.self_attn.q_proj`), if named. */
+  module?: string;
   /** A 2-D matmul weight that is neither the embedding table nor the LM head: what `all-linear` takes. */
   linear: boolean;
   /**
@@ -64,6 +68,10 @@ export function patternMatches(pattern: string, name: string): boolean {
   return pattern.split(',').some((s) => segments.includes(s));
 }
 
+function matchesCandidate(pattern: string, c: TargetCandidate): boolean {
+  return patternMatches(pattern, c.name) || (c.module !== undefined && patternMatches(pattern, c.module));
+}
+
 function few(names: readonly string[]): string {
   const shown = names.slice(0, 6).join(', ');
   return names.length > 6 ? `${shown}, … (${names.length} in all)` : shown;
@@ -77,7 +85,7 @@ function few(names: readonly string[]): string {
 export function selectTargets(t: Targets, candidates: readonly TargetCandidate[], what: string): number[] {
   const all = candidates.map((_, i) => i);
   if (t === 'all') return all;
-  const names = candidates.map((c) => c.name);
+  const names = candidates.map((c) => (c.module && !c.name.includes(c.module) ? `${c.name} (${c.module})` : c.name));
   const linear = all.filter((i) => candidates[i].linear);
   if (t === 'all-linear' || (typeof t === 'object' && t.include === 'all-linear')) {
     if (linear.length === 0) throw new Error(`targets: "all-linear" finds no 2-D matmul weight besides the embedding and the LM head among ${what}: ${few(names)}`);
@@ -86,7 +94,7 @@ export function selectTargets(t: Targets, candidates: readonly TargetCandidate[]
   const matching = (field: 'include' | 'exclude', patterns: readonly string[]): Set<number> => {
     const hit = new Set<number>();
     patterns.forEach((p, k) => {
-      const found = all.filter((i) => patternMatches(p, names[i]));
+      const found = all.filter((i) => matchesCandidate(p, candidates[i]));
       if (found.length === 0) {
         const tied = candidates.find((c) => c.tiedHead?.some((h) => patternMatches(p, h)));
         const why = tied ? `: the LM head is tied to "${tied.name}" and is one tensor with it, targeted iff "${tied.name}" is` : '';

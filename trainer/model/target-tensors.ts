@@ -22,19 +22,32 @@ function headWeight(g: GraphProto): string | undefined {
   return node && MATMULS.has(node.opType) ? node.input[1] : undefined;
 }
 
+/** `/layers.0/self_attn/q_proj/MatMul` → `layers.0.self_attn.q_proj`: the module path an exporter names its nodes by. */
+function moduleOf(nodeName: string | undefined): string | undefined {
+  const parts = (nodeName ?? '').split('/').filter((p) => p !== '');
+  return parts.length >= 2 ? parts.slice(0, -1).join('.') : undefined;
+}
+
 /** The tensor candidates of a model, each with the index of its weight. */
 function candidatesOf(model: LoadedModel, weightIndices: readonly number[]): TargetCandidate[] {
   const g = model.graph.graph;
   const head = headWeight(g);
   const embeddings = new Set(g.node.filter((n) => n.opType === 'Gather').map((n) => n.input[0]));
   const matmulWeights = new Set(g.node.filter((n) => MATMULS.has(n.opType)).map((n) => n.input[1]));
-  // a head reading the embedding table is tied to it; the exporter's copy, if the loader dropped one, names it
-  const tiedName = model.rewrites?.tiedCopy?.name ?? 'lm_head.weight';
+  const modules = new Map<string, string>();
+  for (const n of g.node) {
+    const module = MATMULS.has(n.opType) ? moduleOf(n.name) : undefined;
+    if (module && !modules.has(n.input[1])) modules.set(n.input[1], module);
+  }
+  // a head reading the embedding table is tied to it (one tensor): the names a user may know it by
+  const tiedNames = ['lm_head.weight', 'lm_head', ...(model.rewrites?.tiedCopy ? [model.rewrites.tiedCopy.name] : [])];
   return weightIndices.map((i) => {
     const w = model.weights[i];
     const linear = w.dims.length === 2 && matmulWeights.has(w.name) && !embeddings.has(w.name) && w.name !== head;
     const tied = w.name === head && embeddings.has(w.name);
-    return { name: w.name, linear, ...(tied ? { tiedHead: [tiedName] } : {}) };
+    // a tied table's module is the head's, not the one a pattern should find it by
+    const module = tied ? undefined : modules.get(w.name);
+    return { name: w.name, linear, ...(module ? { module } : {}), ...(tied ? { tiedHead: tiedNames } : {}) };
   });
 }
 
