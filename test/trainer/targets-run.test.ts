@@ -3,8 +3,8 @@
  * written by a scripted fan-out (a fixed function of member and task, so every update moves θ): the
  * manifest and the log carry the targets, untargeted tensors keep θ_0's hash after every iteration, a run
  * stopped after an update record resumes on a fresh engine to the θ of an uninterrupted run (full and
- * low-rank mode), a replica following the store ends on the trainer's θ, and a pattern that names no
- * tensor stops the run before anything is stored.
+ * low-rank mode) and so does the export's session-free replay, a replica following the store ends on the
+ * trainer's θ, and a pattern that names no tensor stops the run before anything is stored.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,8 @@ import { readLog } from '../../trainer/loop/checkpoints.ts';
 import { restoreFromLog } from '../../trainer/loop/restore.ts';
 import { train } from '../../trainer/loop/training.ts';
 import { startReplica } from '../../trainer/replicas/replica.ts';
+import { thetaAtIteration } from '../../trainer/export/theta-at-iteration.ts';
+import { buildRunArtifact } from '../../trainer/export/run-artifact.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-targets-run-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -120,6 +122,10 @@ describe.each(cases)('%s mode', (mode, targets, targeted) => {
     const resumed = await trainIn(`${mode}-stopped`, config);
     expect(resumed.result.resumedAt).toBe(2);
     expect(resumed.result.thetaHash).toBe(whole.result.thetaHash);
+
+    // the export's replay (no onnxruntime session) applies the same targeted updates from θ_0
+    for (const k of [1, 3]) expect((await thetaAtIteration(whole.store, 'r', k)).thetaHash).toBe(log[k - 1].thetaHashAfter);
+    await expect(buildRunArtifact(whole.store, 'r')).rejects.toThrow(/update only some tensors, and the artifact format esopt-run\/1 describes runs that update every tensor/);
 
     // θ rebuilt as a replica or an export would: from the checkpoint at 2 and the log, then from θ_0 and the log
     for (const [gone, from] of [[3, 2], [2, null]] as const) {
