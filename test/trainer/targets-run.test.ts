@@ -4,7 +4,7 @@
  * manifest and the log carry the targets, untargeted tensors keep θ_0's hash after every iteration, a run
  * stopped after an update record resumes on a fresh engine to the θ of an uninterrupted run (full and
  * low-rank mode) and so does the export's session-free replay, a replica following the store ends on the
- * trainer's θ, and a pattern that names no tensor stops the run before anything is stored.
+ * trainer's θ (its members perturbing only the targeted tensors), and a pattern that names no tensor stops the run before anything is stored.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -146,11 +146,30 @@ describe('with a replica, and with a bad pattern', () => {
   it('a replica following the run ends on the trainer\'s θ', async () => {
     const config = configFor('full', { include: 'all-linear', exclude: ['mlp'] });
     const store = new FsObjectStore(join(root, 'replica'));
-    const starting = startReplica({ store, run: 'r', id: 'replica-a', pollMs: 10 });
+    // While the replica serves iteration 1, one of its members decodes: θ as it decodes (full mode
+    // perturbs θ in place) differs from θ_1 in the targeted tensors only.
+    const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
+    let probe: Promise<{ moved: string[] }> | undefined;
+    const starting = startReplica({
+      store, run: 'r', id: 'replica-a', pollMs: 10,
+      onProgress: (e) => {
+        if (e.kind !== 'serving' || e.iteration !== 1 || probe) return;
+        const engine = holder.replica!.served.engine;
+        const before = engine.segments().map((s) => hashTheta([s]));
+        let during: string[] | undefined;
+        const snapshot = () => void (during ??= engine.segments().map((s) => hashTheta([s])));
+        probe = engine
+          .generate([{ promptIds: [256, 72, 105], member: { kind: 'member', iteration: 1, index: 1 }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 4, stop: [], ignoreEos: true, onText: snapshot }])
+          .then(() => ({ moved: engine.segments().filter((_, i) => during![i] !== before[i]).map((s) => s.name) }));
+      },
+    });
+    void starting.then((r) => (holder.replica = r));
     const { result } = await trainIn('replica', config);
     const replica = await starting;
     try {
       expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });
+      expect((await probe!).moved).toEqual(replica.served.engine.targetTensors(config.targets));
+      expect((await probe!).moved).toHaveLength(8);
     } finally {
       await replica.stop();
     }
