@@ -81,6 +81,6 @@ export class TargetTensors {
   /** The selected tensors' names, in θ's order. */
   names(targets: Targets): string[] {
     const chosen = this.select(targets);
-    return this.weightIndices.filter((i) => !chosen || chosen.has(i)).map((i) => this.candidates[this.weightIndices.indexOf(i)].name);
+    return this.candidates.filter((_, k) => !chosen || chosen.has(this.weightIndices[k])).map((c) => c.name);
   }
 }
