@@ -7,6 +7,7 @@ import type { Coefficient, ParameterSegment } from '../shared/es.ts';
 import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/policy.ts';
 import type { FullModeWeights, LocalModelSpec, Member } from '../shared/schemas/index.ts';
 import type { ExecutionProvider } from '../shared/execution-provider.ts';
+import type { Targets } from '../shared/targets.ts';
 
 /**
  * How a model family writes tool calls, read off its chat template (trainer/model/tool-format.ts): Qwen /
@@ -81,6 +82,8 @@ export interface Population {
   sigma: number;
   /** Low-rank mode only; ignored in full mode. */
   rank: number;
+  /** The tensors the members perturb; absent: all of them. */
+  targets?: Targets;
   members: Member[];
 }
 
@@ -94,6 +97,8 @@ export interface EngineUpdate {
   /** Low-rank only: the rank the population was drawn with. */
   rank: number;
   decay?: number;
+  /** The tensors the update touches (decay included); absent: all of them. */
+  targets?: Targets;
 }
 
 export interface Engine {
@@ -113,6 +118,12 @@ export interface Engine {
    * `withRestoredWeights` (or when no generate call is pending).
    */
   segments(): ParameterSegment[];
+  /**
+   * The names of the tensors `targets` selects among those this engine's mode perturbs (full mode: all of
+   * θ; low-rank mode: its matrices), in θ's order. Throws, naming the patterns and a few tensors, when a
+   * pattern matches none or nothing is left: the loop calls it at run start.
+   */
+  targetTensors(targets: Targets): string[];
   /** Run `fn` on θ while no generation is in flight (θ unperturbed), serialised with generate/update. */
   withRestoredWeights<T>(fn: (segments: ParameterSegment[]) => T | Promise<T>): Promise<T>;
   /** After θ changed in place: refresh whatever depends on it (sessions, caches) without reloading. */

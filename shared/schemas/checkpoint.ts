@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Iteration, RunId } from './ids.ts';
+import { Targets } from '../targets.ts';
 
 export const CheckpointMeta = z.object({
   run: RunId,
@@ -22,6 +23,8 @@ export const LogEntry = z.object({
   weightDecay: z.number().min(0),
   members: z.array(z.object({ noiseIndex: z.number().int().min(0), sign: z.union([z.literal(1), z.literal(-1)]) })),
   normalizedRewards: z.array(z.number().finite()),
+  /** The tensors the update touches (shared/targets.ts); absent: all of them. */
+  targets: Targets.optional(),
   thetaHashAfter: z.string(),
 });
 export type LogEntry = z.infer<typeof LogEntry>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MemberRoutes } from './replicas.ts';
 import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
+import { Targets } from '../targets.ts';
 
 /** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
 export const Member = z.object({
@@ -22,6 +23,8 @@ export const IterationManifest = z.object({
   sigma: z.number().positive(),
   mode: z.enum(['full', 'lowrank']),
   rank: z.number().int().min(1),
+  /** The tensors the members perturb (shared/targets.ts); absent: all of them. */
+  targets: Targets.optional(),
   members: z.array(Member).min(1),
   tasks: z.array(TaskRef).min(1),
   episodesPerMember: z.number().int().min(1),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Id, Seed } from './ids.ts';
 import { ModelName, Sha256 } from './model-store.ts';
 import { Schedule } from '../schedule.ts';
+import { Targets } from '../targets.ts';
 
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
 export type EnvironmentName = z.infer<typeof EnvironmentName>;
@@ -86,6 +87,11 @@ export const RunConfig = z
     mode: z.enum(['full', 'lowrank']).default('full'),
     fullModeWeights: FullModeWeights.default('inputs'),
     rank: z.number().int().min(1).max(64).default(1),
+    /**
+     * Which tensors ES perturbs and updates (shared/targets.ts): `all` (default), `all-linear`, or
+     * `{ include, exclude }` name patterns; resolved against the model at run start.
+     */
+    targets: Targets.default('all'),
     es: EsOptions,
     generation: GenerationOptions.default({ temperature: 0, topP: 1, topK: 0, maxTokens: 32 }),
     /** Fraction of episode records needed before the deadline may close collection. */

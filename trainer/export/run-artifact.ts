@@ -13,6 +13,7 @@ import { NOISE_DEFINITION } from '../../shared/noise.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, RUN_ARTIFACT_FORMAT, RunArtifact, type ArtifactUpdate, type LogEntry } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
+import { targetsAll } from '../../shared/targets.ts';
 import { readLog } from '../loop/index.ts';
 import { readRunConfig } from '../loop/index.ts';
 import { getJson } from '../loop/index.ts';
@@ -45,6 +46,9 @@ function artifactUpdate(entry: LogEntry): ArtifactUpdate {
 export async function buildRunArtifact(store: ObjectStore, run: string): Promise<BuiltRunArtifact> {
   const config = await readRunConfig(store, run);
   if (!config) throw new Error(`run ${run}: no ${keys.config(run)} in the store`);
+  if (!targetsAll(config.targets)) {
+    throw new Error(`run ${run}: its targets (${JSON.stringify(config.targets)}) update only some tensors, and the artifact format ${RUN_ARTIFACT_FORMAT} describes runs that update every tensor; export the model instead (esopt export)`);
+  }
   const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
   if (!first) throw new Error(`run ${run}: no ${keys.manifest(run, 0)} in the store, so θ_0's hash is unknown`);
   if (first.mode !== config.mode || (config.mode === 'lowrank' && first.rank !== config.rank)) {

@@ -8,6 +8,7 @@ import { ask, tell, type TellResult } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import { EvaluationResult, IterationManifest, MetricsRow, UpdateRecord, type MemberRoutes } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
+import { targetsAll } from '../../shared/targets.ts';
 import { appendLog, pruneCheckpoints, writeCheckpoint } from './checkpoints.ts';
 import type { Classification } from './classify-records.ts';
 import { playEpisodes } from './episodes.ts';
@@ -22,7 +23,7 @@ export async function runIteration(ctx: LoopContext, k: number, evaluation: Eval
   const t0 = performance.now();
   const thetaHashBefore = hashTheta(weights.segments());
   const { manifest: m, routing } = await openIteration(ctx, k, thetaHashBefore);
-  ctx.population.setPopulation({ runSeed: m.runSeed, iteration: k, sigma: m.sigma, rank: m.rank, members: m.members });
+  ctx.population.setPopulation({ runSeed: m.runSeed, iteration: k, sigma: m.sigma, rank: m.rank, ...(m.targets ? { targets: m.targets } : {}), members: m.members });
   const tManifest = performance.now();
 
   const played = await playEpisodes(ctx, m, routing);
@@ -78,6 +79,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
     sigma: esAt(config.es, k, config.iterations).sigma,
     mode: config.mode,
     rank: config.rank,
+    ...(targetsAll(config.targets) ? {} : { targets: config.targets }),
     members,
     tasks,
     ...(routing ? { routing } : {}),

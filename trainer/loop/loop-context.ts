@@ -3,7 +3,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { PolicyEndpoint, RunConfig, TaskRef } from '../../shared/schemas/index.ts';
 import type { EnvironmentDefinition, Split } from '../../environments/environment.ts';
-import type { Population } from '../engine.ts';
+import type { Engine, Population } from '../engine.ts';
 import type { FaultHook } from './fault-points.ts';
 import type { ReplicaSet } from './replica-set.ts';
 import type { WeightHost } from './restore.ts';
@@ -18,7 +18,11 @@ export interface LoopContext {
   config: RunConfig;
   store: ObjectStore;
   fanout: Fanout;
-  weights: WeightHost;
+  /**
+   * θ, and (where it can say) which of its tensors the run's targets name, checked at run start; without
+   * `targetTensors` a bad pattern fails at the first population or update instead.
+   */
+  weights: WeightHost & Partial<Pick<Engine, 'targetTensors'>>;
   population: PopulationHost;
   /** Where episodes reach their policy (the inference server); `model` is filled in per member. */
   policy: Omit<PolicyEndpoint, 'model'>;

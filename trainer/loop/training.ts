@@ -56,6 +56,8 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     pollMs: o.pollMs ?? 100,
     faults: o.faults ?? (() => {}),
   };
+  // a target pattern that names no tensor fails here, before anything is stored
+  weights.targetTensors?.(config.targets);
   await claimRunConfig(store, run, config);
   const resumed = await resume(ctx);
   o.onStart?.({ resumedAt: resumed.next, replayed: resumed.replayed, skippedCheckpoints: resumed.skippedCheckpoints });

@@ -5,6 +5,7 @@
 import { esAt } from '../../shared/schedule.ts';
 import { coefficients, type Coefficient, type TellResult } from '../../shared/es.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
+import { targetsAll } from '../../shared/targets.ts';
 import type { Engine } from '../engine.ts';
 import type { IterationManifest, LogEntry, Member, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 
@@ -31,6 +32,8 @@ export function logEntryFor(
       return { noiseIndex: m.noiseIndex, sign: m.sign };
     }),
     normalizedRewards: normalized.map((n) => n.value),
+    // recorded where they are not all of θ, so a log of `all` reads as it always did
+    ...(targetsAll(config.targets) ? {} : { targets: config.targets }),
     thetaHashAfter,
   };
 }
@@ -50,10 +53,10 @@ export function coefficientsOf(entry: LogEntry): Coefficient[] {
 
 /**
  * θ ← (1 − α·λ)·θ + Σ_j coef_j·ε_j through the engine (dense in full mode, low-rank factors in low-rank
- * mode), the noise regenerated from the entry's run seed and iteration.
+ * mode) over the entry's targets, the noise regenerated from the entry's run seed and iteration.
  */
 export async function applyCoefficients(weights: Pick<Engine, 'applyUpdate'>, entry: LogEntry, coefs: Coefficient[], rank: number): Promise<void> {
-  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients: coefs, rank, decay: entry.alpha * entry.weightDecay });
+  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients: coefs, rank, decay: entry.alpha * entry.weightDecay, ...(entry.targets ? { targets: entry.targets } : {}) });
 }
 
 /** Replays a logged (or recorded) update: its coefficients, computed once, applied. */

@@ -17,6 +17,7 @@ import { FullInputsServing } from './serving/full-inputs.ts';
 import { pointWeightsAt } from './serving/full-mode-switch.ts';
 import { FullRebuildSessionServing } from './serving/full-rebuild-session.ts';
 import { LowRankServing } from './serving/lowrank.ts';
+import { TargetTensors } from './target-tensors.ts';
 import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from './sessions.ts';
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
@@ -31,8 +32,9 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   if (options.mode === 'lowrank') {
     const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what);
     const newSession = fromGraph(graph);
-    const serving = new LowRankServing(model, await newSession(), targets, groups, newSession);
-    return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, options, hasPositionIds);
+    const targetTensors = new TargetTensors(model, targets.map((t) => t.weight), "low-rank mode's matrices");
+    const serving = new LowRankServing(model, await newSession(), targets, groups, newSession, targetTensors);
+    return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, targetTensors, options, hasPositionIds);
   }
   const threads = switchThreads(options, model);
   const rebuild = options.fullModeWeights === 'rebuild-session';
@@ -52,9 +54,10 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     throw new Error(`${what}: could not start full mode's perturbation threads: ${err.message}`);
   });
   // The strategy and the engine share θ's segment objects: the switcher re-points their views.
-  const theta = { model, segments: layoutSegments(model.weights), switcher };
+  const targetTensors = new TargetTensors(model, model.weights.map((_, i) => i), "full mode's tensors");
+  const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
   const serving = rebuild ? new FullRebuildSessionServing(theta, session, newSession) : new FullInputsServing(theta, session);
-  return new OnnxEngine('full', model, theta.segments, serving, options, hasPositionIds);
+  return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds);
 }
 
 /**

@@ -31,6 +31,8 @@ import { DataType } from '../onnx/proto.ts';
 import { contextLength, eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
 import type { MemberServing } from './serving/member-serving.ts';
+import type { TargetTensors } from './target-tensors.ts';
+import type { Targets } from '../../shared/targets.ts';
 
 export class ContextLengthError extends Error {
   constructor(message: string) {
@@ -65,6 +67,8 @@ export class OnnxEngine implements Engine {
     /** θ as segments over the model's tensors (the strategy re-points their views during a switch). */
     private readonly segmentList: ParameterSegment[],
     private readonly serving: MemberServing,
+    /** The tensors this mode perturbs, as run targets choose among them. */
+    private readonly targets: TargetTensors,
     private readonly options: EngineOptions,
     hasPositionIds: boolean,
   ) {
@@ -98,6 +102,10 @@ export class OnnxEngine implements Engine {
 
   segments(): ParameterSegment[] {
     return this.segmentList;
+  }
+
+  targetTensors(targets: Targets): string[] {
+    return this.targets.names(targets);
   }
 
   /** `fn` may write θ: what was cached before is of other weights. */

@@ -3,7 +3,8 @@
  * stream at the matrix's offset (cumulative (m+n)·r over the perturbed matrices in canonical order), with
  * A as given and Bᵀ pre-scaled by sign·σ/√r; a base row gets zeros. Each group's inputs are laid out as
  * lowrank-graph.ts describes (A blocks side by side, Bᵀ blocks on the diagonal). Factors are made once per
- * population and member, then copied into each batch's inputs.
+ * population and member, then copied into each batch's inputs. A matrix the targets leave out keeps zero
+ * factors, never drawn; offsets run over every matrix, so the targeted ones read what they read under `all`.
  */
 import * as ort from 'onnxruntime-node';
 import { lowRankFactors, lowRankStreamLength } from '../../shared/lowrank.ts';
@@ -38,6 +39,8 @@ export class FactorCache {
     private readonly targets: readonly LowRankTarget[],
     private readonly groups: readonly LowRankGroup[],
     private readonly population: Population,
+    /** The weights (indices into the model's tensors) members perturb; null: every target. */
+    private readonly selected: ReadonlySet<number> | null = null,
   ) {
     this.offsets = lowRankOffsets(targets, population.rank);
   }
@@ -56,6 +59,10 @@ export class FactorCache {
       let col = 0;
       g.targets.forEach((ti, block) => {
         const t = this.targets[ti];
+        if (this.selected && !this.selected.has(t.weight)) {
+          col += t.n;
+          return;
+        }
         const { A, B } = lowRankFactors(key, t.m, t.n, r, this.offsets[ti]);
         for (let i = 0; i < t.m; i++) for (let q = 0; q < r; q++) a[i * k * r + block * r + q] = A[i * r + q];
         for (let q = 0; q < r; q++) for (let j = 0; j < t.n; j++) b[(block * r + q) * width + col + j] = B[j * r + q] * scale;

@@ -12,11 +12,13 @@ import type { LowRankTarget } from './lowrank-graph.ts';
 /**
  * One iteration's update in low-rank mode: each target W ← (1 − decay)·W + Σ coefⱼ·AⱼBⱼᵀ/√r, with the
  * factors the population was drawn with. The engine and a session-free replay (trainer/export/) both
- * apply it here, so they reach the same θ bit for bit.
+ * apply it here, so they reach the same θ bit for bit. `selected` (weight indices; null: all) limits it to
+ * the run's targets, each at its offset among all targets.
  */
-export function foldLowRankUpdate(weights: readonly NamedTensor[], targets: readonly LowRankTarget[], u: EngineUpdate): void {
+export function foldLowRankUpdate(weights: readonly NamedTensor[], targets: readonly LowRankTarget[], u: EngineUpdate, selected: ReadonlySet<number> | null = null): void {
   const offsets = lowRankOffsets(targets, u.rank);
   targets.forEach((t, j) => {
+    if (selected && !selected.has(t.weight)) return;
     const W = weights[t.weight].data;
     if (u.decay) for (let i = 0; i < W.length; i++) W[i] *= 1 - u.decay;
     foldLowRank(W, t, u.rank, u.coefficients.map((c) => ({ key: { runSeed: u.runSeed, iteration: u.iteration, member: c.noiseIndex }, offset: offsets[j], coef: c.coef })));

@@ -6,16 +6,36 @@
  */
 import { applyDenseUpdate, type ParameterSegment } from '../../../shared/es.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
+import type { Targets } from '../../../shared/targets.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
 import type { Perturbation } from '../../perturbation/exact-perturbation.ts';
 import type { PerturbationPool } from '../../perturbation/perturbation-pool.ts';
 import type { LoadedModel } from '../model-dir.ts';
+import type { TargetTensors } from '../target-tensors.ts';
 
-/** θ as full mode holds it: the model's tensors, their segments, and the pool that perturbs them. */
+/** θ as full mode holds it: the model's tensors, their segments, the pool that perturbs them, and which are targets. */
 export interface FullModeTheta {
   model: LoadedModel;
   segments: ParameterSegment[];
   switcher: PerturbationPool;
+  targets: TargetTensors;
+}
+
+/**
+ * The segments `targets` selects: the same objects as θ's (the switcher re-points their views), each at its
+ * own stream offset, so a targeted tensor's ε is what it is under `all`. A worker is lent whole buffers, so a
+ * buffer shared by a targeted and an untargeted tensor would detach the untargeted one's view: refused.
+ */
+function targeted(t: FullModeTheta, targets: Targets | undefined): ParameterSegment[] {
+  const chosen = t.targets.select(targets);
+  if (!chosen) return t.segments;
+  const segments = t.segments.filter((_, i) => chosen.has(i));
+  if (t.switcher.threads > 1) {
+    const buffers = new Set(segments.map((s) => s.data.buffer));
+    const shared = t.segments.find((s, i) => !chosen.has(i) && buffers.has(s.data.buffer));
+    if (shared) throw new Error(`targets: untargeted tensor ${shared.name} shares its memory with a targeted one, so θ cannot be perturbed on ${t.switcher.threads} threads; use one switch thread`);
+  }
+  return segments;
 }
 
 /** Points the model's tensors, and its graph's initializer bytes (what encoding the graph reads), at `views`. */
@@ -52,30 +72,31 @@ export async function forEachMember(
   const order = [...groups.values()].map((rows) => ({ rows, member: members[rows[0]] }));
   order.sort((a, b) => (a.member?.noiseIndex ?? -1) - (b.member?.noiseIndex ?? -1) || (b.member?.sign ?? 0) - (a.member?.sign ?? 0));
   let current: Perturbation | null = null;
+  const segments = targeted(t, p?.targets);
   try {
     for (const { rows, member } of order) {
       if (!member) {
-        if (current) await t.switcher.restore(t.segments, current);
+        if (current) await t.switcher.restore(segments, current);
         current = null;
       } else {
         const c = member.sign * p!.sigma;
-        if (current && current.key.member === member.noiseIndex) current = await t.switcher.switchTo(t.segments, current, c);
+        if (current && current.key.member === member.noiseIndex) current = await t.switcher.switchTo(segments, current, c);
         else {
-          if (current) await t.switcher.restore(t.segments, current);
+          if (current) await t.switcher.restore(segments, current);
           current = null; // θ is restored: a throw in perturb must not restore it twice
-          current = await t.switcher.perturb(t.segments, { runSeed: p!.runSeed, iteration: p!.iteration, member: member.noiseIndex }, c);
+          current = await t.switcher.perturb(segments, { runSeed: p!.runSeed, iteration: p!.iteration, member: member.noiseIndex }, c);
         }
       }
       relink(t);
       await visit(rows, current !== null);
     }
   } finally {
-    if (current) await t.switcher.restore(t.segments, current);
+    if (current) await t.switcher.restore(segments, current);
     relink(t);
   }
 }
 
-/** Full mode's update, the same for both strategies: θ ← (1 − decay)·θ + Σ coef·ε, in place over the segments. */
+/** Full mode's update, the same for both strategies: θ ← (1 − decay)·θ + Σ coef·ε, in place over the targeted segments. */
 export function applyFullUpdate(t: FullModeTheta, u: EngineUpdate): void {
-  applyDenseUpdate(t.segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+  applyDenseUpdate(targeted(t, u.targets), u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
 }

@@ -9,6 +9,7 @@ import { foldLowRankUpdate } from '../../perturbation/lowrank-fold.ts';
 import { FactorCache, zeroFactorFeeds } from '../../perturbation/lowrank-factors.ts';
 import type { LowRankGroup, LowRankTarget } from '../../perturbation/lowrank-graph.ts';
 import type { LoadedModel } from '../model-dir.ts';
+import type { TargetTensors } from '../target-tensors.ts';
 import type { DecodeRows, MemberServing } from './member-serving.ts';
 
 export class LowRankServing implements MemberServing {
@@ -22,6 +23,8 @@ export class LowRankServing implements MemberServing {
     private readonly groups: LowRankGroup[],
     /** A session for the rewritten graph as W is now. */
     private readonly newSession: () => Promise<ort.InferenceSession>,
+    /** Which of the matrices a population or an update names. */
+    private readonly targetTensors: TargetTensors,
   ) {}
 
   async generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void> {
@@ -32,7 +35,7 @@ export class LowRankServing implements MemberServing {
 
   setPopulation(p: Population | null): void {
     this.population = p;
-    this.factorCache = p ? new FactorCache(this.targets, this.groups, p) : null;
+    this.factorCache = p ? new FactorCache(this.targets, this.groups, p, this.targetTensors.select(p.targets)) : null;
   }
 
   /** The old session goes first (nothing runs meanwhile), so a refresh never holds two copies of W. */
@@ -42,7 +45,7 @@ export class LowRankServing implements MemberServing {
   }
 
   async applyUpdate(u: EngineUpdate): Promise<void> {
-    foldLowRankUpdate(this.model.weights, this.targets, u);
+    foldLowRankUpdate(this.model.weights, this.targets, u, this.targetTensors.select(u.targets));
     this.factorCache = null;
     await this.refresh();
     if (this.population) this.setPopulation(this.population);

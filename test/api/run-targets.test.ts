@@ -1,0 +1,36 @@
+/**
+ * `targets` over the HTTP API (the local API, its launcher over runEmbedded): a malformed pattern is a 400
+ * naming its path and creates nothing; a well-formed pattern that matches no tensor of the model is known
+ * once the model is open, so the run is created and fails at its start with the pattern in status.error.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunDetail } from '../../shared/schemas/index.ts';
+import { startTestApi, tinyRunConfig, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api?.dispose();
+});
+
+describe('POST /runs with targets', () => {
+  it('answers 400 at the path of a pattern that is not a regular expression', async () => {
+    const bad = await api.call('POST', '/runs', { body: tinyRunConfig({ targets: { include: ['q_proj', '(v_proj'] } }) });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.issues[0]).toMatchObject({ path: 'targets.include.1' });
+    expect(bad.body.error.issues[0].message).toMatch(/not a valid regular expression/);
+    expect((await api.call('GET', '/runs')).body.runs).toEqual([]);
+  });
+
+  it('fails the run at its start when a pattern names no tensor of the model', async () => {
+    const created = await api.call('POST', '/runs', { body: tinyRunConfig({ targets: { include: 'all-linear', exclude: ['q_prj'] } }) });
+    expect(created.status).toBe(201);
+    await api.runs.settled();
+    const detail = RunDetail.parse((await api.call('GET', `/runs/${created.body.id}`)).body);
+    expect(detail.status?.state).toBe('failed');
+    expect(detail.status?.error).toMatch(/targets\.exclude\[0\]: "q_prj" matches none of full mode's tensors: model\.embed_tokens\.weight/);
+    expect(detail.completedIterations).toBe(0);
+  }, 60_000);
+});
