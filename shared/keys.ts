@@ -92,6 +92,8 @@ export const keys = {
   workClaim: (kind: WorkKind, work: string) => `claims/${WorkKind.parse(kind)}/${id(work, `${kind} id`)}.json`,
   /** The prices the stack charges with (CostPrices JSON), written by the deploy; the box reads it at start. */
   stackPrices: () => 'stack/prices.json',
+  /** Which artifact the boxes run (ArtifactPointer), written by the deploy; the boxes install what it names. */
+  artifactPointer: () => 'stack/artifact.json',
   trainerCertificate: () => 'trainer/certificate.json',
   activeRun: () => 'trainer/active-run.json',
   boxes: () => 'boxes/',

@@ -7,7 +7,17 @@ import { z } from 'zod';
 import { Id } from './ids.ts';
 
 /** The boot's steps in order, as the script names them. */
-export const BOX_BOOT_STEPS = ['start', 'packages', 'node', 'artifact', 'unpack', 'dependencies', 'cuda', 'token', 'service', 'ready'] as const;
+export const BOX_BOOT_STEPS = ['start', 'packages', 'node', 'artifact', 'unpack', 'dependencies', 'cuda', 'token', 'user', 'service', 'ready', 'update'] as const;
+
+/**
+ * Which artifact the boxes run (`keys.artifactPointer()`), written by each deploy: a box installs it at boot,
+ * and the service, seeing it change, hands its run over at an iteration boundary and restarts into it.
+ */
+export const ArtifactPointer = z.object({
+  key: z.string().regex(/^artifacts\/esopt-[0-9a-f]{64}\.tgz$/),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ArtifactPointer = z.infer<typeof ArtifactPointer>;
 
 export const BoxBootState = z.object({
   /** `trainer` or `replica-<i>`. */

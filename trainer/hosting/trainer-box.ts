@@ -29,7 +29,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../shared/secrets/ssm.ts';
 import type { S3ObjectStore } from '../../shared/store/s3.ts';
-import { EvaluationStatus, MetricsRow, QueuedWork, RunStatus, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../shared/schemas/index.ts';
+import { ArtifactPointer, EvaluationStatus, MetricsRow, QueuedWork, RunStatus, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../functions/http-api/evaluation-runner.ts';
 import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
@@ -80,6 +80,15 @@ export interface TrainerBoxOptions {
   exportInto?: ExportInto;
   /** Where queued evaluations' keys are, to delete them (default: SSM in the stack's region). */
   secrets?: SecretStore;
+  /**
+   * The artifact this process runs (ESOPT_ARTIFACT_SHA256, written at install): when the stack's pointer
+   * (`keys.artifactPointer()`) names another, the box hands over — the run in flight stops after its
+   * iteration and goes back to the queue, nothing new is claimed — and `handedOver` resolves, so the
+   * service can exit and be restarted into the new code, which resumes the run from its log.
+   */
+  artifactSha256?: string;
+  /** How often the pointer is read (default: pollMs). */
+  updatePollMs?: number;
 }
 
 /** A run claimed on another host with no sign of life this long is taken for dead (longer than any iteration). */
@@ -114,6 +123,12 @@ export class TrainerBox {
   private current: RanWork | null = null;
   private loop: Promise<void> | null = null;
   private readonly wake = new AbortController();
+  private updateWatch: NodeJS.Timeout | null = null;
+  /** The artifact being handed over to, once the pointer named one. */
+  private handingOverTo: string | null = null;
+  private handOver!: (sha256: string) => void;
+  /** Resolves with the new artifact's SHA-256 when the box has handed over (its run back in the queue). */
+  readonly handedOver = new Promise<string>((resolve) => (this.handOver = resolve));
 
   constructor(private readonly o: TrainerBoxOptions) {
     this.store = openCloudStore(o.cloud);
@@ -184,7 +199,8 @@ export class TrainerBox {
           ran.push(work);
           this.log.info(work, 'done');
         }
-        await this.store.delete(entry.key);
+        // A run handed over to a new artifact keeps its entry: the restarted box claims it again and resumes it.
+        if (!(work.kind === 'run' && this.handingOverTo && (await this.requeueHandedOver(work.id)))) await this.store.delete(entry.key);
       } catch (err) {
         // A store error leaves the entry for the next poll; the claim (if written) keeps it from running twice.
         this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
@@ -209,11 +225,49 @@ export class TrainerBox {
     return this.published;
   }
 
-  /** Polls until close(). */
+  /** Polls until close(), or until a new artifact is deployed (then see `handedOver`). */
   start(): void {
     // Two lanes: runs and evaluations one at a time (one GPU, one inference port), and model exports,
     // which need neither, so an export asked for during a long run is made while it trains.
-    this.loop ??= Promise.all([this.lane((kind) => kind !== 'export'), this.lane((kind) => kind === 'export')]).then(() => {});
+    this.loop ??= Promise.all([this.lane((kind) => kind !== 'export'), this.lane((kind) => kind === 'export')]).then(() => {
+      if (this.handingOverTo) this.handOver(this.handingOverTo);
+    });
+    if (this.o.artifactSha256 && !this.updateWatch) {
+      this.updateWatch = setInterval(() => void this.checkArtifact(), this.o.updatePollMs ?? this.o.pollMs ?? 5000);
+    }
+  }
+
+  /** Reads the stack's artifact pointer; a new artifact starts the hand-over (once). */
+  async checkArtifact(): Promise<void> {
+    if (this.handingOverTo || this.closing || !this.o.artifactSha256) return;
+    let pointer: ArtifactPointer | null;
+    try {
+      pointer = await readJson(this.store, keys.artifactPointer(), ArtifactPointer);
+    } catch (err) {
+      this.log.error({ error: (err as Error).message }, 'reading the artifact pointer failed; running on');
+      return;
+    }
+    if (!pointer || pointer.sha256 === this.o.artifactSha256 || this.handingOverTo) return;
+    this.handingOverTo = pointer.sha256;
+    this.log.info({ running: this.o.artifactSha256, deployed: pointer.sha256, current: this.current }, 'a new artifact is deployed: handing over after the iteration in flight');
+    this.closing = true;
+    this.wake.abort();
+    if (this.updateWatch) clearInterval(this.updateWatch);
+    if (this.current?.kind === 'run') await this.runs.stop(this.current.id);
+  }
+
+  /**
+   * A run that stopped for the hand-over goes back to `requested`, its claim released: the next box start
+   * claims it again and the loop resumes it from its log. Not one that ended on its own meanwhile.
+   */
+  private async requeueHandedOver(run: string): Promise<boolean> {
+    const status = await readJson(this.store, keys.runStatus(run), RunStatus);
+    if (!status || status.state !== 'stopped' || status.stopReason !== 'requested' || (await this.store.get(keys.stopRequest(run))) !== null) return false;
+    const now = new Date().toISOString();
+    await writeJson(this.store, keys.runStatus(run), RunStatus.parse({ ...status, state: 'requested', finishedAt: null, stopReason: null, updatedAt: now }));
+    await this.store.delete(keys.workClaim('run', run));
+    this.log.info({ run, to: this.handingOverTo }, 'run handed over: back in the queue, resumed by the new artifact');
+    return true;
   }
 
   private async lane(kinds: (kind: WorkKind) => boolean): Promise<void> {
@@ -231,6 +285,7 @@ export class TrainerBox {
   async close(): Promise<void> {
     this.closing = true;
     this.wake.abort();
+    if (this.updateWatch) clearInterval(this.updateWatch);
     if (this.current?.kind === 'run') await this.runs.stop(this.current.id);
     await this.loop;
     await this.runs.settled();

@@ -46,7 +46,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   // The stack's prices as its deploy wrote them; a bucket outside the stack prices with the measured default.
   const store = openCloudStore(cloud);
   const prices = await readStackPrices(store).finally(() => store.destroy());
-  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl), prices });
+  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl), prices, artifactSha256: process.env.ESOPT_ARTIFACT_SHA256 || undefined });
   if (p.values.once) {
     try {
       const ran = await box.pollOnce();
@@ -59,9 +59,15 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   }
   io.stderr(`trainer box polling s3://${cloud.bucket}/queue/ every ${pollMs} ms; inference on ${host}:${port} (${publicUrl}); Ctrl-C stops after the iteration in flight`);
   box.start();
+  // Ends on a signal, or when a new artifact is deployed and the run in flight is handed over: the unit
+  // restarts the service, its start installs the new artifact (box-boot.sh update), and the run resumes.
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
+    void box.handedOver.then((sha256) => {
+      io.stderr(`a new artifact is deployed (${sha256}): handed over; exiting so the service restarts into it`);
+      resolve();
+    });
   });
   await box.close();
   await logger.close();
@@ -73,6 +79,7 @@ export const command: Command = {
   usage:
     'esopt trainer-box --public-url URL [--host H] [--port P] [--poll-ms N] [--provider cpu|cuda|webgpu] [--replicas N] [--once] [--json]\n' +
     '  the stack from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN; ESOPT_LOG_GROUP/_STREAM: ship the log to CloudWatch\n' +
+    '  ESOPT_ARTIFACT_SHA256: the artifact this box runs; when the stack\'s stack/artifact.json names another, the run in flight is handed over after its iteration and the command exits (the unit restarts into the new artifact)\n' +
     '  --once: claim and run what is queued now, then exit\n' +
     '  --replicas N: the stack\'s trainer replicas, this box included; each run names itself in trainer/active-run.json, which the N−1 replica boxes follow\n' +
     '  an https --public-url serves TLS with a certificate made at start and published in the bucket (trainer/certificate.json), which the Episode function pins',
