@@ -19,6 +19,8 @@ import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 const TOKEN = 'box-update-test-token-0123456789';
 const OLD = 'a'.repeat(64);
 const NEW = 'b'.repeat(64);
+/** An artifact whose install failed on the box (box-boot.sh update wrote it as ESOPT_ARTIFACT_SKIP). */
+const REFUSED = 'c'.repeat(64);
 const ITERATIONS = 4;
 let cloud: LocalCloud;
 let target: CloudTarget;
@@ -40,7 +42,7 @@ afterAll(async () => {
 });
 
 function box(artifactSha256: string): TrainerBox {
-  const b = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: TOKEN, claimSettleMs: 20, pollMs: 100, updatePollMs: 100, trainingPollMs: 20, artifactSha256, log: pino({ level: 'silent' }) });
+  const b = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: TOKEN, claimSettleMs: 20, pollMs: 100, updatePollMs: 100, trainingPollMs: 20, artifactSha256, skipArtifactSha256: REFUSED, log: pino({ level: 'silent' }) });
   boxes.push(b);
   return b;
 }
@@ -71,7 +73,9 @@ describe('a new artifact deployed while a run trains', () => {
     const old = box(OLD);
     old.start();
     await until('the first iteration', async () => (await rowsDone(run)) >= 1);
-    // The same artifact named again changes nothing.
+    // The same artifact named again changes nothing, nor one whose install failed on this box.
+    await old.checkArtifact();
+    await pointTo(REFUSED);
     await old.checkArtifact();
     expect((await read(keys.runStatus(run))).state).toBe('running');
     await pointTo(NEW);

@@ -5,8 +5,14 @@
 # (step, status, time, error, the log's last lines with the token redacted) to s3://$BUCKET/boxes/$BOX/boot.json
 # at each step, on success (`ready`) and on failure (`failed`, then a non-zero exit).
 #
+# What the box installs is named by the pointer s3://$BUCKET/stack/artifact.json ({"key", "sha256"}), which
+# every deploy writes, so a code update never changes the user data (nor replaces the instance).
+# `box-boot.sh update VARIABLES_FILE` (the unit's ExecStartPre, as root) installs the artifact the pointer names
+# if it is not the one installed, from the variables the boot saved; a failed update keeps the installed one
+# and says so (status failed, step update) and tells the service to ignore that artifact (ESOPT_ARTIFACT_SKIP).
+#
 # Set by the user data: ESOPT_BOOT_BOX (trainer | replica-<i>), ESOPT_BOOT_REGION, ESOPT_BOOT_BUCKET,
-# ESOPT_BOOT_ARTIFACT_KEY, ESOPT_BOOT_ARTIFACT_SHA256, ESOPT_BOOT_TOKEN_PARAMETER, ESOPT_BOOT_EPISODE_FUNCTION,
+# ESOPT_BOOT_TOKEN_PARAMETER, ESOPT_BOOT_EPISODE_FUNCTION,
 # ESOPT_BOOT_SERVICE, ESOPT_BOOT_DESCRIPTION, ESOPT_BOOT_ARGS (after `trainer/cli/bin.js`), ESOPT_BOOT_PROVIDER
 # (cpu | cuda), ESOPT_BOOT_LOG_GROUP (the CloudWatch group the service ships its log to), ESOPT_BOOT_STOP_TIMEOUT_S.
 # Overridable for a rehearsal: ESOPT_BOOT_APP_DIR, ESOPT_BOOT_ENV_FILE, ESOPT_BOOT_UNIT_DIR, ESOPT_BOOT_WORK_DIR,
@@ -18,7 +24,13 @@
 set -Eeuo pipefail
 set +x
 
-for required in BOX REGION BUCKET ARTIFACT_KEY ARTIFACT_SHA256 TOKEN_PARAMETER EPISODE_FUNCTION SERVICE DESCRIPTION ARGS PROVIDER LOG_GROUP STOP_TIMEOUT_S; do
+MODE=${1:-boot}
+if [ "$MODE" = update ]; then
+  # shellcheck disable=SC1090
+  . "${2:?box-boot.sh update VARIABLES_FILE}"
+fi
+
+for required in BOX REGION BUCKET TOKEN_PARAMETER EPISODE_FUNCTION SERVICE DESCRIPTION ARGS PROVIDER LOG_GROUP STOP_TIMEOUT_S; do
   name=ESOPT_BOOT_$required
   if [ -z "${!name:-}" ]; then echo "box boot: $name is not set" >&2; exit 2; fi
 done
@@ -39,8 +51,10 @@ declare -A NODE_SHA256=(
   [arm64]=e660365729b434af422bcd2e8e14228637ecf24a1de2cd7c916ad48f2a0521e1
 )
 STATE_KEY="boxes/$ESOPT_BOOT_BOX/boot.json"
+POINTER_KEY=stack/artifact.json
 STEP=start
 TOKEN=
+ARTIFACT_SHA256=
 
 mkdir -p "$WORK_DIR" "$(dirname "$LOG")"
 # Root-only: a line a step prints could hold a secret.
@@ -80,7 +94,8 @@ state() {
   {
     printf '{"box":%s,"step":%s,"status":%s,"at":%s,' "$(json "$ESOPT_BOOT_BOX")" "$(json "$STEP")" "$(json "$status")" "$(json "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)")"
     if [ -n "$error" ]; then printf '"error":%s,' "$(json "$(redact "$error")")"; fi
-    printf '"artifactSha256":%s,"log":[' "$(json "$ESOPT_BOOT_ARTIFACT_SHA256")"
+    if [ -n "$ARTIFACT_SHA256" ]; then printf '"artifactSha256":%s,' "$(json "$ARTIFACT_SHA256")"; fi
+    printf '"log":['
     for line in "${lines[@]+"${lines[@]}"}"; do
       [ "$first" = 1 ] || printf ','
       first=0
@@ -144,22 +159,84 @@ step node
 eval "${ESOPT_BOOT_NODE_STEP:-node_tarball}"
 node --version
 
-step artifact
-retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$ESOPT_BOOT_ARTIFACT_KEY" "$WORK_DIR/esopt.tgz"
-echo "$ESOPT_BOOT_ARTIFACT_SHA256  $WORK_DIR/esopt.tgz" | sha256sum --check --strict -
+# install_artifact: the artifact the pointer names, unless it is installed already: downloaded, checked by its
+# SHA-256, unpacked and given its dependencies beside the installed one, then swapped in whole.
+install_artifact() {
+  step artifact
+  retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$POINTER_KEY" "$WORK_DIR/artifact.json"
+  local key
+  read -r key ARTIFACT_SHA256 < <(node -e 'const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); if (!/^artifacts\/esopt-[0-9a-f]{64}\.tgz$/.test(p.key) || !/^[0-9a-f]{64}$/.test(p.sha256)) throw new Error("not an artifact pointer"); console.log(p.key, p.sha256)' "$WORK_DIR/artifact.json")
+  if [ -f "$APP_DIR/.artifact-sha256" ] && [ "$(cat "$APP_DIR/.artifact-sha256")" = "$ARTIFACT_SHA256" ]; then
+    echo "box boot: artifact $ARTIFACT_SHA256 is installed already"
+    return 0
+  fi
+  retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$key" "$WORK_DIR/esopt.tgz"
+  echo "$ARTIFACT_SHA256  $WORK_DIR/esopt.tgz" | sha256sum --check --strict -
 
-step unpack
-mkdir -p "$APP_DIR"
-tar -xzf "$WORK_DIR/esopt.tgz" -C "$APP_DIR" --no-same-owner
+  step unpack
+  local next="$APP_DIR.next"
+  rm -rf "$next"
+  mkdir -p "$next"
+  tar -xzf "$WORK_DIR/esopt.tgz" -C "$next" --no-same-owner
 
-step dependencies
-cd "$APP_DIR"
-# npm ci removes node_modules before it installs, so each attempt starts clean.
-retry ${ESOPT_BOOT_NPM_CI_STEP:-npm ci --omit=dev --prefer-offline --no-audit --no-fund}
-if [ "$ESOPT_BOOT_PROVIDER" = cuda ]; then
-  step cuda
-  ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules/onnxruntime-node/script/install.js
+  step dependencies
+  cd "$next"
+  # npm ci removes node_modules before it installs, so each attempt starts clean.
+  retry ${ESOPT_BOOT_NPM_CI_STEP:-npm ci --omit=dev --prefer-offline --no-audit --no-fund}
+  if [ "$ESOPT_BOOT_PROVIDER" = cuda ]; then
+    step cuda
+    ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules/onnxruntime-node/script/install.js
+  fi
+  cd /
+  echo "$ARTIFACT_SHA256" >"$next/.artifact-sha256"
+  rm -rf "$APP_DIR.old"
+  if [ -d "$APP_DIR" ]; then mv "$APP_DIR" "$APP_DIR.old"; fi
+  mv "$next" "$APP_DIR"
+  rm -rf "$APP_DIR.old"
+}
+
+# set_env NAME VALUE: the service's environment file says NAME=VALUE (the line replaced, or added).
+set_env() {
+  grep -v "^$1=" "$ENV_FILE" >"$ENV_FILE.next" || true
+  echo "$1=$2" >>"$ENV_FILE.next"
+  chmod 600 "$ENV_FILE.next"
+  mv "$ENV_FILE.next" "$ENV_FILE"
+}
+
+if [ "$MODE" = update ]; then
+  # Before every service start: a failed update must not stop the box, which runs on with what it has.
+  trap - ERR
+  STEP=update
+  echo "box boot: step update"
+  # A subshell that is not an if's condition, so that errexit holds in it.
+  set +e
+  (
+    set -Eeuo pipefail
+    trap 'exit 1' ERR
+    install_artifact
+    echo "$ARTIFACT_SHA256" >"$WORK_DIR/installed"
+  )
+  updated=$?
+  set -e
+  if [ "$updated" = 0 ]; then
+    ARTIFACT_SHA256=$(cat "$WORK_DIR/installed")
+    set_env ESOPT_ARTIFACT_SHA256 "$ARTIFACT_SHA256"
+    set_env ESOPT_ARTIFACT_SKIP ""
+    STEP=ready
+    echo "box boot: ready ($ESOPT_BOOT_SERVICE) on artifact $ARTIFACT_SHA256"
+    state ready
+  else
+    refused=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).sha256 ?? "")' "$WORK_DIR/artifact.json" 2>/dev/null || true)
+    ARTIFACT_SHA256=$(cat "$APP_DIR/.artifact-sha256" 2>/dev/null || true)
+    set_env ESOPT_ARTIFACT_SKIP "$refused"
+    STEP=update
+    echo "box boot: the update to ${refused:-the deployed artifact} failed; running on $ARTIFACT_SHA256"
+    state failed "the update to artifact ${refused:-?} failed; the box runs on ${ARTIFACT_SHA256:-?} (see the log)"
+  fi
+  exit 0
 fi
+
+install_artifact
 
 step token
 # Read into a variable, never echoed; the env file is root-only before the token is written into it.
@@ -174,6 +251,7 @@ ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION
 AWS_REGION=$ESOPT_BOOT_REGION
 ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP
 ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX
+ESOPT_ARTIFACT_SHA256=$ARTIFACT_SHA256
 ENV
 
 step user
@@ -184,6 +262,10 @@ chown "$SERVICE_USER:$(id -gn "$SERVICE_USER")" "$STATE_DIR"
 chmod 700 "$STATE_DIR"
 
 step service
+# What `update` needs before each service start: this script and the variables that name the stack (no secret).
+declare -p ${!ESOPT_BOOT_@} >"$WORK_DIR/boot-variables.sh"
+chmod 600 "$WORK_DIR/boot-variables.sh"
+cp "${BASH_SOURCE[0]}" "$WORK_DIR/box-boot.sh"
 mkdir -p "$UNIT_DIR"
 cat >"$UNIT_DIR/$ESOPT_BOOT_SERVICE.service" <<UNIT
 [Unit]
@@ -194,6 +276,8 @@ User=$SERVICE_USER
 EnvironmentFile=$ENV_FILE
 Environment=HOME=$STATE_DIR ESOPT_MODEL_CACHE=$STATE_DIR/models
 WorkingDirectory=$APP_DIR
+# As root ("+"): installs the artifact the deploy's pointer names if it is new (a hand-over restarts the service).
+ExecStartPre=+/bin/bash $WORK_DIR/box-boot.sh update $WORK_DIR/boot-variables.sh
 ExecStart=$NODE_DIR/bin/node trainer/cli/bin.js $ESOPT_BOOT_ARGS
 # SIGTERM lets a run finish the iteration in flight; it is then resumable.
 TimeoutStopSec=$ESOPT_BOOT_STOP_TIMEOUT_S

@@ -87,6 +87,8 @@ export interface TrainerBoxOptions {
    * service can exit and be restarted into the new code, which resumes the run from its log.
    */
   artifactSha256?: string;
+  /** An artifact whose install failed on this box (ESOPT_ARTIFACT_SKIP): named by the pointer, it is not handed over to. */
+  skipArtifactSha256?: string;
   /** How often the pointer is read (default: pollMs). */
   updatePollMs?: number;
 }
@@ -247,7 +249,7 @@ export class TrainerBox {
       this.log.error({ error: (err as Error).message }, 'reading the artifact pointer failed; running on');
       return;
     }
-    if (!pointer || pointer.sha256 === this.o.artifactSha256 || this.handingOverTo) return;
+    if (!pointer || pointer.sha256 === this.o.artifactSha256 || pointer.sha256 === this.o.skipArtifactSha256 || this.handingOverTo) return;
     this.handingOverTo = pointer.sha256;
     this.log.info({ running: this.o.artifactSha256, deployed: pointer.sha256, current: this.current }, 'a new artifact is deployed: handing over after the iteration in flight');
     this.closing = true;

@@ -46,7 +46,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   // The stack's prices as its deploy wrote them; a bucket outside the stack prices with the measured default.
   const store = openCloudStore(cloud);
   const prices = await readStackPrices(store).finally(() => store.destroy());
-  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl), prices, artifactSha256: process.env.ESOPT_ARTIFACT_SHA256 || undefined });
+  const box = new TrainerBox({ cloud, publicUrl, host, port, token, pollMs, executionProvider, replicas, log: logger.log, tls: await tlsFor(publicUrl), prices, artifactSha256: process.env.ESOPT_ARTIFACT_SHA256 || undefined, skipArtifactSha256: process.env.ESOPT_ARTIFACT_SKIP || undefined });
   if (p.values.once) {
     try {
       const ran = await box.pollOnce();
