@@ -21,6 +21,8 @@ declare global {
   }
   type SstInput<T> = T | SstOutput<T>;
   type SstArgs = { [key: string]: unknown };
+  /** Pulumi's resource options, the part sst.config.ts uses. */
+  type SstResourceOptions = { dependsOn?: unknown[]; ignoreChanges?: string[] };
 
   const $app: { name: string; stage: string };
   function $config<T extends { app(input?: { stage?: string }): object; run(): Promise<object | void> }>(config: T): T;
@@ -150,7 +152,7 @@ declare global {
         readonly id: SstOutput<string>;
       }
       class Instance {
-        constructor(name: string, args: SstArgs);
+        constructor(name: string, args: SstArgs, opts?: SstResourceOptions);
         readonly id: SstOutput<string>;
         readonly publicIp: SstOutput<string>;
       }

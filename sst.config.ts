@@ -30,6 +30,11 @@ export default $config({
       ESOPT_AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/).default('us-east-1'),
       /** A g5 (A10G) or g6 (L4) class box by default; any EC2 type with a GPU works. */
       ESOPT_TRAINER_INSTANCE_TYPE: z.string().regex(/^[a-z0-9]+\.[a-z0-9]+$/).default('g5.xlarge'),
+      /**
+       * The boxes' image, by id: changing it replaces them. Unset, the newest "Deep Learning Base OSS Nvidia
+       * Driver GPU AMI (Ubuntu 22.04)" at the boxes' creation, kept after it (a newer image never replaces a box).
+       */
+      ESOPT_TRAINER_AMI: z.string().regex(/^ami-([0-9a-f]{8}|[0-9a-f]{17})$/).optional(),
       ESOPT_TRAINER_DISK_GB: z.coerce.number().int().min(30).max(2000).default(100),
       /**
        * onnxruntime's execution provider on the box: unset, `cuda` on a GPU instance type (G and P families,
@@ -68,7 +73,7 @@ export default $config({
       ESOPT_LOG_DAYS: z.coerce.number().int().refine((d) => LOG_RETENTION_DAYS.includes(d), { message: `one of CloudWatch's retentions: ${LOG_RETENTION_DAYS.join(', ')}` }).default(30),
       /** Where the alarms (Lambda errors and throttles, box health, box service errors) are mailed; unset, they only show in CloudWatch. */
       ESOPT_ALARM_EMAIL: z.email().optional(),
-      /** Days a box artifact is kept; a box that reboots later than this after the last deploy cannot reinstall. */
+      /** Days an artifact is kept after its deploy; a box installs at its first boot and at an update, so a box created later than this after the last deploy needs a deploy first. */
       ESOPT_ARTIFACT_DAYS: z.coerce.number().int().min(7).max(3650).default(90),
       /**
        * JSON of CostPrices fields to override (e.g. `{"gpuUsdPerHour":1.2}`); the rest are list prices and the
@@ -202,11 +207,13 @@ export default $config({
       egress: [{ protocol: '-1', fromPort: 0, toPort: 0, cidrBlocks: ['0.0.0.0/0'] }],
     });
     // NVIDIA drivers preinstalled; esopt's onnxruntime-node runs on it.
-    const ami = aws.ec2.getAmiOutput({
-      mostRecent: true,
-      owners: ['amazon'],
-      filters: [{ name: 'name', values: ['Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*'] }],
-    });
+    const ami =
+      cfg.ESOPT_TRAINER_AMI ??
+      aws.ec2.getAmiOutput({
+        mostRecent: true,
+        owners: ['amazon'],
+        filters: [{ name: 'name', values: ['Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*'] }],
+      }).id;
     // A fixed address, known before the box exists: the Episode function is told it, and the box is told the function.
     const address = new aws.ec2.Eip('TrainerAddress', { domain: 'vpc', tags: { Name: `esopt-${$app.stage}-trainer` } });
     // HTTPS: the box makes its certificate at start and publishes it in the bucket; the Episode function pins it.
@@ -274,6 +281,14 @@ export default $config({
       source: new $util.asset.FileAsset(artifact.path),
       contentType: 'application/gzip',
     });
+    // Which artifact the boxes run: read at boot and before each service start (box-boot.sh), and by the
+    // trainer box, which hands its run over at an iteration boundary when it changes (trainer-box.ts).
+    const artifactPointer = new aws.s3.BucketObjectv2('ArtifactPointer', {
+      bucket: bucket.name,
+      key: 'stack/artifact.json',
+      content: $jsonStringify({ key: artifactObject.key, sha256: artifact.sha256 }),
+      contentType: 'application/json',
+    });
     // A box's boot is trainer/hosting/box-boot.sh (retries, the pinned Node, its state in boxes/<box>/boot.json),
     // carried whole in the user data after the variables that name this stack; the rehearsal runs the same text.
     const { readFileSync } = await import('node:fs');
@@ -282,7 +297,7 @@ export default $config({
     const bootVariable = (name: string, value: SstInput<string>) => $interpolate`ESOPT_BOOT_${name}='${value}'\n`;
     const userDataFor = (box: string, service: string, description: string, args: SstInput<string>) =>
       $interpolate`#!/bin/bash
-${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${bootVariable('BUCKET', bucket.name)}${bootVariable('ARTIFACT_KEY', artifactObject.key)}${bootVariable('ARTIFACT_SHA256', artifact.sha256)}${bootVariable('TOKEN_PARAMETER', tokenParameter.name)}${bootVariable('EPISODE_FUNCTION', episode.name)}${bootVariable('SERVICE', service)}${bootVariable('DESCRIPTION', description)}${bootVariable('ARGS', args)}${bootVariable('PROVIDER', provider)}${bootVariable('LOG_GROUP', boxLogs.name)}${bootVariable('STOP_TIMEOUT_S', String(cfg.ESOPT_EPISODE_TIMEOUT_S + 120))}${bootScript}`;
+${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${bootVariable('BUCKET', bucket.name)}${bootVariable('TOKEN_PARAMETER', tokenParameter.name)}${bootVariable('EPISODE_FUNCTION', episode.name)}${bootVariable('SERVICE', service)}${bootVariable('DESCRIPTION', description)}${bootVariable('ARGS', args)}${bootVariable('PROVIDER', provider)}${bootVariable('LOG_GROUP', boxLogs.name)}${bootVariable('STOP_TIMEOUT_S', String(cfg.ESOPT_EPISODE_TIMEOUT_S + 120))}${bootScript}`;
     const serving = `--host 0.0.0.0 --port ${port}`;
     const userData = userDataFor(
       'trainer',
@@ -294,7 +309,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
     const box = (name: string, profile: { name: SstOutput<string> }, userData: SstOutput<string>, tag: string) =>
       new aws.ec2.Instance(name, {
         instanceType: cfg.ESOPT_TRAINER_INSTANCE_TYPE,
-        ami: ami.id,
+        ami,
         iamInstanceProfile: profile.name,
         vpcSecurityGroupIds: [trainerSecurityGroup.id],
         // Boot downloads Node and esopt's dependencies before the fixed address is attached.
@@ -304,9 +319,11 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         metadataOptions: { httpTokens: 'required' },
         ...(cfg.ESOPT_TRAINER_ZONE ? { availabilityZone: cfg.ESOPT_TRAINER_ZONE } : {}),
         userData,
+        // The user data names the stack and carries the boot script, never the code: a code update changes the
+        // pointer, not the instance, and a box is replaced only when its own settings change.
         userDataReplaceOnChange: true,
         tags: { Name: `esopt-${$app.stage}-${tag}` },
-      });
+      }, { dependsOn: [artifactPointer], ...(cfg.ESOPT_TRAINER_AMI ? {} : { ignoreChanges: ['ami'] }) });
     const trainer = box('Trainer', trainerProfile, userData, 'trainer');
     const instances = [{ name: 'Trainer', instance: trainer }];
     new aws.ec2.EipAssociation('TrainerAddressAssociation', { instanceId: trainer.id, allocationId: address.allocationId });
@@ -327,7 +344,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
           Statement: [
             // The run it follows (config, manifests, updates, checkpoints, log, status), which run that is, the
             // pushed model the run names (manifest and files, `esopt models push`), and the artifact it boots from.
-            { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/models/*`, $interpolate`${bucket.arn}/${artifactObject.key}`] },
+            { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/models/*`, $interpolate`${bucket.arn}/artifacts/*`, $interpolate`${bucket.arn}/stack/artifact.json`] },
             { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
             // Its own announcement and θ reports, and its own boot state (trainer/hosting/box-boot.sh).
             { Effect: 'Allow', Action: ['s3:PutObject'], Resource: [$interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`, $interpolate`${bucket.arn}/runs/*/replica-reports/*/${r.id}.json`, $interpolate`${bucket.arn}/boxes/${r.id}/boot.json`] },

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,6 +18,7 @@ import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
 import { pricesFromEnv } from '../../functions/cost-prices-env.ts';
 import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { ArtifactPointer } from '../../shared/schemas/index.ts';
 
 type Permission = { actions: string[]; resources: string[] };
 const BOOT_SCRIPT = readFileSync('trainer/hosting/box-boot.sh', 'utf8');
@@ -52,6 +53,7 @@ describe('sst.config.ts', () => {
       'aws.lambda.Permission ApiUrlInvokeFunction',
       'aws.lambda.Permission ApiUrlInvokeUrl',
       'aws.s3.BucketLifecycleConfigurationV2 RunsLifecycle',
+      'aws.s3.BucketObjectv2 ArtifactPointer',
       'aws.s3.BucketObjectv2 CostPrices',
       'aws.s3.BucketObjectv2 TrainerArtifact',
       'aws.sns.Topic Alarms',
@@ -239,8 +241,6 @@ describe('sst.config.ts', () => {
       BOX: 'trainer',
       REGION: 'us-east-1',
       BUCKET: render(one('sst.aws.Bucket', 'Runs').self.name),
-      ARTIFACT_KEY: render(one('aws.s3.BucketObjectv2', 'TrainerArtifact').self.key),
-      ARTIFACT_SHA256: vars.ARTIFACT_SHA256,
       TOKEN_PARAMETER: render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name),
       EPISODE_FUNCTION: render(one('sst.aws.Function', 'Episode').self.name),
       SERVICE: 'esopt-trainer-box',
@@ -253,7 +253,7 @@ describe('sst.config.ts', () => {
     expect(userData).not.toMatch(/bin\.js serve /);
     // The service's environment names the stack exactly as the command reads it (cloud-target.ts), in a root-only file.
     const envFile = /cat >"\$ENV_FILE" <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
-    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION', 'ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP', 'ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX']);
+    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION', 'ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP', 'ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX', 'ESOPT_ARTIFACT_SHA256=$ARTIFACT_SHA256']);
     expect(userData).toMatch(/install -m 600 \/dev\/null "\$ENV_FILE"/);
     expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
     expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args).toMatchObject({ type: 'SecureString', value: one('sst.Secret', 'TrainerToken').self.value });
@@ -277,7 +277,7 @@ describe('sst.config.ts', () => {
     expect(await providerOf({ ESOPT_TRAINER_INSTANCE_TYPE: 'm7i.2xlarge' })).toMatchObject({ PROVIDER: 'cpu', ARGS: expect.stringMatching(/ --provider cpu$/) });
     expect(await providerOf({ ESOPT_TRAINER_INSTANCE_TYPE: 'g5g.xlarge' })).toMatchObject({ PROVIDER: 'cpu' });
     expect(await providerOf({ ESOPT_TRAINER_PROVIDER: 'cpu' })).toMatchObject({ PROVIDER: 'cpu', ARGS: expect.stringMatching(/ --provider cpu$/) });
-    expect(BOOT_SCRIPT).toMatch(/if \[ "\$ESOPT_BOOT_PROVIDER" = cuda \]; then\n  step cuda\n  ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules\/onnxruntime-node\/script\/install\.js\n/);
+    expect(BOOT_SCRIPT).toMatch(/if \[ "\$ESOPT_BOOT_PROVIDER" = cuda \]; then\n    step cuda\n    ONNXRUNTIME_NODE_INSTALL=cuda12 retry node node_modules\/onnxruntime-node\/script\/install\.js\n/);
     await expect(evaluate({ ESOPT_TRAINER_PROVIDER: 'tpu' })).rejects.toThrow(/ESOPT_TRAINER_PROVIDER/);
   });
 
@@ -324,28 +324,39 @@ describe('sst.config.ts', () => {
     await expect(evaluate({ ESOPT_ALARM_EMAIL: 'not-an-address' })).rejects.toThrow(/ESOPT_ALARM_EMAIL/);
   });
 
-  it('uploads the deployed tree as a content-addressed artifact, and the box installs exactly that, checked by its hash', async () => {
+  it('uploads the deployed tree as a content-addressed artifact that a pointer names, and the box installs exactly that, checked by its hash', async () => {
     const { one, outputs } = await evaluate();
     const object = one('aws.s3.BucketObjectv2', 'TrainerArtifact');
     const path = (object.args.source as { path: string }).path;
     const sha256 = createHash('sha256').update(readFileSync(path)).digest('hex');
     expect(outputs.artifactSha256).toBe(sha256);
     expect(object.args).toMatchObject({ bucket: one('sst.aws.Bucket', 'Runs').self.name, key: `artifacts/esopt-${sha256}.tgz` });
-    const userData = one('aws.ec2.Instance', 'Trainer').args.userData as string;
-    // Downloaded through the object (so after its upload), checked, unpacked, then the lock file's dependencies.
-    expect(bootVariables(userData)).toMatchObject({ BUCKET: render(one('sst.aws.Bucket', 'Runs').self.name), ARTIFACT_KEY: render(object.self.key), ARTIFACT_SHA256: sha256 });
-    const steps = BOOT_SCRIPT.split('\n');
+    // The pointer every box reads (box-boot.sh, trainer-box.ts), in the bucket under the key they read.
+    const pointer = one('aws.s3.BucketObjectv2', 'ArtifactPointer').args;
+    expect(pointer).toMatchObject({ bucket: one('sst.aws.Bucket', 'Runs').self.name, key: keys.artifactPointer() });
+    // The key is the uploaded object's (an output at deploy time, filled in by Pulumi; the rehearsal fills it the same way).
+    expect(JSON.parse(pointer.content as string)).toEqual({ key: render(object.self.key), sha256 });
+    expect(ArtifactPointer.parse({ key: object.args.key, sha256 })).toEqual({ key: object.args.key, sha256 });
+    // Each box is created after the pointer exists, and its user data names no artifact.
+    const trainer = one('aws.ec2.Instance', 'Trainer');
+    expect(trainer.opts.dependsOn).toEqual([one('aws.s3.BucketObjectv2', 'ArtifactPointer').self]);
+    expect(trainer.args.userData).not.toContain(sha256);
+    // The pointer read, the artifact downloaded, checked, unpacked beside the installed tree, then the lock file's dependencies.
+    const steps = BOOT_SCRIPT.split('\n').map((l) => l.trim());
     const at = (re: RegExp) => steps.findIndex((l) => re.test(l));
-    expect(steps[at(/^retry aws s3 cp .*ARTIFACT_KEY/)]).toBe('retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$ESOPT_BOOT_ARTIFACT_KEY" "$WORK_DIR/esopt.tgz"');
+    expect(steps[at(/^retry aws s3 cp .*POINTER_KEY/)]).toBe('retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$POINTER_KEY" "$WORK_DIR/artifact.json"');
+    expect(BOOT_SCRIPT).toContain(`POINTER_KEY=${keys.artifactPointer()}\n`);
+    expect(steps[at(/^retry aws s3 cp .*\$key/)]).toBe('retry aws s3 cp --only-show-errors --region "$ESOPT_BOOT_REGION" "s3://$ESOPT_BOOT_BUCKET/$key" "$WORK_DIR/esopt.tgz"');
     const check = steps[at(/ARTIFACT_SHA256 .*sha256sum/)];
-    expect(check).toBe('echo "$ESOPT_BOOT_ARTIFACT_SHA256  $WORK_DIR/esopt.tgz" | sha256sum --check --strict -');
-    expect(at(/^retry aws s3 cp .*ARTIFACT_KEY/)).toBeLessThan(at(/ARTIFACT_SHA256 .*sha256sum/));
+    expect(check).toBe('echo "$ARTIFACT_SHA256  $WORK_DIR/esopt.tgz" | sha256sum --check --strict -');
+    expect(at(/^retry aws s3 cp .*POINTER_KEY/)).toBeLessThan(at(/^retry aws s3 cp .*\$key/));
+    expect(at(/^retry aws s3 cp .*\$key/)).toBeLessThan(at(/ARTIFACT_SHA256 .*sha256sum/));
     const unpack = steps[at(/^tar -xzf "\$WORK_DIR\/esopt\.tgz"/)];
     expect(at(/ARTIFACT_SHA256 .*sha256sum/)).toBeLessThan(at(/^tar -xzf "\$WORK_DIR\/esopt\.tgz"/));
     expect(at(/^tar -xzf/)).toBeLessThan(at(/npm ci --omit=dev/));
     // The box's check, run here: it passes for the uploaded bytes and stops the boot (set -e) for any other.
     const box = mkdtempSync(join(tmpdir(), 'esopt-box-'));
-    const run = (script: string) => spawnSync('bash', ['-euo', 'pipefail', '-c', `mkdir -p "$APP_DIR"; ${script}`], { encoding: 'utf8', env: { ...process.env, ESOPT_BOOT_ARTIFACT_SHA256: sha256, WORK_DIR: box, APP_DIR: join(box, 'opt') } });
+    const run = (script: string) => spawnSync('bash', ['-euo', 'pipefail', '-c', `mkdir -p "$next"; ${script}`], { encoding: 'utf8', env: { ...process.env, ARTIFACT_SHA256: sha256, WORK_DIR: box, next: join(box, 'opt') } });
     copyFileSync(path, join(box, 'esopt.tgz'));
     expect(run(check).status).toBe(0);
     expect(run(unpack).status).toBe(0);
@@ -362,6 +373,31 @@ describe('sst.config.ts', () => {
     expect(again.artifactSha256).toBe(sha256);
     // The old source settings are refused by name rather than ignored.
     await expect(evaluate({ ESOPT_SOURCE_GIT: 'https://example.com/fork.git' })).rejects.toThrow(/invalid deploy settings: ESOPT_SOURCE_GIT is no longer read/);
+  });
+
+  it('deploys a docs-only change without touching an instance: new artifact and pointer, the same user data and image', async () => {
+    const boxes = (stack: Awaited<ReturnType<typeof evaluate>>) =>
+      stack.recorded.filter((r) => r.type === 'aws.ec2.Instance').map((r) => ({ name: r.name, userData: r.args.userData, ami: r.args.ami, opts: JSON.stringify(r.opts) }));
+    const before = await evaluate({ ESOPT_REPLICAS: '2' });
+    // An untracked file is part of the artifact (box-artifact.ts), as an edited doc would be.
+    const probe = join('docs', `.deploy-probe-${process.pid}.md`);
+    writeFileSync(probe, 'a docs-only change\n');
+    let after: Awaited<ReturnType<typeof evaluate>>;
+    try {
+      after = await evaluate({ ESOPT_REPLICAS: '2' });
+    } finally {
+      rmSync(probe, { force: true });
+    }
+    expect(after.outputs.artifactSha256).not.toBe(before.outputs.artifactSha256);
+    expect(after.one('aws.s3.BucketObjectv2', 'ArtifactPointer').args.content).not.toBe(before.one('aws.s3.BucketObjectv2', 'ArtifactPointer').args.content);
+    expect(boxes(after)).toEqual(boxes(before));
+    // The image: found at creation and then kept (a newer AMI never replaces a box), or pinned by id.
+    const trainer = before.one('aws.ec2.Instance', 'Trainer');
+    expect(trainer.opts.ignoreChanges).toEqual(['ami']);
+    const pinned = (await evaluate({ ESOPT_TRAINER_AMI: 'ami-0123456789abcdef0' })).one('aws.ec2.Instance', 'Trainer');
+    expect(pinned.args.ami).toBe('ami-0123456789abcdef0');
+    expect(pinned.opts.ignoreChanges).toBeUndefined();
+    await expect(evaluate({ ESOPT_TRAINER_AMI: 'ubuntu-latest' })).rejects.toThrow(/ESOPT_TRAINER_AMI/);
   });
 
   it('deploys only from Node 22, the functions\' runtime (isolated-vm is installed for the deploying Node)', async () => {
@@ -396,7 +432,6 @@ describe('sst.config.ts', () => {
         PROVIDER: 'cuda',
         SERVICE: 'esopt-replica-box',
         TOKEN_PARAMETER: render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name),
-        ARTIFACT_SHA256: outputs.artifactSha256,
         ARGS: `replica-box --id replica-${n} --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
       });
       expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));

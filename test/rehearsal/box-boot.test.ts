@@ -6,6 +6,7 @@
  */
 import { GetParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +17,7 @@ import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binarie
 import { buildBoxArtifact, type BoxArtifact } from '../../trainer/hosting/box-artifact.ts';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { rehearseBoxInstall, SERVICE_USER, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
+import { rehearseBoxInstall, rehearseBoxUpdate, SERVICE_USER, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
 
 const TOKEN = 'boot-test-token-0123456789abcdef';
 const PARAMETER = '/esopt/rehearsal/trainer-token';
@@ -32,8 +33,6 @@ const variables = (over: Partial<BoxBootVariables> = {}): BoxBootVariables => ({
   ESOPT_BOOT_BOX: 'trainer',
   ESOPT_BOOT_REGION: 'us-east-1',
   ESOPT_BOOT_BUCKET: s3.bucket,
-  ESOPT_BOOT_ARTIFACT_KEY: artifact.key,
-  ESOPT_BOOT_ARTIFACT_SHA256: artifact.sha256,
   ESOPT_BOOT_TOKEN_PARAMETER: PARAMETER,
   ESOPT_BOOT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode',
   ESOPT_BOOT_SERVICE: 'esopt-trainer-box',
@@ -47,6 +46,19 @@ const variables = (over: Partial<BoxBootVariables> = {}): BoxBootVariables => ({
 let boxes = 0;
 const emptyRoot = () => mkdtempSync(join(scratch, `box-${++boxes}-`));
 const common = () => ({ s3Endpoint: s3.endpoint, ssmEndpoint: ssm.url });
+/** What a deploy writes: the pointer every box installs from. */
+const pointTo = (a: Pick<BoxArtifact, 'key' | 'sha256'>) => store.put(keys.artifactPointer(), JSON.stringify({ key: a.key, sha256: a.sha256 }));
+
+/** A small artifact of its own: a tree with one marker file, as buildBoxArtifact names and hashes one. */
+async function markerArtifact(marker: string): Promise<Pick<BoxArtifact, 'key' | 'sha256'> & { bytes: Buffer }> {
+  const dir = mkdtempSync(join(scratch, 'tree-'));
+  writeFileSync(join(dir, 'marker.txt'), marker);
+  const tgz = join(scratch, `${marker}.tgz`);
+  expect(spawnSync('tar', ['-czf', tgz, '-C', dir, 'marker.txt']).status).toBe(0);
+  const bytes = readFileSync(tgz);
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  return { key: `artifacts/esopt-${sha256}.tgz`, sha256, bytes };
+}
 
 beforeAll(async () => {
   [s3, ssm] = await Promise.all([startLocalS3('esopt-boot'), startSsmEndpoint()]);
@@ -55,6 +67,7 @@ beforeAll(async () => {
   store = new S3ObjectStore(s3.storeConfig);
   artifact = buildBoxArtifact(process.cwd(), join(scratch, 'artifact'));
   await store.put(artifact.key, readFileSync(artifact.path));
+  await pointTo(artifact);
   const client = new SSMClient({ region: 'us-east-1', endpoint: ssm.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
   await client.send(new PutParameterCommand({ Name: PARAMETER, Type: 'SecureString', Value: TOKEN }));
   expect((await client.send(new GetParameterCommand({ Name: PARAMETER, WithDecryption: true }))).Parameter?.Value).toBe(TOKEN);
@@ -76,7 +89,7 @@ describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
     expect(done.state?.error).toBeUndefined();
     expect(done.service?.command).toEqual([join(done.paths.nodeDir, 'bin/node'), 'trainer/cli/bin.js', 'trainer-box', '--host', '127.0.0.1', '--port', '8443', '--public-url', 'https://127.0.0.1:8443/v1', '--provider', 'cpu']);
     expect(done.service?.cwd).toBe(done.paths.app);
-    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1', ESOPT_LOG_GROUP: '/esopt/rehearsal/boxes', ESOPT_LOG_STREAM: 'trainer', HOME: done.paths.state, ESOPT_MODEL_CACHE: join(done.paths.state, 'models') });
+    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1', ESOPT_LOG_GROUP: '/esopt/rehearsal/boxes', ESOPT_LOG_STREAM: 'trainer', ESOPT_ARTIFACT_SHA256: artifact.sha256, HOME: done.paths.state, ESOPT_MODEL_CACHE: join(done.paths.state, 'models') });
     // Root-only, since it holds the token.
     expect(statSync(done.paths.envFile).mode & 0o777).toBe(0o600);
     const unit = readFileSync(done.service!.unit, 'utf8');
@@ -113,7 +126,8 @@ describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
   }, 600_000);
 
   it('fails loudly on a wrong artifact hash: `failed` at step artifact with the check in the log tail, and a non-zero exit', async () => {
-    const done = await rehearseBoxInstall({ root: emptyRoot(), variables: variables({ ESOPT_BOOT_ARTIFACT_SHA256: '0'.repeat(64) }), ...common(), npmCiStep: 'true' });
+    await pointTo({ key: artifact.key, sha256: '0'.repeat(64) });
+    const done = await rehearseBoxInstall({ root: emptyRoot(), variables: variables(), ...common(), npmCiStep: 'true' }).finally(() => pointTo(artifact));
     expect(done.exitCode).not.toBe(0);
     expect(done.state).toMatchObject({ step: 'artifact', status: 'failed' });
     expect(done.state?.error).toMatch(/^step artifact failed \(exit 1\): .*sha256sum --check/);
@@ -150,5 +164,52 @@ describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
     expect(done.state!.log).toContain('ESOPT_TOKEN=[redacted]');
     expect(done.state!.log).toContain('token is [redacted]');
     expect(await store.get(keys.boxBoot('replica-1'))).not.toBeNull();
-  });
+  }, 180_000);
+
+  it('before each service start, installs a newly deployed artifact whole; keeps the installed one when the new one fails its check', async () => {
+    const vars = variables({ ESOPT_BOOT_BOX: 'replica-2', ESOPT_BOOT_SERVICE: 'esopt-replica-box' });
+    const box = await rehearseBoxInstall({ root: emptyRoot(), variables: vars, ...common(), npmCiStep: 'true' });
+    expect(box.exitCode, box.log).toBe(0);
+    expect(readFileSync(join(box.paths.app, '.artifact-sha256'), 'utf8').trim()).toBe(artifact.sha256);
+    const unit = readFileSync(box.service!.unit, 'utf8');
+    expect(unit).toContain(`ExecStartPre=+/bin/bash ${box.paths.work}/box-boot.sh update ${box.paths.work}/boot-variables.sh\n`);
+    const envLines = () => readFileSync(box.paths.envFile, 'utf8').trim().split('\n');
+    try {
+      // The pointer unchanged: nothing to do, the service starts on what is installed.
+      const same = await rehearseBoxUpdate(box, vars, s3.endpoint);
+      expect(same.exitCode).toBe(0);
+      expect(same.log).toContain(`artifact ${artifact.sha256} is installed already`);
+      expect(same.state).toMatchObject({ status: 'ready', artifactSha256: artifact.sha256 });
+
+      // A deploy of new code: downloaded, checked, swapped in whole; the service is told which it runs.
+      const next = await markerArtifact('next');
+      await store.put(next.key, next.bytes);
+      await pointTo(next);
+      const updated = await rehearseBoxUpdate(box, vars, s3.endpoint);
+      expect(updated.exitCode, updated.log).toBe(0);
+      expect(readFileSync(join(box.paths.app, 'marker.txt'), 'utf8')).toBe('next');
+      expect(existsSync(join(box.paths.app, 'package.json'))).toBe(false);
+      expect(readFileSync(join(box.paths.app, '.artifact-sha256'), 'utf8').trim()).toBe(next.sha256);
+      expect(envLines()).toContain(`ESOPT_ARTIFACT_SHA256=${next.sha256}`);
+      expect(envLines()).toContain(`ESOPT_TOKEN=${TOKEN}`);
+      expect(statSync(box.paths.envFile).mode & 0o777).toBe(0o600);
+      expect(updated.state).toMatchObject({ box: 'replica-2', status: 'ready', artifactSha256: next.sha256 });
+
+      // A deploy whose artifact fails its check: the installed tree stays, the box starts on it, says why, and skips that one.
+      const broken = await markerArtifact('broken');
+      await store.put(broken.key, Buffer.from('not the bytes the pointer hashed'));
+      await pointTo(broken);
+      const refused = await rehearseBoxUpdate(box, vars, s3.endpoint);
+      expect(refused.exitCode).toBe(0);
+      expect(readFileSync(join(box.paths.app, 'marker.txt'), 'utf8')).toBe('next');
+      expect(envLines()).toContain(`ESOPT_ARTIFACT_SHA256=${next.sha256}`);
+      expect(envLines()).toContain(`ESOPT_ARTIFACT_SKIP=${broken.sha256}`);
+      expect(refused.state).toMatchObject({ step: 'update', status: 'failed', artifactSha256: next.sha256 });
+      expect(refused.state?.error).toBe(`the update to artifact ${broken.sha256} failed; the box runs on ${next.sha256} (see the log)`);
+      expect(refused.log).toContain('esopt.tgz: FAILED');
+      expect(JSON.stringify(refused.state)).not.toContain(TOKEN);
+    } finally {
+      await pointTo(artifact);
+    }
+  }, 180_000);
 });

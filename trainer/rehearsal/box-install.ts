@@ -19,8 +19,6 @@ export interface BoxBootVariables {
   ESOPT_BOOT_BOX: string;
   ESOPT_BOOT_REGION: string;
   ESOPT_BOOT_BUCKET: string;
-  ESOPT_BOOT_ARTIFACT_KEY: string;
-  ESOPT_BOOT_ARTIFACT_SHA256: string;
   ESOPT_BOOT_TOKEN_PARAMETER: string;
   ESOPT_BOOT_EPISODE_FUNCTION: string;
   ESOPT_BOOT_SERVICE: string;
@@ -78,7 +76,9 @@ export interface BoxInstall {
   log: string;
   /** What systemd would run, when the boot reached the unit. */
   service: { command: string[]; cwd: string; env: Record<string, string>; unit: string; user: { name: string; uid: number; gid: number } } | null;
-  paths: { app: string; envFile: string; unitDir: string; log: string; nodeDir: string; state: string };
+  paths: { app: string; envFile: string; unitDir: string; log: string; nodeDir: string; state: string; work: string };
+  /** The environment the script ran with, less its ESOPT_BOOT_* (which it saved for `update`). */
+  hostEnv: Record<string, string>;
   replaced: ReplacedStep[];
   durationMs: number;
 }
@@ -98,7 +98,7 @@ function parseEnvFile(text: string): Record<string, string> {
 }
 
 export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInstall> {
-  const paths = { app: join(o.root, 'opt/esopt'), envFile: join(o.root, 'etc/esopt.env'), unitDir: join(o.root, 'etc/systemd/system'), log: join(o.root, 'var/log/esopt-boot.log'), nodeDir: join(o.root, 'opt/node'), state: join(o.root, 'var/lib/esopt') };
+  const paths = { app: join(o.root, 'opt/esopt'), envFile: join(o.root, 'etc/esopt.env'), unitDir: join(o.root, 'etc/systemd/system'), log: join(o.root, 'var/log/esopt-boot.log'), nodeDir: join(o.root, 'opt/node'), state: join(o.root, 'var/lib/esopt'), work: join(o.root, 'var/lib/esopt-boot') };
   // A box's / is world-traversable: the service's user reaches the app and its state directory through it.
   await chmod(o.root, 0o755);
   const bin = join(o.root, 'stand-ins');
@@ -115,7 +115,7 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
     ESOPT_BOOT_APP_DIR: paths.app,
     ESOPT_BOOT_ENV_FILE: paths.envFile,
     ESOPT_BOOT_UNIT_DIR: paths.unitDir,
-    ESOPT_BOOT_WORK_DIR: join(o.root, 'var/lib/esopt-boot'),
+    ESOPT_BOOT_WORK_DIR: paths.work,
     ESOPT_BOOT_LOG: paths.log,
     ESOPT_BOOT_NODE_DIR: paths.nodeDir,
     ESOPT_BOOT_ATTEMPTS: String(o.attempts ?? 3),
@@ -159,7 +159,23 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
     const ids = userIds(user);
     service = { command: field('ExecStart').split(/\s+/).filter(Boolean), cwd: field('WorkingDirectory'), env: { ...parseEnvFile(await readFile(field('EnvironmentFile'), 'utf8')), ...unitEnv }, unit, user: { name: user, ...ids } };
   }
-  return { exitCode, state, log, service, paths, replaced: REPLACED_STEPS, durationMs };
+  const hostEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('ESOPT_BOOT_')));
+  return { exitCode, state, log, service, paths, hostEnv, replaced: REPLACED_STEPS, durationMs };
+}
+
+/**
+ * What the unit's ExecStartPre runs before each service start (`box-boot.sh update VARIABLES`), on a box a
+ * rehearsed boot installed: the script and variables it saved, on the same host. Resolves with the exit
+ * code, the state in the bucket, and the log.
+ */
+export async function rehearseBoxUpdate(box: BoxInstall, variables: BoxBootVariables, s3Endpoint: string): Promise<{ exitCode: number; state: BoxBootState | null; log: string }> {
+  const exitCode = await new Promise<number>((resolve, reject) => {
+    const child = spawn('bash', [join(box.paths.work, 'box-boot.sh'), 'update', join(box.paths.work, 'boot-variables.sh')], { env: box.hostEnv, stdio: ['ignore', 'ignore', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+  const log = await readFile(box.paths.log, 'utf8').catch(() => '');
+  return { exitCode, state: await readState(s3Endpoint, variables.ESOPT_BOOT_BUCKET, variables.ESOPT_BOOT_BOX), log };
 }
 
 async function readState(endpoint: string, bucket: string, box: string): Promise<BoxBootState | null> {

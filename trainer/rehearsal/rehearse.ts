@@ -122,9 +122,9 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
 
     // What the deploy uploads and creates before the boxes boot: the artifact, the token parameter.
     await store.put(artifact.key, new Uint8Array(readFileSync(artifact.path)));
-    // And the objects it writes with their content inline (the stack's prices, which the trainer box reads at start).
+    // And the objects it writes with their content inline: the stack's prices, and the pointer to the artifact the boxes install.
     for (const object of stack.recorded.filter((r) => r.type === 'aws.s3.BucketObjectv2' && typeof r.args.content === 'string')) {
-      await store.put(render(object.args.key), String(object.args.content));
+      await store.put(fillPlaceholders(render(object.args.key), values, `${object.name}'s key`), fillPlaceholders(String(object.args.content), values, `${object.name}'s content`));
     }
     const { PutParameterCommand, SSMClient } = await import('@aws-sdk/client-ssm');
     const ssmClient = new SSMClient({ region: REGION, endpoint: ssm.url, credentials: { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY } });

@@ -11,6 +11,8 @@ export interface Recorded {
   type: string;
   name: string;
   args: Record<string, unknown>;
+  /** Pulumi's resource options (dependsOn, ignoreChanges, …). */
+  opts: Record<string, unknown>;
   self: Record<string, unknown>;
 }
 
@@ -29,9 +31,9 @@ class Placeholder {
 function resource(type: string, outputs: string[]) {
   return class {
     [key: string]: unknown;
-    constructor(name: string, args: Record<string, unknown> = {}) {
+    constructor(name: string, args: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) {
       for (const o of outputs) this[o] = new Placeholder(`${type}.${name}.${o}`);
-      recorded.push({ type, name, args, self: this });
+      recorded.push({ type, name, args, opts, self: this });
     }
   };
 }
