@@ -102,6 +102,8 @@ declare global {
         constructor(name: string, args: SstArgs);
         readonly name: SstOutput<string>;
         readonly arn: SstOutput<string>;
+        /** The value (a secret output for a SecureString). */
+        readonly value: SstOutput<string>;
       }
     }
     namespace cloudwatch {
@@ -152,6 +154,7 @@ declare global {
       class Instance {
         constructor(name: string, args: SstArgs);
         readonly id: SstOutput<string>;
+        readonly arn: SstOutput<string>;
         readonly publicIp: SstOutput<string>;
       }
       class Eip {
