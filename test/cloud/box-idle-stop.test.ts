@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { boxWaker } from '../../functions/http-api/box-wake.ts';
 import { startLocalCloud, EPISODE_FUNCTION, DEV_CREDENTIALS, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startEc2Endpoint } from '../../functions/local-cloud/ec2-endpoint.ts';
 import { Ec2Instance } from '../../shared/boxes/ec2-instance.ts';
 import { keys } from '../../shared/keys.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
@@ -183,5 +184,19 @@ describe('the Api starts the box when it queues work', () => {
     await boxWaker(instance, log, { retryMs: 2000, withinMs: 6000, sleep: async () => {} })();
     expect(aws.asked).toHaveLength(3 + 4);
     expect(lines.at(-1)).toMatchObject({ msg: expect.stringMatching(/could not start the trainer box/), error: expect.stringMatching(/not in a state from which it can be started/) });
+  });
+
+  it('against the dev EC2 endpoint: a start right after the idle stop waits out the stopping state, then starts the box', async () => {
+    const endpoint = await startEc2Endpoint({ [INSTANCE]: 'running' }, 150);
+    onTestFinished(() => endpoint.close());
+    const instance = new Ec2Instance({ instanceId: INSTANCE, region: 'us-east-1', endpoint: endpoint.url, credentials: DEV_CREDENTIALS });
+    onTestFinished(() => instance.destroy());
+    expect(await instance.stop()).toEqual({ previous: 'running', current: 'stopping' });
+    const lines: string[] = [];
+    await boxWaker(instance, { info: (_o: object, m: string) => lines.push(m), error: (_o: object, m: string) => lines.push(m) } as never, { retryMs: 60, withinMs: 2000 })();
+    expect(lines).toEqual(['queued work: the trainer box is starting']);
+    expect(endpoint.requests.map((r) => r.action).slice(0, 3)).toEqual(['StopInstances', 'StartInstances', 'StartInstances']);
+    expect(endpoint.requests.length).toBeGreaterThanOrEqual(3);
+    expect(endpoint.state(INSTANCE)).toMatch(/^(pending|running)$/);
   });
 });
