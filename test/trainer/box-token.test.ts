@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AcceptedTokens } from '../../trainer/hosting/accepted-tokens.ts';
 import { TokenFollower } from '../../trainer/hosting/token-follower.ts';
-import { freeLoopbackPort, startTokenGate } from '../../trainer/hosting/token-gate.ts';
+import { startTokenGate } from '../../trainer/hosting/token-gate.ts';
+import { freeLoopbackPort } from '../../trainer/server/free-port.ts';
 
 describe('AcceptedTokens', () => {
   it('accepts the previous token for the grace after a change is seen, then only the current one', () => {

@@ -7,7 +7,7 @@
  */
 import { createServer as createHttpServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { bearerToken } from '../../shared/bearer-token.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import type { TokenCheck } from './token-follower.ts';
@@ -32,15 +32,6 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 
 function json(res: ServerResponse, status: number, message: string, code: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code } }));
-}
-
-/** A port nothing listens on now, on loopback, for the server behind the gate. */
-export async function freeLoopbackPort(): Promise<number> {
-  const probe = createNetServer();
-  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 export async function startTokenGate(o: TokenGateOptions): Promise<RunningGate> {
