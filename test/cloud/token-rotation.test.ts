@@ -109,7 +109,7 @@ describe('token rotation during a run', () => {
       const res = await app.request(path, { method, headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json()) as any };
     };
-    const posted = await call('POST', '/runs', tinyRunConfig({ name: 'rotation', iterations: 30, evalInterval: 30, checkpointInterval: 30 }));
+    const posted = await call('POST', '/runs', tinyRunConfig({ name: 'rotation', iterations: 500, evalInterval: 500, checkpointInterval: 500 }));
     expect(posted.status).toBe(201);
     run = posted.body.id as string;
     const ran = box.pollOnce();
