@@ -5,7 +5,9 @@
  * and the dev invoke endpoint. A proxy in front of the box holds every old-token request from the first one
  * of iteration 1 on; meanwhile the test rotates as a deploy does (the parameter first, then the function's
  * environment), so those episodes are in flight with the old token when the box changes over. Every
- * episode must still count; after the grace the old token gets 401 and the new one is served.
+ * episode must still count; after the grace the old token gets 401 and the new one is served. The Episode
+ * handler is the same warm instance throughout: it reads ESOPT_TRAINER_TOKEN from its environment at each
+ * episode and caches nothing, so the episodes after the change send the new token.
  */
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { pino } from 'pino';
