@@ -104,6 +104,8 @@ declare global {
         constructor(name: string, args: SstArgs);
         readonly name: SstOutput<string>;
         readonly arn: SstOutput<string>;
+        /** The value (a secret output for a SecureString). */
+        readonly value: SstOutput<string>;
       }
     }
     namespace cloudwatch {
@@ -154,6 +156,7 @@ declare global {
       class Instance {
         constructor(name: string, args: SstArgs, opts?: SstResourceOptions);
         readonly id: SstOutput<string>;
+        readonly arn: SstOutput<string>;
         readonly publicIp: SstOutput<string>;
       }
       class Eip {

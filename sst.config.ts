@@ -91,6 +91,8 @@ export default $config({
             return z.NEVER;
           }
         }),
+      /** Minutes with nothing running or queued after which the trainer box stops itself (0: never); the Api starts it when work is queued. */
+      ESOPT_BOX_IDLE_MINUTES: z.coerce.number().int().min(0).max(10_080).default(30),
     });
     // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
     for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
@@ -249,7 +251,8 @@ export default $config({
         ESOPT_BUCKET: bucket.name,
         ESOPT_TRAINER_URL: trainerUrl,
         ...(replicaUrls ? { ESOPT_REPLICA_URLS: replicaUrls } : {}),
-        ESOPT_TRAINER_TOKEN: token.value,
+        // From the parameter, not the secret: a rotation updates the parameter (which the box follows) before this.
+        ESOPT_TRAINER_TOKEN: tokenParameter.value,
         ESOPT_COST_PRICES: pricesJson,
       },
       permissions: [
@@ -303,7 +306,8 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       'trainer',
       'esopt-trainer-box',
       'esopt trainer box: runs the runs and evaluations queued in the bucket',
-      $interpolate`trainer-box ${serving} --public-url ${trainerUrl} --provider ${provider}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
+      // The old token stays accepted as long as an invocation that started with it may still run.
+      $interpolate`trainer-box --idle-minutes ${cfg.ESOPT_BOX_IDLE_MINUTES} --token-grace-s ${Math.max(600, cfg.ESOPT_EPISODE_TIMEOUT_S + 60)} ${serving} --public-url ${trainerUrl} --provider ${provider}${replicas.length ? ` --replicas ${cfg.ESOPT_REPLICAS}` : ''}`,
     );
     // Every box (trainer and replicas): the same instance type, image, disk and port behind one security group.
     const box = (name: string, profile: { name: SstOutput<string> }, userData: SstOutput<string>, tag: string) =>
@@ -327,6 +331,11 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
     const trainer = box('Trainer', trainerProfile, userData, 'trainer');
     const instances = [{ name: 'Trainer', instance: trainer }];
     new aws.ec2.EipAssociation('TrainerAddressAssociation', { instanceId: trainer.id, allocationId: address.allocationId });
+    // The idle stop: the trainer box may stop its own instance, nothing else (the Api starts it again).
+    new aws.iam.RolePolicy('TrainerIdleStopPolicy', {
+      role: trainerRole.id,
+      policy: $jsonStringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: ['ec2:StopInstances'], Resource: [trainer.arn] }] }),
+    });
 
     // The replica boxes: the trainer's instance type and port behind the same security group, each with a role
     // of its own that reads the runs and writes only its own announcement and θ reports (never another box's).
@@ -401,7 +410,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         { from: 'node_modules/swagger-ui-dist/swagger-ui-bundle.js' },
       ],
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
-      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath, ESOPT_COST_PRICES: pricesJson },
+      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath, ESOPT_TRAINER_INSTANCE: trainer.id, ESOPT_COST_PRICES: pricesJson },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
@@ -419,6 +428,8 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         { actions: ['s3:ListBucket'], resources: [bucket.arn] },
         // A keyed evaluation's endpoint key, stored for the Episode function; deleted again if it cannot be queued.
         { actions: ['ssm:PutParameter', 'ssm:DeleteParameter'], resources: [evaluationKeys] },
+        // Queued work starts the trainer box when it stopped itself idle: that instance, and only starting it.
+        { actions: ['ec2:StartInstances'], resources: [trainer.arn] },
       ],
     });
 

@@ -15,7 +15,9 @@ import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { s3SignedDownload } from '../../shared/store/s3-signed-download.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
+import { Ec2Instance, InstanceId } from '../../shared/boxes/ec2-instance.ts';
 import { createApiApp } from './app.ts';
+import { boxWaker } from './box-wake.ts';
 import { storeQueueLaunchers } from './queued-launchers.ts';
 
 export const CloudApiEnv = z.object({
@@ -32,19 +34,29 @@ export const CloudApiEnv = z.object({
    * buffered Lambda handler answers only when the stream ends, and the function times out at 30 s.
    */
   ESOPT_EVENT_WINDOW_MS: z.coerce.number().int().min(100).max(900_000).default(20_000),
+  /** The trainer box's instance, started when work is queued (it stops itself when idle); unset, nothing is started. */
+  ESOPT_TRAINER_INSTANCE: InstanceId.optional(),
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
-export function createCloudApp(input: z.input<typeof CloudApiEnv>, givenStore?: ObjectStore, log: Logger = pino({ name: 'esopt-api' }), givenSecrets?: SecretStore) {
+export function createCloudApp(
+  input: z.input<typeof CloudApiEnv>,
+  givenStore?: ObjectStore,
+  log: Logger = pino({ name: 'esopt-api' }),
+  givenSecrets?: SecretStore,
+  givenBox?: { start: Ec2Instance['start'] },
+) {
   const env = CloudApiEnv.parse(input);
   const store = givenStore ?? openStore({ kind: 's3', bucket: env.ESOPT_BUCKET, region: env.AWS_REGION });
   // Archives are fetched from the bucket by a presigned URL where the store is S3 (the Api's responses are capped at 6 MB).
   const signedDownload = store instanceof S3ObjectStore ? s3SignedDownload(store) : undefined;
   const secrets = givenSecrets ?? new SsmSecretStore({ region: env.AWS_REGION });
+  const box = givenBox ?? (env.ESOPT_TRAINER_INSTANCE ? new Ec2Instance({ instanceId: env.ESOPT_TRAINER_INSTANCE, region: env.AWS_REGION }) : undefined);
+  const wake = box ? boxWaker(box, log) : undefined;
   return createApiApp({
     store,
     token: env.ESOPT_TOKEN,
-    ...storeQueueLaunchers(store, { secrets, path: env.ESOPT_EVALUATION_KEYS }),
+    ...storeQueueLaunchers(store, { secrets, path: env.ESOPT_EVALUATION_KEYS }, wake),
     ...(signedDownload ? { signedDownload } : {}),
     deployed: true,
     // The trainer box that picks queued work up serves base models and checkpoints.

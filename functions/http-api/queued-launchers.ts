@@ -5,6 +5,8 @@
  * and runs it (a model export too, on its own lane there). A run stays `requested` and an evaluation `queued` until then. A stop needs nothing
  * more: stop.json, which the route wrote, is the request the box watches for.
  *
+ * `afterQueue` runs after each entry is written: on the stack it starts the trainer box (box-wake.ts).
+ *
  * An endpoint key never goes to the store: it goes to the secret store, bound to the endpoint's origin
  * (shared/secrets/evaluation-key.ts), and the queue entry names where it is.
  */
@@ -24,13 +26,17 @@ export interface EvaluationKeyStore {
   path: string;
 }
 
-/** Create-only: the same work queued twice is one entry. */
-async function enqueue(store: ObjectStore, kind: WorkKind, id: string, extra: Pick<QueuedWork, 'apiKey' | 'export'> = {}): Promise<void> {
-  const work: QueuedWork = { kind, id, queuedAt: new Date().toISOString(), ...extra };
-  await writeJson(store, keys.queuedWork(kind, id), work, true);
-}
-
-export function storeQueueLaunchers(store: ObjectStore, keyStore: EvaluationKeyStore): { runs: RunLauncher; evaluations: EvaluationLauncher; exports: ModelExports } {
+export function storeQueueLaunchers(
+  store: ObjectStore,
+  keyStore: EvaluationKeyStore,
+  afterQueue: () => Promise<void> = async () => {},
+): { runs: RunLauncher; evaluations: EvaluationLauncher; exports: ModelExports } {
+  /** Create-only: the same work queued twice is one entry. */
+  async function enqueue(store: ObjectStore, kind: WorkKind, id: string, extra: Pick<QueuedWork, 'apiKey' | 'export'> = {}): Promise<void> {
+    const work: QueuedWork = { kind, id, queuedAt: new Date().toISOString(), ...extra };
+    await writeJson(store, keys.queuedWork(kind, id), work, true);
+    await afterQueue();
+  }
   return {
     // Each request gets its own entry (and so its own claim): a failed export asked for again runs again.
     exports: { start: (request) => enqueue(store, 'export', `export-${randomBytes(12).toString('hex')}`, { export: request }) },

@@ -33,6 +33,8 @@ const BUCKET = '${sst.aws.Bucket.Runs.arn}';
 const DEMO = fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url));
 /** The stage's evaluation keys (SSM parameters), in this account and region only. */
 const EVALUATION_KEYS = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
+/** The trainer box's instance: the one the idle stop stops and the Api starts. */
+const TRAINER_INSTANCE = '${aws.ec2.Instance.Trainer.arn}';
 const parameterArn = (name: string) => `arn:\${aws.getPartition.partition}:ssm:us-east-1:\${aws.getCallerIdentity.accountId}:parameter${name}`;
 
 async function roles(env: Record<string, string> = {}): Promise<Record<string, Statement[]>> {
@@ -48,7 +50,7 @@ async function roles(env: Record<string, string> = {}): Promise<Record<string, S
   return {
     Episode: fn('Episode'),
     Api: fn('Api'),
-    TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy')],
+    TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy'), ...policy('TrainerIdleStopPolicy')],
     ...Object.fromEntries(replicaRoles.map((role) => [role, policy(role.replace('Role', 'Policy'))])),
   };
 }
@@ -149,6 +151,7 @@ describe('least privilege', () => {
         { actions: ['s3:DeleteObject'], resources: [`${BUCKET}/idempotency/*`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
         { actions: ['ssm:PutParameter', 'ssm:DeleteParameter'], resources: [EVALUATION_KEYS] },
+        { actions: ['ec2:StartInstances'], resources: [TRAINER_INSTANCE] },
       ],
       TrainerRole: [
         { actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], resources: [`${BUCKET}/*`] },
@@ -156,6 +159,7 @@ describe('least privilege', () => {
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
         { actions: ['ssm:DeleteParameter'], resources: [EVALUATION_KEYS] },
         { actions: ['lambda:InvokeFunction'], resources: ['${sst.aws.Function.Episode.arn}'] },
+        { actions: ['ec2:StopInstances'], resources: [TRAINER_INSTANCE] },
       ],
     });
     for (const [role, statements] of Object.entries(all)) {
@@ -174,6 +178,17 @@ describe('least privilege', () => {
     for (const other of [parameterArn('/esopt/prod/eval-keys/eval-abc'), parameterArn('/esopt/test/trainer-token')]) {
       for (const action of ['ssm:PutParameter', 'ssm:GetParameter', 'ssm:DeleteParameter']) expect(who(action, other), `${action} ${other}`).toEqual([]);
     }
+    // The idle stop and the start: the box stops its own instance, the Api starts it, and neither reaches any
+    // other instance (a replica box's, or another stack's) nor may do anything else with EC2.
+    expect(who('ec2:StopInstances', TRAINER_INSTANCE)).toEqual(['TrainerRole']);
+    expect(who('ec2:StartInstances', TRAINER_INSTANCE)).toEqual(['Api']);
+    const ec2 = Object.entries(all).flatMap(([role, statements]) => statements.filter((s) => s.actions.some((a) => a.startsWith('ec2:'))).map((s) => ({ role, ...s })));
+    expect(ec2).toEqual([
+      { role: 'Api', actions: ['ec2:StartInstances'], resources: [TRAINER_INSTANCE] },
+      { role: 'TrainerRole', actions: ['ec2:StopInstances'], resources: [TRAINER_INSTANCE] },
+    ]);
+    const replicas = await roles({ ESOPT_REPLICAS: '2' });
+    for (const action of ['ec2:StopInstances', 'ec2:StartInstances']) expect(Object.keys(replicas).filter((role) => allows(replicas[role], action, '${aws.ec2.Instance.Replica1.arn}'))).toEqual([]);
   });
 
   it('the Api app does everything it serves within its statements, and no more is allowed', async () => {
@@ -222,10 +237,11 @@ describe('least privilege', () => {
   it('with replica boxes: each reads the runs and writes only its own announcement and θ reports; the Episode function reads their announcements', async () => {
     const all = await roles({ ESOPT_REPLICAS: '3' });
     expect(Object.keys(all)).toEqual(['Episode', 'Api', 'TrainerRole', 'ReplicaRole1', 'ReplicaRole2']);
-    const artifact = `${BUCKET}/\${aws.s3.BucketObjectv2.TrainerArtifact.key}`;
+    // The artifacts it installs (at boot and at each update) and the pointer that names the current one.
+    const artifacts = [`${BUCKET}/artifacts/*`, `${BUCKET}/stack/artifact.json`];
     for (const n of [1, 2]) {
       expect(all[`ReplicaRole${n}`]).toEqual([
-        { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*`, `${BUCKET}/trainer/active-run.json`, `${BUCKET}/models/*`, artifact] },
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*`, `${BUCKET}/trainer/active-run.json`, `${BUCKET}/models/*`, ...artifacts] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
         { actions: ['s3:PutObject'], resources: [`${BUCKET}/runs/*/replicas/replica-${n}.json`, `${BUCKET}/runs/*/replica-reports/*/replica-${n}.json`, `${BUCKET}/boxes/replica-${n}/boot.json`] },
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startEc2Endpoint, type Ec2Endpoint } from '../../functions/local-cloud/ec2-endpoint.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { pushModel } from '../../trainer/model-store/push-model.ts';
 import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binaries.ts';
@@ -104,6 +105,9 @@ async function servePages(api: Running): Promise<string[]> {
 }
 
 let s3: LocalS3;
+/** The trainer box, stopped: the Api starts it when it queues work. */
+let ec2: Ec2Endpoint;
+const TRAINER_INSTANCE = 'i-0123456789abcdef0';
 let fns: StackFunction[];
 let api: FunctionBuild;
 let episode: FunctionBuild;
@@ -120,10 +124,13 @@ const apiEnv = () => ({
   AWS_ACCESS_KEY_ID: 'S3RVER',
   AWS_SECRET_ACCESS_KEY: 'S3RVER',
   AWS_ENDPOINT_URL_S3: s3.endpoint,
+  ESOPT_TRAINER_INSTANCE: TRAINER_INSTANCE,
+  AWS_ENDPOINT_URL_EC2: ec2.url,
 });
 
 beforeAll(async () => {
   s3 = await startLocalS3('esopt-sst-build');
+  ec2 = await startEc2Endpoint({ [TRAINER_INSTANCE]: 'stopped' });
   fns = await stackFunctions();
   // As the rehearsal does: isolated-vm's binary where prebuild-install looks before GitHub (out of reach here).
   seedIsolatedVmPrebuild(ROOT);
@@ -137,6 +144,7 @@ afterAll(async () => {
   for (const r of running) r.stop();
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   await s3?.close();
+  await ec2?.close();
 });
 
 describe('the functions built as sst deploy builds them', () => {
@@ -198,6 +206,9 @@ describe('the functions built as sst deploy builds them', () => {
     const { id } = JSON.parse(created.body) as { id: string };
     const detail = await r.call(functionUrlEvent('GET', `/runs/${id}`, { authorization: `Bearer ${TOKEN}` }));
     expect(JSON.parse(detail.body)).toMatchObject({ state: 'requested', config: { model: { name: 'demo-base', manifest: manifestSha256 } } });
+    // Queuing it started the stopped trainer box, with the EC2 client bundled (loaded on first use).
+    expect(ec2.requests[0]).toEqual({ action: 'StartInstances', instanceIds: [TRAINER_INSTANCE] });
+    expect(ec2.state(TRAINER_INSTANCE)).toMatch(/^(pending|running)$/);
     // Its model: the bundled route queues the export, then (once the box has made it) presigns the archive's URL
     // with the bundled presigner, which the SDK loads on first use.
     const auth = { authorization: `Bearer ${TOKEN}` };

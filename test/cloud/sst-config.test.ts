@@ -45,6 +45,7 @@ describe('sst.config.ts', () => {
       'aws.ec2.SecurityGroup TrainerSecurityGroup',
       'aws.iam.InstanceProfile TrainerProfile',
       'aws.iam.Role TrainerRole',
+      'aws.iam.RolePolicy TrainerIdleStopPolicy',
       'aws.iam.RolePolicy TrainerInvokePolicy',
       'aws.iam.RolePolicy TrainerLogsPolicy',
       'aws.iam.RolePolicy TrainerPolicy',
@@ -81,7 +82,9 @@ describe('sst.config.ts', () => {
     // isolated-vm (the heuristic environment's sandbox) needs Node >= 20 started without its startup snapshot.
     expect(env.NODE_OPTIONS).toBe('--no-node-snapshot');
     expect(env.ESOPT_BUCKET).toBe(bucket.name);
-    expect(env.ESOPT_TRAINER_TOKEN).toBe(token.value);
+    // The parameter's value, so a rotation updates the parameter the box follows before the function (docs/CLOUD.md, "Rotating the token").
+    expect(env.ESOPT_TRAINER_TOKEN).toBe(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.value);
+    expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args.value).toBe(token.value);
     // The box's fixed address, which is attached to the instance.
     // over HTTPS: the Episode function pins the certificate the box publishes (trainer-link.test.ts).
     expect(env.ESOPT_TRAINER_URL).toBe(`https://${render(address.publicIp)}:8080/v1`);
@@ -129,7 +132,9 @@ describe('sst.config.ts', () => {
     // No native module: isolated-vm is left out of the bundle and never installed (the sandbox imports it on first use).
     expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', nodejs: { esbuild: { external: ['isolated-vm'] } } });
     expect((api.args.nodejs as { install?: unknown }).install).toBeUndefined();
-    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN']);
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN', 'ESOPT_TRAINER_INSTANCE']);
+    // The trainer box's instance, which the Api starts when it queues work.
+    expect((api.args.environment as Record<string, unknown>).ESOPT_TRAINER_INSTANCE).toBe(one('aws.ec2.Instance', 'Trainer').self.id);
     // The files the API reads at run time (sst-build.test.ts serves each from the built package).
     expect((api.args.copyFiles as Array<{ from: string }>).map((c) => c.from)).toEqual([
       'functions/http-api/dashboard',
@@ -140,7 +145,7 @@ describe('sst.config.ts', () => {
     ]);
     // The stage's path, which the IAM statements' ARN ends in.
     expect((api.args.environment as Record<string, unknown>).ESOPT_EVALUATION_KEYS).toBe('/esopt/test/eval-keys');
-    expect(CloudApiEnv.safeParse(Object.fromEntries(Object.entries(api.args.environment as object).map(([k, v]) => [k, k === 'ESOPT_TOKEN' ? 'a-token-of-sixteen-or-more' : render(v)]))).success).toBe(true);
+    expect(CloudApiEnv.safeParse(Object.fromEntries(Object.entries(api.args.environment as object).map(([k, v]) => [k, k === 'ESOPT_TOKEN' ? 'a-token-of-sixteen-or-more' : k === 'ESOPT_TRAINER_INSTANCE' ? 'i-0a1b2c3d4e5f60718' : render(v)]))).success).toBe(true);
     expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
     expect(api.args.link).toBeUndefined();
     expect(outputs.apiUrl).toBe(one('aws.lambda.FunctionUrl', 'ApiUrl').self.functionUrl);
@@ -245,7 +250,8 @@ describe('sst.config.ts', () => {
       EPISODE_FUNCTION: render(one('sst.aws.Function', 'Episode').self.name),
       SERVICE: 'esopt-trainer-box',
       DESCRIPTION: 'esopt trainer box: runs the runs and evaluations queued in the bucket',
-      ARGS: `trainer-box --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
+      // Idle stop after 30 minutes; the old token accepted for the episode timeout (900 s) and a minute more.
+      ARGS: `trainer-box --idle-minutes 30 --token-grace-s 960 --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
       PROVIDER: 'cuda',
       LOG_GROUP: render(one('aws.cloudwatch.LogGroup', 'BoxLogs').self.name),
       STOP_TIMEOUT_S: '1020',
@@ -253,7 +259,7 @@ describe('sst.config.ts', () => {
     expect(userData).not.toMatch(/bin\.js serve /);
     // The service's environment names the stack exactly as the command reads it (cloud-target.ts), in a root-only file.
     const envFile = /cat >"\$ENV_FILE" <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
-    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION', 'ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP', 'ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX', 'ESOPT_ARTIFACT_SHA256=$ARTIFACT_SHA256']);
+    expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION', 'ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP', 'ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX', 'ESOPT_ARTIFACT_SHA256=$ARTIFACT_SHA256', 'ESOPT_TOKEN_PARAMETER=$ESOPT_BOOT_TOKEN_PARAMETER']);
     expect(userData).toMatch(/install -m 600 \/dev\/null "\$ENV_FILE"/);
     expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
     expect(one('aws.ssm.Parameter', 'TrainerTokenParameter').args).toMatchObject({ type: 'SecureString', value: one('sst.Secret', 'TrainerToken').self.value });
@@ -270,6 +276,10 @@ describe('sst.config.ts', () => {
     const { one: two } = await evaluate({ ESOPT_TRAINER_INSTANCE_TYPE: 'g6.2xlarge', ESOPT_INFERENCE_PORT: '9000', ESOPT_EPISODE_TIMEOUT_S: '300' });
     expect(two('aws.ec2.Instance', 'Trainer').args.instanceType).toBe('g6.2xlarge');
     expect(bootVariables(two('aws.ec2.Instance', 'Trainer').args.userData as string)).toMatchObject({ ARGS: expect.stringContaining('--port 9000 '), STOP_TIMEOUT_S: '420' });
+    // A short episode timeout keeps the 10-minute grace; ESOPT_BOX_IDLE_MINUTES=0 turns the idle stop off.
+    expect(bootVariables(two('aws.ec2.Instance', 'Trainer').args.userData as string).ARGS).toMatch(/^trainer-box --idle-minutes 30 --token-grace-s 600 /);
+    expect(bootVariables((await evaluate({ ESOPT_BOX_IDLE_MINUTES: '0' })).one('aws.ec2.Instance', 'Trainer').args.userData as string).ARGS).toMatch(/^trainer-box --idle-minutes 0 /);
+    await expect(evaluate({ ESOPT_BOX_IDLE_MINUTES: '-5' })).rejects.toThrow(/ESOPT_BOX_IDLE_MINUTES/);
     // The CUDA provider, the default on a GPU type (g5.xlarge above): the script installs its binaries after
     // npm ci, and the poller is told to use it. CPU types (and Graviton's g5g) default to cpu; a setting wins.
     const providerOf = async (env: Record<string, string>) => bootVariables((await evaluate(env)).one('aws.ec2.Instance', 'Trainer').args.userData as string);

@@ -89,7 +89,7 @@ describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
     expect(done.state?.error).toBeUndefined();
     expect(done.service?.command).toEqual([join(done.paths.nodeDir, 'bin/node'), 'trainer/cli/bin.js', 'trainer-box', '--host', '127.0.0.1', '--port', '8443', '--public-url', 'https://127.0.0.1:8443/v1', '--provider', 'cpu']);
     expect(done.service?.cwd).toBe(done.paths.app);
-    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1', ESOPT_LOG_GROUP: '/esopt/rehearsal/boxes', ESOPT_LOG_STREAM: 'trainer', ESOPT_ARTIFACT_SHA256: artifact.sha256, HOME: done.paths.state, ESOPT_MODEL_CACHE: join(done.paths.state, 'models') });
+    expect(done.service?.env).toEqual({ ESOPT_TOKEN: TOKEN, ESOPT_BUCKET: s3.bucket, ESOPT_EPISODE_FUNCTION: 'esopt-rehearsal-Episode', AWS_REGION: 'us-east-1', ESOPT_LOG_GROUP: '/esopt/rehearsal/boxes', ESOPT_LOG_STREAM: 'trainer', ESOPT_ARTIFACT_SHA256: artifact.sha256, ESOPT_TOKEN_PARAMETER: PARAMETER, HOME: done.paths.state, ESOPT_MODEL_CACHE: join(done.paths.state, 'models') });
     // Root-only, since it holds the token.
     expect(statSync(done.paths.envFile).mode & 0o777).toBe(0o600);
     const unit = readFileSync(done.service!.unit, 'utf8');

@@ -239,7 +239,8 @@ fi
 install_artifact
 
 step token
-# Read into a variable, never echoed; the env file is root-only before the token is written into it.
+# Read into a variable, never echoed; the env file is root-only before the token is written into it. The
+# service follows the parameter from then on (ESOPT_TOKEN_PARAMETER): a rotation needs no new boot.
 TOKEN=$(trap - ERR; retry aws ssm get-parameter --region "$ESOPT_BOOT_REGION" --with-decryption --name "$ESOPT_BOOT_TOKEN_PARAMETER" --query Parameter.Value --output text)
 if [ -z "$TOKEN" ] || [ "$TOKEN" = None ]; then echo "the token parameter $ESOPT_BOOT_TOKEN_PARAMETER is empty"; false; fi
 mkdir -p "$(dirname "$ENV_FILE")"
@@ -252,6 +253,7 @@ AWS_REGION=$ESOPT_BOOT_REGION
 ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP
 ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX
 ESOPT_ARTIFACT_SHA256=$ARTIFACT_SHA256
+ESOPT_TOKEN_PARAMETER=$ESOPT_BOOT_TOKEN_PARAMETER
 ENV
 
 step user

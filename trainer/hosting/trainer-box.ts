@@ -11,7 +11,13 @@
  *     external endpoint's key stays in SSM, where the queue entry names it: the Episode function reads
  *     it, and this box deletes it when the evaluation ends (or is found not to be queued any more).
  *
- * One job at a time, oldest first: the box has one GPU and one public inference port.
+ * One job at a time, oldest first: the box has one GPU and one public inference port. That port is the
+ * token gate (token-gate.ts): it checks the stack's token, which the box follows in SSM when told its
+ * parameter (token-follower.ts), and passes each request to the job's server on a loopback port.
+ *
+ * Idle stop: with `idleMinutes` > 0, a box with no work running and none queued for that long calls
+ * `stopSelf` (EC2 StopInstances on its own instance), once the queue, listed again, is still empty; the
+ * Api function starts the instance when it queues work (functions/http-api/box-wake.ts).
  *
  * Claims are create-only objects at `keys.workClaim(kind, id)`, so a request seen twice (a second
  * listing, a second entry for the same id, two boxes polling) runs once. AWS S3 decides a create-only
@@ -35,8 +41,13 @@ import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
 import { openCloudStore, type CloudTarget } from '../fanout/cloud-target.ts';
 import { cloudTarget } from '../compose/wirings.ts';
 import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts';
+import { idleStopDue } from './idle-stop.ts';
 import { LocalModelHost } from './local-model-host.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
+import { startTokenGate, type RunningGate } from './token-gate.ts';
+import { freeLoopbackPort } from '../server/free-port.ts';
+import { TokenFollower, type TokenCheck } from './token-follower.ts';
+import { tokenMatches } from '../../shared/bearer-token.ts';
 import { exportFromStore, runModelExport, type ExportInto } from './model-export-job.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
@@ -52,8 +63,18 @@ export interface TrainerBoxOptions {
   /** Where the inference server listens (default 127.0.0.1; the box: 0.0.0.0, behind its security group). */
   host?: string;
   port: number;
-  /** ESOPT_TOKEN on the box: the same TrainerToken secret the Episode function sends. */
+  /** ESOPT_TOKEN on the box: the same TrainerToken secret the Episode function sends (the one it starts with). */
   token: string;
+  /**
+   * Follow the token in this SSM parameter (the stack's TrainerTokenParameter) through `secrets`: read every
+   * `refreshMs` (default 60 s); a changed token replaces the old one, which stays accepted for `graceMs`
+   * (default 10 min). Unset: `token` is the only one, for good.
+   */
+  tokenFollow?: { parameter: string; refreshMs?: number; graceMs?: number; missRefreshMs?: number };
+  /** Stop the instance after this many minutes with no work running or queued (0 or unset: never). */
+  idleMinutes?: number;
+  /** What an idle stop does (EC2 StopInstances on this instance); required when idleMinutes > 0. */
+  stopSelf?: () => Promise<void>;
   /** How often the queue is listed while idle. */
   pollMs?: number;
   /** A run claimed on another host with no sign of life this long is marked failed (default 6 h). */
@@ -115,8 +136,19 @@ export interface RanWork {
 export class TrainerBox {
   readonly store: S3ObjectStore;
   private readonly log: Logger;
-  private readonly runs: LocalRunLauncher;
-  private readonly evaluations: EvaluationRunnerDeps;
+  private runs: LocalRunLauncher | null = null;
+  private evaluations: EvaluationRunnerDeps | null = null;
+  private readonly tokens: TokenCheck;
+  private readonly follower: TokenFollower | null;
+  /** The loopback port and token of the job's server, and what serves on it: set up by the first poll. */
+  private opened: Promise<void> | undefined;
+  /** The public port while a run or evaluation serves (a job's server used to hold it for as long). */
+  private gate: RunningGate | null = null;
+  private inner: { port: number; token: string } | null = null;
+  /** When work last ran or was seen queued; the idle stop counts from here. */
+  private lastBusyAt = Date.now();
+  private exporting = 0;
+  private stopAsked = false;
   private readonly secrets: SecretStore;
   /** The SSM client this box opened itself (none when the options gave a store), closed with it. */
   private readonly ownSecrets: SsmSecretStore | null;
@@ -138,33 +170,72 @@ export class TrainerBox {
     this.secrets = o.secrets ?? this.ownSecrets!;
     this.log = o.log ?? pino({ name: 'esopt-trainer-box' });
     if (o.publicUrl.startsWith('https:') !== Boolean(o.tls)) throw new Error(`the public URL ${o.publicUrl} and the server must agree: https with a TLS identity, http without`);
-    const server = { host: o.host, port: o.port, tls: o.tls };
-    this.runs = new LocalRunLauncher({
-      store: this.store,
-      log: this.log,
-      token: o.token,
-      server,
-      target: () => cloudTarget(o.cloud, o.publicUrl),
-      stopPollMs: o.stopPollMs,
-      pollMs: o.trainingPollMs,
-      executionProvider: o.executionProvider,
-      replicas: o.replicas,
-    });
-    this.evaluations = {
-      store: this.store,
-      secrets: this.secrets,
-      prices: measuredPrices(o.prices ?? {}),
-      log: this.log,
-      modelHost: new LocalModelHost(this.store, {
-        serving: { host: o.host ?? '127.0.0.1', port: o.port, publicUrl: o.publicUrl, token: o.token, tokenEnv: WORKER_TOKEN_ENV, tls: o.tls },
+    if ((o.idleMinutes ?? 0) > 0 && !o.stopSelf) throw new Error('idleMinutes > 0 needs stopSelf (what stops this instance)');
+    this.follower = o.tokenFollow
+      ? new TokenFollower({ initial: o.token, read: () => this.secrets.get(o.tokenFollow!.parameter), ...o.tokenFollow, log: this.log })
+      : null;
+    this.tokens = this.follower ?? { accepts: async (given) => tokenMatches(given, o.token) };
+  }
+
+  /**
+   * The run launcher and model host, serving on a free loopback port with a token of this process behind
+   * the gate: once per box start, before any work can need them.
+   */
+  private open(): Promise<void> {
+    this.opened ??= (async () => {
+      const o = this.o;
+      const inner = { port: await freeLoopbackPort(), token: randomBytes(24).toString('hex') };
+      this.inner = inner;
+      this.follower?.start();
+      const server = { host: '127.0.0.1', port: inner.port };
+      this.runs = new LocalRunLauncher({
+        store: this.store,
+        log: this.log,
+        token: inner.token,
+        server,
+        target: () => cloudTarget(o.cloud, o.publicUrl),
+        stopPollMs: o.stopPollMs,
+        pollMs: o.trainingPollMs,
         executionProvider: o.executionProvider,
-      }),
-      // The Episode function has its own environment: nothing can be handed to it per evaluation.
-      fanoutFor: (): Fanout => {
-        const target = cloudTarget(o.cloud, o.publicUrl);
-        return { dispatch: (requests, options) => target.fanout.dispatch(requests, options), close: () => target.close() };
-      },
-    };
+        replicas: o.replicas,
+      });
+      this.evaluations = {
+        store: this.store,
+        secrets: this.secrets,
+        prices: measuredPrices(o.prices ?? {}),
+        log: this.log,
+        modelHost: new LocalModelHost(this.store, {
+          serving: { ...server, publicUrl: o.publicUrl, token: inner.token, tokenEnv: WORKER_TOKEN_ENV },
+          executionProvider: o.executionProvider,
+        }),
+        // The Episode function has its own environment: nothing can be handed to it per evaluation.
+        fanoutFor: (): Fanout => {
+          const target = cloudTarget(o.cloud, o.publicUrl);
+          return { dispatch: (requests, options) => target.fanout.dispatch(requests, options), close: () => target.close() };
+        },
+      };
+    })().catch((err: unknown) => {
+      this.opened = undefined;
+      throw err;
+    });
+    return this.opened;
+  }
+
+  /** The public port while a job serves on it, else null. */
+  get port(): number | null {
+    return this.gate?.port ?? null;
+  }
+
+  /** Runs a job with the gate open on the public port, passing to the job's server. */
+  private async gated(job: () => Promise<void>): Promise<void> {
+    const o = this.o;
+    this.gate = await startTokenGate({ host: o.host ?? '127.0.0.1', port: o.port, tls: o.tls, tokens: this.tokens, upstream: this.inner! });
+    try {
+      await job();
+    } finally {
+      await this.gate.close();
+      this.gate = null;
+    }
   }
 
   /**
@@ -173,6 +244,7 @@ export class TrainerBox {
    */
   async pollOnce(lane: (kind: WorkKind) => boolean = () => true): Promise<RanWork[]> {
     await this.publishCertificate();
+    await this.open();
     const listed = (await this.store.list(keys.workQueue())).flatMap((key) => {
       const work = parseQueuedWorkKey(key);
       return work && lane(work.kind) ? [{ key, ...work }] : [];
@@ -184,6 +256,7 @@ export class TrainerBox {
       }),
     );
     entries.sort((a, b) => a.queuedAt.localeCompare(b.queuedAt) || a.key.localeCompare(b.key));
+    if (entries.length) this.lastBusyAt = Date.now();
     const ran: RanWork[] = [];
     for (const entry of entries) {
       if (this.closing) break;
@@ -194,9 +267,10 @@ export class TrainerBox {
           if (!(work.kind === 'run' && (await this.failIfStale(work.id)))) this.log.info(work, 'claimed already (a duplicate entry, or another box): not run here');
         } else {
           if (work.kind !== 'export') this.current = work;
+          else this.exporting++;
           this.log.info(work, 'claimed: running');
-          if (work.kind === 'run') await this.runRun(work.id);
-          else if (work.kind === 'evaluation') await this.runEvaluation(work.id, entry.apiKey);
+          if (work.kind === 'run') await this.gated(() => this.runRun(work.id));
+          else if (work.kind === 'evaluation') await this.gated(() => this.runEvaluation(work.id, entry.apiKey));
           else await this.runExport(work.id, entry.export);
           ran.push(work);
           this.log.info(work, 'done');
@@ -208,6 +282,8 @@ export class TrainerBox {
         this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
       } finally {
         if (work.kind !== 'export') this.current = null;
+        else this.exporting--;
+        this.lastBusyAt = Date.now();
       }
     }
     return ran;
@@ -255,7 +331,7 @@ export class TrainerBox {
     this.closing = true;
     this.wake.abort();
     if (this.updateWatch) clearInterval(this.updateWatch);
-    if (this.current?.kind === 'run') await this.runs.stop(this.current.id);
+    if (this.current?.kind === 'run') await this.runs?.stop(this.current.id);
   }
 
   /**
@@ -276,10 +352,35 @@ export class TrainerBox {
     while (!this.closing) {
       try {
         await this.pollOnce(kinds);
+        if (kinds('run')) await this.stopIfIdle();
       } catch (err) {
         this.log.error({ error: (err as Error).message }, 'listing the queue failed; retrying');
       }
       await sleep(this.o.pollMs ?? 5000, undefined, { signal: this.wake.signal }).catch(() => {});
+    }
+  }
+
+  /**
+   * Stops the instance when it has been idle for `idleMinutes`: no work running, none queued when it last
+   * looked, and none queued when it looks again right before the stop. Resolves whether it asked for the stop.
+   */
+  async stopIfIdle(now = Date.now()): Promise<boolean> {
+    const busy = this.current !== null || this.exporting > 0;
+    if (this.stopAsked || !idleStopDue({ idleMinutes: this.o.idleMinutes ?? 0, lastBusyAt: this.lastBusyAt, now, busy })) return false;
+    if ((await this.store.list(keys.workQueue())).length > 0) {
+      this.lastBusyAt = now;
+      return false;
+    }
+    this.log.info({ idleMinutes: this.o.idleMinutes, idleSince: new Date(this.lastBusyAt).toISOString() }, 'idle: stopping this instance (the Api starts it when work is queued)');
+    try {
+      await this.o.stopSelf!();
+      this.stopAsked = true;
+      return true;
+    } catch (err) {
+      // Counted as busy now, so the next try comes after another idle period rather than every poll.
+      this.lastBusyAt = now;
+      this.log.error({ error: (err as Error).message }, 'the idle stop failed');
+      return false;
     }
   }
 
@@ -288,9 +389,10 @@ export class TrainerBox {
     this.closing = true;
     this.wake.abort();
     if (this.updateWatch) clearInterval(this.updateWatch);
-    if (this.current?.kind === 'run') await this.runs.stop(this.current.id);
+    if (this.current?.kind === 'run') await this.runs?.stop(this.current.id);
     await this.loop;
-    await this.runs.settled();
+    await this.runs?.settled();
+    this.follower?.close();
     this.store.destroy();
     this.ownSecrets?.destroy();
   }
@@ -343,10 +445,10 @@ export class TrainerBox {
     // The replica boxes follow whichever run this box trains (trainer/replicas/replica-box.ts).
     const active: ActiveRun = { run: id, startedAt: new Date().toISOString() };
     await writeJson(this.store, keys.activeRun(), active);
-    await this.runs.start(id);
+    await this.runs!.start(id);
     // close() came while this run was being claimed: it too ends after its first iteration.
-    if (this.closing) await this.runs.stop(id);
-    await this.runs.settled();
+    if (this.closing) await this.runs!.stop(id);
+    await this.runs!.settled();
   }
 
   private async runExport(id: string, request: ModelExportRequest | undefined): Promise<void> {
@@ -363,6 +465,6 @@ export class TrainerBox {
       return;
     }
     // The runner deletes the key when the evaluation ends, however it ends.
-    await runEvaluation(this.evaluations, id, apiKeyRef ? { apiKeyRef } : {});
+    await runEvaluation(this.evaluations!, id, apiKeyRef ? { apiKeyRef } : {});
   }
 }

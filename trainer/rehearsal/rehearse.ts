@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
 import { startLogsEndpoint, type LogsEndpoint } from '../../functions/local-cloud/logs-endpoint.ts';
 import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
+import { startEc2Endpoint } from '../../functions/local-cloud/ec2-endpoint.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/local-cloud/invoke-endpoint.ts';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
@@ -28,6 +29,8 @@ import { buildFunction, type FunctionBuild } from './sst-build.ts';
 import { evaluate, render, stackFunction, type StackFunction } from './sst-stack.ts';
 
 export const REHEARSAL_STAGE = 'rehearsal';
+/** The trainer box's instance id in the rehearsal (the dev EC2 endpoint knows it). */
+const REHEARSAL_TRAINER_INSTANCE = 'i-0e5a1c0de0000cafe';
 const REGION = 'us-east-1';
 /** s3rver's development key pair; the local SSM and invoke endpoints check no signature. */
 const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
@@ -72,7 +75,7 @@ export interface Rehearsal {
 
 const REHEARSAL_REPLACED: ReplacedStep[] = [
   { step: 'provider', deployed: 'cuda on a GPU instance type (the default g5.xlarge): onnxruntime-node\'s CUDA binaries fetched at boot', rehearsal: 'ESOPT_TRAINER_PROVIDER=cpu: no GPU here and no route to the binaries\' host' },
-  { step: 'S3, SSM and CloudWatch Logs', deployed: 'the stack\'s bucket, Parameter Store and the boxes\' log group', rehearsal: 's3rver, the local SSM and CloudWatch Logs endpoints on loopback, reached through AWS_ENDPOINT_URL_S3 / _SSM / _CLOUDWATCH_LOGS and a development key pair instead of each role\'s credentials (IAM is checked by test/cloud/least-privilege.test.ts, not here)' },
+  { step: 'S3, SSM, CloudWatch Logs and EC2', deployed: 'the stack\'s bucket, Parameter Store, the boxes\' log group and the trainer instance the Api starts', rehearsal: 's3rver, the local SSM, CloudWatch Logs and EC2 endpoints on loopback, reached through AWS_ENDPOINT_URL_S3 / _SSM / _CLOUDWATCH_LOGS / _EC2 and a development key pair instead of each role\'s credentials (IAM is checked by test/cloud/least-privilege.test.ts, not here)' },
   { step: 'Lambda Invoke', deployed: 'the Lambda service', rehearsal: 'the Invoke API stand-in (functions/local-cloud/invoke-endpoint.ts) routing to the rehearsed Episode function' },
   { step: 'addresses', deployed: 'Elastic IPs, the box listening on 0.0.0.0', rehearsal: 'one loopback address a box (127.0.0.2, 127.0.0.3, …) on the deploy\'s inference port; `--host 0.0.0.0` becomes that address' },
 ];
@@ -110,6 +113,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       'sst.aws.Bucket.Runs.name': s3.bucket,
       'sst.aws.Bucket.Runs.arn': `arn:aws:s3:::${s3.bucket}`,
       'sst.Secret.TrainerToken.value': token,
+      'aws.ssm.Parameter.TrainerTokenParameter.value': token,
+      'aws.ec2.Instance.Trainer.id': REHEARSAL_TRAINER_INSTANCE,
       'sst.aws.Function.Episode.name': `esopt-${REHEARSAL_STAGE}-Episode`,
       'sst.aws.Function.Api.name': `esopt-${REHEARSAL_STAGE}-Api`,
       'aws.ec2.Eip.TrainerAddress.publicIp': boxAddress(0),
@@ -118,7 +123,10 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       'aws.s3.BucketObjectv2.TrainerArtifact.key': artifact.key,
       ...Object.fromEntries(Array.from({ length: replicas - 1 }, (_, i) => [`aws.ec2.Eip.ReplicaAddress${i + 1}.publicIp`, boxAddress(i + 1)])),
     };
-    const endpoints = { ...LOCAL_CREDENTIALS, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ENDPOINT_URL_SSM: ssm.url, AWS_ENDPOINT_URL_CLOUDWATCH_LOGS: logs.url };
+    // The trainer box as EC2 sees it: the Api starts it when it queues work (it runs here already).
+    const ec2 = await startEc2Endpoint({ [REHEARSAL_TRAINER_INSTANCE]: 'running' });
+    closers.push(() => ec2.close());
+    const endpoints = { ...LOCAL_CREDENTIALS, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ENDPOINT_URL_SSM: ssm.url, AWS_ENDPOINT_URL_CLOUDWATCH_LOGS: logs.url, AWS_ENDPOINT_URL_EC2: ec2.url };
 
     // What the deploy uploads and creates before the boxes boot: the artifact, the token parameter.
     await store.put(artifact.key, new Uint8Array(readFileSync(artifact.path)));

@@ -55,7 +55,7 @@ Object.assign(globalThis, {
     getPartitionOutput: () => ({ partition: new Placeholder('aws.getPartition.partition') }),
     s3: { BucketObjectv2: resource('aws.s3.BucketObjectv2', ['key', 'id']), BucketLifecycleConfigurationV2: resource('aws.s3.BucketLifecycleConfigurationV2', []) },
     lambda: { FunctionUrl: resource('aws.lambda.FunctionUrl', ['functionUrl']), Permission: resource('aws.lambda.Permission', []) },
-    ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn']) },
+    ssm: { Parameter: resource('aws.ssm.Parameter', ['name', 'arn', 'value']) },
     cloudwatch: {
       LogGroup: resource('aws.cloudwatch.LogGroup', ['name', 'arn']),
       MetricAlarm: resource('aws.cloudwatch.MetricAlarm', []),
@@ -70,7 +70,7 @@ Object.assign(globalThis, {
     },
     ec2: {
       SecurityGroup: resource('aws.ec2.SecurityGroup', ['id']),
-      Instance: resource('aws.ec2.Instance', ['id', 'publicIp']),
+      Instance: resource('aws.ec2.Instance', ['id', 'arn', 'publicIp']),
       Eip: resource('aws.ec2.Eip', ['id', 'publicIp', 'allocationId']),
       EipAssociation: resource('aws.ec2.EipAssociation', []),
       getAmiOutput: (args: unknown) => ({ id: new Placeholder(`ami(${JSON.stringify(args)})`) }),

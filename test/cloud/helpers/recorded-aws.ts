@@ -20,12 +20,15 @@ export interface RecordedAws {
   url: string;
   /** Actions asked, in order. */
   asked: string[];
+  /** Each request's body, in the same order (the query protocol's form: `InstanceId.1=…`). */
+  bodies: string[];
   close(): Promise<void>;
 }
 
 /** `recordings` keys: `ec2:DescribeVpcs`, `sts:GetCallerIdentity`, `quotas:ec2/L-DB2E81BA`, `lambda:GetAccountSettings`. */
 export async function recordedAws(recordings: Record<string, Recording>): Promise<RecordedAws> {
   const asked: string[] = [];
+  const bodies: string[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
@@ -41,6 +44,7 @@ export async function recordedAws(recordings: Record<string, Recording>): Promis
         key = `${form.get('Version') === '2011-06-15' ? 'sts' : 'ec2'}:${form.get('Action')}`;
       }
       asked.push(key);
+      bodies.push(body);
       const r = recordings[key];
       if (!r) {
         res.writeHead(400, { 'content-type': 'text/plain' }).end(`no recording for ${key}`);
@@ -55,6 +59,7 @@ export async function recordedAws(recordings: Record<string, Recording>): Promis
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     asked,
+    bodies,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
