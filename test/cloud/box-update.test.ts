@@ -106,4 +106,23 @@ describe('a new artifact deployed while a run trains', () => {
     expect(updates).toEqual(Array.from({ length: ITERATIONS }, (_, k) => k));
     expect(await cloud.store.get(keys.queuedWork('run', run))).toBeNull();
   }, 180_000);
+
+  it('a box stopping (SIGTERM, a reboot) puts its run back in the queue after the iteration; the next start resumes it', async () => {
+    const run = 'service-stopped';
+    const now = new Date().toISOString();
+    await pointTo(NEW);
+    await cloud.store.put(keys.config(run), JSON.stringify(RunConfig.parse(tinyRunConfig({ iterations: 3, evalInterval: 10 }))));
+    await cloud.store.put(keys.runStatus(run), JSON.stringify(RunStatus.parse({ run, state: 'requested', requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now })));
+    await cloud.store.put(keys.queuedWork('run', run), JSON.stringify({ kind: 'run', id: run, queuedAt: now }));
+    const first = box(NEW);
+    first.start();
+    await until('the first iteration', async () => (await rowsDone(run)) >= 1);
+    await first.close();
+    expect(RunStatus.parse(await read(keys.runStatus(run))).state).toBe('requested');
+    expect(await rowsDone(run)).toBeLessThan(3);
+    expect(await cloud.store.get(keys.queuedWork('run', run))).not.toBeNull();
+    expect(await box(NEW).pollOnce()).toEqual([{ kind: 'run', id: run }]);
+    expect(RunStatus.parse(await read(keys.runStatus(run))).state).toBe('finished');
+    expect(await rowsDone(run)).toBe(3);
+  }, 180_000);
 });

@@ -275,8 +275,9 @@ export class TrainerBox {
           ran.push(work);
           this.log.info(work, 'done');
         }
-        // A run handed over to a new artifact keeps its entry: the restarted box claims it again and resumes it.
-        if (!(work.kind === 'run' && this.handingOverTo && (await this.requeueHandedOver(work.id)))) await this.store.delete(entry.key);
+        // A run interrupted by this box (a new artifact, the service stopping) keeps its entry: the next box
+        // start claims it again and resumes it. One stopped by request, or over, is done with.
+        if (!(work.kind === 'run' && (this.handingOverTo || this.closing) && (await this.requeueInterrupted(work.id)))) await this.store.delete(entry.key);
       } catch (err) {
         // A store error leaves the entry for the next poll; the claim (if written) keeps it from running twice.
         this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
@@ -335,16 +336,17 @@ export class TrainerBox {
   }
 
   /**
-   * A run that stopped for the hand-over goes back to `requested`, its claim released: the next box start
-   * claims it again and the loop resumes it from its log. Not one that ended on its own meanwhile.
+   * A run this box stopped (a hand-over, or close()) goes back to `requested`, its claim released: the next
+   * box start claims it again and the loop resumes it from its log. Not one that was asked to stop
+   * (stop.json), nor one that ended on its own meanwhile.
    */
-  private async requeueHandedOver(run: string): Promise<boolean> {
+  private async requeueInterrupted(run: string): Promise<boolean> {
     const status = await readJson(this.store, keys.runStatus(run), RunStatus);
     if (!status || status.state !== 'stopped' || status.stopReason !== 'requested' || (await this.store.get(keys.stopRequest(run))) !== null) return false;
     const now = new Date().toISOString();
     await writeJson(this.store, keys.runStatus(run), RunStatus.parse({ ...status, state: 'requested', finishedAt: null, stopReason: null, updatedAt: now }));
     await this.store.delete(keys.workClaim('run', run));
-    this.log.info({ run, to: this.handingOverTo }, 'run handed over: back in the queue, resumed by the new artifact');
+    this.log.info({ run, to: this.handingOverTo }, this.handingOverTo ? 'run handed over: back in the queue, resumed by the new artifact' : 'run interrupted by the service stopping: back in the queue, resumed at the next start');
     return true;
   }
 
@@ -384,7 +386,7 @@ export class TrainerBox {
     }
   }
 
-  /** Stops polling; a run in flight stops after its current iteration (resume it with `esopt train --cloud --resume`). */
+  /** Stops polling; a run in flight stops after its current iteration and goes back to the queue, for the next box start to resume. */
   async close(): Promise<void> {
     this.closing = true;
     this.wake.abort();
