@@ -368,7 +368,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         r.id,
         'esopt-replica-box',
         `esopt ${r.id}: follows the run the trainer box trains and serves its share of the members`,
-        $interpolate`replica-box --id ${r.id} ${serving} --public-url ${r.url} --provider ${provider}`,
+        $interpolate`replica-box --id ${r.id} --token-grace-s ${Math.max(600, cfg.ESOPT_EPISODE_TIMEOUT_S + 60)} ${serving} --public-url ${r.url} --provider ${provider}`,
       );
       const instance = box(`Replica${r.n}`, profile, userData, r.id);
       new aws.ec2.EipAssociation(`ReplicaAddressAssociation${r.n}`, { instanceId: instance.id, allocationId: r.address.allocationId });

@@ -442,7 +442,7 @@ describe('sst.config.ts', () => {
         PROVIDER: 'cuda',
         SERVICE: 'esopt-replica-box',
         TOKEN_PARAMETER: render(one('aws.ssm.Parameter', 'TrainerTokenParameter').self.name),
-        ARGS: `replica-box --id replica-${n} --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
+        ARGS: `replica-box --id replica-${n} --token-grace-s 960 --host 0.0.0.0 --port 8080 --public-url ${url} --provider cuda`,
       });
       expect(userData).not.toContain(render(one('sst.Secret', 'TrainerToken').self.value));
       // Its role may write its own boot state and no other box's.

@@ -16,6 +16,7 @@ import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
 import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
+import { TokenFollower } from '../../trainer/hosting/token-follower.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-replica-box-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -95,6 +96,41 @@ describe('the replica box', () => {
       });
     } finally {
       await box.close();
+    }
+  });
+
+  it('behind the token gate, follows a rotation during a run: the old token in its grace, the new one, a stranger refused', async () => {
+    const store = new FsObjectStore(join(root, 'gated'));
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}/v1`;
+    let current = 'box-token';
+    const tokens = new TokenFollower({ initial: current, read: async () => current, refreshMs: 30, graceMs: 60_000 });
+    tokens.start();
+    const box = new ReplicaBox({ store, id: 'replica-1', publicUrl, host: '127.0.0.1', port, token: 'box-token', tokens, pollMs: 30, followPollMs: 20, log: { info() {}, error() {} } });
+    const models = (token: string) => fetch(`${publicUrl}/models`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    try {
+      await putJson(store, keys.activeRun(), { run: 'g', startedAt: new Date().toISOString() } satisfies ActiveRun);
+      await putJson(store, keys.runStatus('g'), status('g', 'running'));
+      const following = box.pollOnce();
+      // The coordinator's workers send the token they started with throughout: the grace keeps it good.
+      // Long enough that the checks below land while the replica serves.
+      const long = RunConfig.parse({ ...config, iterations: 6, evalInterval: 6, checkpointInterval: 6 });
+      const run = runEmbedded({ config: long, run: 'g', storeRoot: join(root, 'gated'), progress: silentProgress, pollMs: 20, token: 'box-token', replicas: { syncTimeoutMs: 30_000, expected: 1 } });
+      while (!(await store.get(keys.replica('g', 'replica-1')))) await new Promise((r) => setTimeout(r, 20));
+      current = 'rotated-token';
+      expect(await models('rotated-token')).toBe(200);
+      expect(await models('box-token')).toBe(200);
+      expect(await models('a-stranger')).toBe(401);
+      const { result } = await run;
+      expect(await following).toBe('g');
+      const final = JSON.parse(new TextDecoder().decode((await store.get(keys.replicaReport('g', long.iterations, 'replica-1')))!)) as { thetaHash: string };
+      expect(final.thetaHash).toBe(result.thetaHash);
+      // The members routed to it were served through the gate, none refused.
+      const manifest = await getJson(store, keys.manifest('g', 1), IterationManifest);
+      expect(manifest?.routing?.routes.filter((r) => r.replica === 1).length).toBeGreaterThan(0);
+    } finally {
+      await box.close();
+      tokens.close();
     }
   });
 

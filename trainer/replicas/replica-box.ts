@@ -15,6 +15,10 @@ import { ActiveRun, RunStatus } from '../../shared/schemas/index.ts';
 import { getJson } from '../loop/index.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import { startReplica, type ReplicaOptions, type RunningReplica } from './replica.ts';
+import { randomBytes } from 'node:crypto';
+import { startTokenGate } from '../hosting/token-gate.ts';
+import type { TokenCheck } from '../hosting/token-follower.ts';
+import { freeLoopbackPort } from '../server/free-port.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 export interface ReplicaBoxOptions {
@@ -27,6 +31,12 @@ export interface ReplicaBoxOptions {
   port: number;
   token: string;
   tls?: TlsIdentity;
+  /**
+   * The stack's rotating token (token-follower.ts): the public port is then a gate that checks it
+   * (token-gate.ts) in front of the replica's server on a loopback port with a token of this box's own,
+   * so a rotation reaches this box as it reaches the trainer box. Without it the server checks `token`.
+   */
+  tokens?: TokenCheck;
   /** How often the active run and its status are read. */
   pollMs: number;
   /** The replica's own poll of the run's records. */
@@ -67,19 +77,28 @@ export class ReplicaBox {
     if (!active || this.followed.has(`${active.run}@${active.startedAt}`) || !(await this.running(active.run))) return null;
     this.followed.add(`${active.run}@${active.startedAt}`);
     const { run } = active;
+    const inner = this.o.tokens ? { port: await freeLoopbackPort(), token: randomBytes(24).toString('hex') } : null;
+    const gate = inner ? await startTokenGate({ host: this.o.host, port: this.o.port, tls: this.o.tls, tokens: this.o.tokens!, upstream: inner }) : null;
     const options: ReplicaOptions = {
       store: this.o.store,
       run,
       id: this.o.id,
-      token: this.o.token,
-      server: { host: this.o.host, port: this.o.port, tls: this.o.tls },
+      token: inner?.token ?? this.o.token,
+      server: inner ? { host: '127.0.0.1', port: inner.port } : { host: this.o.host, port: this.o.port, tls: this.o.tls },
+      ...(inner && this.o.tls ? { publicTls: this.o.tls } : {}),
       publicUrl: this.o.publicUrl,
       pollMs: this.o.followPollMs,
       executionProvider: this.o.executionProvider,
       onProgress: (e) => this.o.log.info({ run, ...e }, `replica ${e.kind}`),
     };
     this.o.log.info({ run, replica: this.o.id }, 'following the coordinator box');
-    const replica = (this.current = await startReplica(options));
+    let replica: RunningReplica;
+    try {
+      replica = this.current = await startReplica(options);
+    } catch (err) {
+      await gate?.close();
+      throw err;
+    }
     let ended = false;
     replica.done.then(
       (r) => this.o.log.info({ run, ...r }, 'run followed to its last update'),
@@ -97,6 +116,7 @@ export class ReplicaBox {
     } finally {
       this.current = null;
       await replica.stop();
+      await gate?.close();
     }
     return run;
   }

@@ -24,6 +24,8 @@ export interface ReplicaOptions {
   token?: string;
   /** `tls`: serve HTTPS with this identity, its certificate announced with the address for the Episode function to pin. */
   server?: { host?: string; port?: number; tls?: TlsIdentity };
+  /** The identity of the public port when a gate serves it in front of this server (replica-box.ts): announced instead of the server's. */
+  publicTls?: TlsIdentity;
   /** The address workers reach this replica at (…/v1); default its own loopback URL. */
   publicUrl?: string;
   pollMs?: number;
@@ -68,7 +70,7 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
   const follow = async (): Promise<{ iterations: number; thetaHash: string }> => {
     let { next } = await restoreFromLog(store, run, engine, cfg.rank);
     o.onProgress?.({ kind: 'restored', iteration: next, thetaHash: hashTheta(segments) });
-    const tls = o.server?.tls;
+    const tls = o.publicTls ?? o.server?.tls;
     // The public certificate only: the key never leaves this process.
     const announcement: ReplicaAnnouncement = { id: o.id, baseUrl, ...(tls ? { tls: { certificate: tls.cert, sha256: tls.sha256 } } : {}), startedAt: new Date().toISOString() };
     await putJson(store, keys.replica(run, o.id), announcement);
