@@ -13,7 +13,7 @@ import { FsObjectStore } from '../shared/store/fs.ts';
 import { ExportFormat } from '../shared/schemas/index.ts';
 import { exportModel } from '../trainer/export/export-model.ts';
 import { thetaAtIteration } from '../trainer/export/theta-at-iteration.ts';
-import { createOnnxEngine } from '../trainer/model/create-engine.ts';
+import { createOnnxEngine } from '../trainer/compose/engine.ts';
 
 const { values } = parseArgs({ options: { store: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, format: { type: 'string', default: 'safetensors' }, iteration: { type: 'string' }, prompts: { type: 'string' } } });
 if (!values.store || !values.run || !values.out || !values.prompts) throw new Error('usage: --store DIR --run RUN --out DIR --prompts greedy.json [--format F] [--iteration K]');

@@ -121,6 +121,8 @@ function arrowsUp(graph: ImportGraph, rank: (file: string) => number | undefined
 const FORBIDDEN: Array<{ from: RegExp; to: RegExp; why: string }> = [
   { from: /^trainer\/loop\//, to: /^trainer\/(server\/|model\/create-engine\.ts|compose\/|hosting\/|fanout\/(local|cloud)-target\.ts)/, why: 'the loop is handed its engine, server and target' },
   { from: /^(shared|functions|environments)\/|^trainer\/(loop|model|generation|perturbation|onnx|server|fanout)\//, to: /^trainer\/compose\//, why: 'only entry points use the composition root' },
+  // Engines too: commands, benchmarks and hosts get theirs from the root (compose/engine.ts).
+  { from: /^(?!trainer\/(model|compose)\/)/, to: /^trainer\/model\/create-engine\.ts$/, why: 'engines come from the composition root' },
   // A run's target is chosen by the root (compose/wirings.ts: embeddedTarget, cloudTarget).
   { from: /^(?!trainer\/(compose|fanout)\/)/, to: /^trainer\/fanout\/local-target\.ts$/, why: 'targets come from the composition root' },
   // Outside the loop, its public face (loop/index.ts): not its steps, its collector or its classification.
@@ -175,7 +177,7 @@ describe('the checks themselves', () => {
     expect(runtimeRank('trainer/loop/training.ts')).toBeUndefined();
     expect(arrowsUp(new Map([['trainer/onnx/proto.ts', ['trainer/model/weights.ts', 'shared/es.ts']]]), runtimeRank)).toEqual(['trainer/onnx/proto.ts → trainer/model/weights.ts']);
   });
-  it('find each forbidden arrow: the loop building its server or engine, the runtime reaching the root', () => {
+  it('find each forbidden arrow: the loop building its server or engine, the runtime reaching the root, an engine built past the root', () => {
     const planted: ImportGraph = new Map([
       ['trainer/loop/training.ts', ['trainer/server/server.ts', 'trainer/model/create-engine.ts', 'trainer/loop/iteration.ts', 'trainer/engine.ts']],
       ['trainer/loop/iteration.ts', ['trainer/compose/run.ts', 'trainer/fanout/local-target.ts', 'trainer/fanout/run-target.ts']],
@@ -183,9 +185,11 @@ describe('the checks themselves', () => {
       ['trainer/cli/commands/train.ts', ['trainer/compose/run.ts', 'trainer/server/server.ts']],
       ['trainer/demo/random-search.ts', ['trainer/loop/collect.ts', 'trainer/loop/index.ts']],
       ['trainer/grpo/grpo.ts', ['trainer/fanout/local-target.ts', 'trainer/compose/wirings.ts']],
+      ['trainer/bench/full.ts', ['trainer/model/create-engine.ts', 'trainer/compose/engine.ts']],
     ]);
     expect(forbiddenArrows(planted).map((a) => a.split(' (')[0])).toEqual([
       'trainer/loop/training.ts → trainer/server/server.ts',
+      'trainer/loop/training.ts → trainer/model/create-engine.ts',
       'trainer/loop/training.ts → trainer/model/create-engine.ts',
       'trainer/loop/iteration.ts → trainer/compose/run.ts',
       'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
@@ -194,6 +198,7 @@ describe('the checks themselves', () => {
       'trainer/model/onnx-engine.ts → trainer/compose/wirings.ts',
       'trainer/demo/random-search.ts → trainer/loop/collect.ts',
       'trainer/grpo/grpo.ts → trainer/fanout/local-target.ts',
+      'trainer/bench/full.ts → trainer/model/create-engine.ts',
     ]);
   });
 });

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { ask, tell } from '../../shared/es.ts';
 import { FullModeWeights } from '../../shared/schemas/index.ts';
 import type { GenerateRow, MemberSelector } from '../engine.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from '../compose/engine.ts';
 import { modelSpecFlag } from '../argv/model-flags.ts';
 import { openModel } from '../model/open-model.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';

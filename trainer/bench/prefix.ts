@@ -12,7 +12,7 @@ import { sudoku } from '../../environments/sudoku/definition.ts';
 import { SudokuOptions } from '../../environments/sudoku/task.ts';
 import { modelSpecFlag } from '../argv/model-flags.ts';
 import type { Engine } from '../engine.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from '../compose/engine.ts';
 import { ModelPolicy } from '../model/model-policy.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';

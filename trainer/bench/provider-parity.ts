@@ -7,7 +7,7 @@
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import type { EngineOptions, GenerateRow } from '../engine.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from '../compose/engine.ts';
 
 export const PARITY_WAYS = ['full-inputs', 'full-rebuild-session', 'lowrank'] as const;
 export type ParityWay = (typeof PARITY_WAYS)[number];

@@ -21,7 +21,7 @@ import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from '../compose/engine.ts';
 import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { endpointOf, routeMembers } from '../loop/index.ts';
 import { memberModelName } from '../server/model-name.ts';

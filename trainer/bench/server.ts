@@ -4,7 +4,7 @@ import { recordThroughput } from '../../shared/decode-throughput.ts';
 import type { ChatMessage } from '../../shared/ports/policy.ts';
 import { modelSpecFlag } from '../argv/model-flags.ts';
 import type { Engine, GenerateRow } from '../engine.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from '../compose/engine.ts';
 import { ChatCompletion } from '../server/openai-schema.ts';
 import { startInferenceServer } from '../server/server.ts';
 import type { Log } from './benchmark.ts';

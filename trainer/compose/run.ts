@@ -10,7 +10,7 @@ import { keys } from '../../shared/keys.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../fanout/local-target.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from './engine.ts';
 import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { Engine } from '../engine.ts';

@@ -10,7 +10,7 @@ import type { HostedModel, ModelHost, ServedModel } from '../../shared/ports/mod
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { loadLatestCheckpoint } from '../loop/index.ts';
 import { readRunConfig } from '../loop/index.ts';
-import { createEngine } from '../model/create-engine.ts';
+import { createEngine } from '../compose/engine.ts';
 import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { startInferenceServer } from '../server/server.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';

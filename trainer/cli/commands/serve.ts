@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FullModeWeights } from '../../../shared/schemas/index.ts';
-import { createEngine } from '../../model/create-engine.ts';
+import { createEngine } from '../../compose/engine.ts';
 import { startInferenceServer } from '../../server/server.ts';
 import { flag, parseFlags } from '../../argv/args.ts';
 import { modelSpecFlag } from '../../argv/model-flags.ts';
