@@ -184,8 +184,13 @@ describe('one constant-time check for every bearer token', () => {
     for (const file of readers) {
       const text = readFileSync(file, 'utf8');
       expect(text, file).toMatch(/from '[./]*\/?(shared\/)?bearer-token\.ts'/);
-      expect(text, file).toMatch(/tokenMatches\(/);
+      // It compares itself, or asks a TokenCheck (a box's rotating tokens, trainer/hosting/token-follower.ts).
+      expect(text, file).toMatch(/tokenMatches\(|\.accepts\(/);
     }
+    // Every TokenCheck compares with tokenMatches, or hands over to one that does (AcceptedTokens).
+    const checks = sources.filter((f) => /\baccepts(\(given: string|:\s*async)/.test(readFileSync(f, 'utf8')));
+    expect(checks.length).toBeGreaterThanOrEqual(2);
+    for (const file of checks) expect(readFileSync(file, 'utf8'), file).toMatch(/tokenMatches\(|new AcceptedTokens\(/);
     const timingSafe = sources.filter((f) => readFileSync(f, 'utf8').includes('timingSafeEqual'));
     expect(timingSafe.map((f) => relative('.', f))).toEqual(['shared/bearer-token.ts']);
   });
