@@ -104,10 +104,15 @@ describe('the replica box', () => {
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}/v1`;
     let current = 'box-token';
-    const tokens = new TokenFollower({ initial: current, read: async () => current, refreshMs: 30, graceMs: 60_000 });
+    // No wait before the re-read an unknown token triggers: the stranger's 401 comes while the run is still served.
+    const tokens = new TokenFollower({ initial: current, read: async () => current, refreshMs: 30, graceMs: 60_000, missRefreshMs: 0 });
     tokens.start();
     const box = new ReplicaBox({ store, id: 'replica-1', publicUrl, host: '127.0.0.1', port, token: 'box-token', tokens, pollMs: 30, followPollMs: 20, log: { info() {}, error() {} } });
-    const models = (token: string) => fetch(`${publicUrl}/models`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    const models = async (token: string) => {
+      const res = await fetch(`${publicUrl}/models`, { headers: { authorization: `Bearer ${token}` } });
+      await res.arrayBuffer();
+      return res.status;
+    };
     try {
       await putJson(store, keys.activeRun(), { run: 'g', startedAt: new Date().toISOString() } satisfies ActiveRun);
       await putJson(store, keys.runStatus('g'), status('g', 'running'));
