@@ -184,7 +184,7 @@ describe('one constant-time check for every bearer token', () => {
     for (const file of readers) {
       const text = readFileSync(file, 'utf8');
       expect(text, file).toMatch(/from '[./]*\/?(shared\/)?bearer-token\.ts'/);
-      // It compares itself, or asks a TokenCheck (a box's rotating tokens, trainer/hosting/token-follower.ts).
+      // It compares itself, or asks a TokenCheck (a box's rotating tokens, trainer/server/token-follower.ts).
       expect(text, file).toMatch(/tokenMatches\(|\.accepts\(/);
     }
     // Every TokenCheck compares with tokenMatches, or hands over to one that does (AcceptedTokens).

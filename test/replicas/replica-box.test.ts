@@ -16,7 +16,7 @@ import { runEmbedded } from '../../trainer/compose/run.ts';
 import { silentProgress } from '../../trainer/loop/progress.ts';
 import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
 import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
-import { TokenFollower } from '../../trainer/hosting/token-follower.ts';
+import { TokenFollower } from '../../trainer/server/token-follower.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-replica-box-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -6,9 +6,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AcceptedTokens } from '../../trainer/hosting/accepted-tokens.ts';
-import { TokenFollower } from '../../trainer/hosting/token-follower.ts';
-import { startTokenGate } from '../../trainer/hosting/token-gate.ts';
+import { AcceptedTokens } from '../../trainer/server/accepted-tokens.ts';
+import { TokenFollower } from '../../trainer/server/token-follower.ts';
+import { startTokenGate } from '../../trainer/server/token-gate.ts';
 import { freeLoopbackPort } from '../../trainer/server/free-port.ts';
 
 describe('AcceptedTokens', () => {

@@ -44,9 +44,9 @@ import { publishCertificate, type TlsIdentity } from '../server/tls-identity.ts'
 import { idleStopDue } from './idle-stop.ts';
 import { LocalModelHost } from './local-model-host.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
-import { startTokenGate, type RunningGate } from './token-gate.ts';
+import { startTokenGate, type RunningGate } from '../server/token-gate.ts';
 import { freeLoopbackPort } from '../server/free-port.ts';
-import { TokenFollower, type TokenCheck } from './token-follower.ts';
+import { TokenFollower, type TokenCheck } from '../server/token-follower.ts';
 import { tokenMatches } from '../../shared/bearer-token.ts';
 import { exportFromStore, runModelExport, type ExportInto } from './model-export-job.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';

@@ -16,8 +16,8 @@ import { getJson } from '../loop/index.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import { startReplica, type ReplicaOptions, type RunningReplica } from './replica.ts';
 import { randomBytes } from 'node:crypto';
-import { startTokenGate } from '../hosting/token-gate.ts';
-import type { TokenCheck } from '../hosting/token-follower.ts';
+import { startTokenGate } from '../server/token-gate.ts';
+import type { TokenCheck } from '../server/token-follower.ts';
 import { freeLoopbackPort } from '../server/free-port.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 

@@ -10,7 +10,7 @@ import type { Command, CommandIo } from '../../argv/command.ts';
 import { UsageError } from '../../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { boxLogger } from '../../hosting/box-logger.ts';
-import { TokenFollower } from '../../hosting/token-follower.ts';
+import { TokenFollower } from '../../server/token-follower.ts';
 import { SsmSecretStore } from '../../../shared/secrets/ssm.ts';
 import { SecretName } from '../../../shared/schemas/index.ts';
 

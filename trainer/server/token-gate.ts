@@ -9,7 +9,7 @@ import { createServer as createHttpServer, request, type IncomingMessage, type S
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { bearerToken } from '../../shared/bearer-token.ts';
-import type { TlsIdentity } from '../server/tls-identity.ts';
+import type { TlsIdentity } from './tls-identity.ts';
 import type { TokenCheck } from './token-follower.ts';
 
 export interface TokenGateOptions {
