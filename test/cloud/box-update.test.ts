@@ -53,6 +53,14 @@ const read = async (key: string) => {
 const rowsDone = async (run: string) => (await cloud.store.list(`${keys.run(run)}metrics/`)).filter((k) => k.endsWith('.json')).length;
 const pointTo = (sha256: string) => cloud.store.put(keys.artifactPointer(), JSON.stringify(ArtifactPointer.parse({ key: `artifacts/esopt-${sha256}.tgz`, sha256 })));
 
+/** What the Api does for POST /runs: the config, status `requested`, and the queue entry. */
+async function queueRun(run: string, overrides: Parameters<typeof tinyRunConfig>[0]): Promise<void> {
+  const now = new Date().toISOString();
+  await cloud.store.put(keys.config(run), JSON.stringify(RunConfig.parse(tinyRunConfig(overrides))));
+  await cloud.store.put(keys.runStatus(run), JSON.stringify(RunStatus.parse({ run, state: 'requested', requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now })));
+  await cloud.store.put(keys.queuedWork('run', run), JSON.stringify({ kind: 'run', id: run, queuedAt: now }));
+}
+
 async function until(what: string, ok: () => Promise<boolean>, ms = 90_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await ok())) {
@@ -64,11 +72,8 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 90_000): Pro
 describe('a new artifact deployed while a run trains', () => {
   it('hands the run over at an iteration boundary; the box on the new artifact resumes it, each iteration once', async () => {
     const run = 'handed-over';
-    const now = new Date().toISOString();
     await pointTo(OLD);
-    await cloud.store.put(keys.config(run), JSON.stringify(RunConfig.parse(tinyRunConfig({ iterations: ITERATIONS, evalInterval: 10, checkpointInterval: 1 }))));
-    await cloud.store.put(keys.runStatus(run), JSON.stringify(RunStatus.parse({ run, state: 'requested', requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now })));
-    await cloud.store.put(keys.queuedWork('run', run), JSON.stringify({ kind: 'run', id: run, queuedAt: now }));
+    await queueRun(run, { iterations: ITERATIONS, evalInterval: 10, checkpointInterval: 1 });
 
     const old = box(OLD);
     old.start();
@@ -109,11 +114,8 @@ describe('a new artifact deployed while a run trains', () => {
 
   it('a box stopping (SIGTERM, a reboot) puts its run back in the queue after the iteration; the next start resumes it', async () => {
     const run = 'service-stopped';
-    const now = new Date().toISOString();
     await pointTo(NEW);
-    await cloud.store.put(keys.config(run), JSON.stringify(RunConfig.parse(tinyRunConfig({ iterations: 3, evalInterval: 10 }))));
-    await cloud.store.put(keys.runStatus(run), JSON.stringify(RunStatus.parse({ run, state: 'requested', requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now })));
-    await cloud.store.put(keys.queuedWork('run', run), JSON.stringify({ kind: 'run', id: run, queuedAt: now }));
+    await queueRun(run, { iterations: 3, evalInterval: 10 });
     const first = box(NEW);
     first.start();
     await until('the first iteration', async () => (await rowsDone(run)) >= 1);
