@@ -30,6 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
 import type { CostPricesInput } from '../../shared/cost.ts';
 import { measuredPrices } from '../pricing/measured-prices.ts';
+import { readStackPrices } from '../pricing/stack-prices.ts';
 import { keys, parseQueuedWorkKey } from '../../shared/keys.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
@@ -85,7 +86,10 @@ export interface TrainerBoxOptions {
   stopPollMs?: number;
   /** The ES loop's collection poll. */
   trainingPollMs?: number;
-  /** Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/pricing/measured-prices.ts). */
+  /**
+   * Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/pricing/measured-prices.ts).
+   * Unset: the stack's prices as its deploy wrote them to the bucket (stack/prices.json), else those defaults.
+   */
   prices?: Partial<CostPricesInput>;
   log?: Logger;
   /** onnxruntime's execution provider for every engine the box starts (default cpu). */
@@ -202,7 +206,7 @@ export class TrainerBox {
       this.evaluations = {
         store: this.store,
         secrets: this.secrets,
-        prices: measuredPrices(o.prices ?? {}),
+        prices: measuredPrices(o.prices ?? (await readStackPrices(this.store)) ?? {}),
         log: this.log,
         modelHost: new LocalModelHost(this.store, {
           serving: { ...server, publicUrl: o.publicUrl, token: inner.token, tokenEnv: WORKER_TOKEN_ENV },

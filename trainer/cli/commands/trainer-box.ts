@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
+import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
 import { tlsFor } from '../../compose/wirings.ts';
 import { TrainerBox } from '../../hosting/trainer-box.ts';
 import { flag, parseFlags } from '../../argv/args.ts';
@@ -8,7 +8,6 @@ import type { Command, CommandIo } from '../../argv/command.ts';
 import { UsageError } from '../../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { boxLogger } from '../../hosting/box-logger.ts';
-import { readStackPrices } from '../../pricing/stack-prices.ts';
 import { instanceIdFromImds } from '../../hosting/instance-identity.ts';
 import { Ec2Instance } from '../../../shared/boxes/ec2-instance.ts';
 import { SecretName } from '../../../shared/schemas/index.ts';
@@ -55,9 +54,6 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
   // (compose/wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
   const logger = boxLogger('esopt-trainer-box', process.env);
-  // The stack's prices as its deploy wrote them; a bucket outside the stack prices with the measured default.
-  const pricesStore = openCloudStore(cloud);
-  const prices = await readStackPrices(pricesStore).finally(() => pricesStore.destroy());
   const box = new TrainerBox({
     cloud,
     publicUrl,
@@ -70,7 +66,6 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     replicas,
     log: logger.log,
     tls: await tlsFor(publicUrl),
-    prices,
     artifactSha256: process.env.ESOPT_ARTIFACT_SHA256 || undefined,
     skipArtifactSha256: process.env.ESOPT_ARTIFACT_SKIP || undefined,
     // On EC2 the box stops its own instance (its role may stop that one alone); the Api starts it again.
