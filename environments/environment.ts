@@ -41,7 +41,11 @@ export interface SampledTask<Task> {
   task: Task;
 }
 
-export type Split = 'train' | 'eval';
+/**
+ * train: tasks to learn from; eval: held-out tasks for the reported results; validation: held-out tasks for
+ * choosing settings before any eval task is looked at (environments/task-sampler.ts says how they are kept apart).
+ */
+export type Split = 'train' | 'eval' | 'validation';
 
 /** A domain: validates tasks and options, creates episodes, samples tasks, and knows its scripted policies. */
 export interface EnvironmentDefinition<Task = unknown, Options = unknown> {
@@ -49,7 +53,7 @@ export interface EnvironmentDefinition<Task = unknown, Options = unknown> {
   readonly taskSchema: z.ZodType<Task>;
   readonly optionsSchema: z.ZodType<Options>;
   create(task: Task, options: Options): Promise<Environment>;
-  /** Deterministic in (split, n, seed); the train and eval splits never share a task. */
+  /** Deterministic in (split, n, seed); train never shares a task with eval or validation. */
   sampleTasks(split: Split, n: number, seed: number, options: Options): SampledTask<Task>[];
   /** A policy that solves the task (used by tests, baselines and imitation data). */
   oracle(task: Task, options: Options): Policy;

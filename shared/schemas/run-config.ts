@@ -81,8 +81,10 @@ export const RunConfig = z
         seed: Seed.default(0),
         trainPerIteration: z.number().int().min(1).max(10_000).default(1),
         evalCount: z.number().int().min(1).max(100_000).default(32),
+        /** What evaluations run on: the eval split, or validation tasks for choosing settings without touching eval. */
+        evalSplit: z.enum(['eval', 'validation']).default('eval'),
       })
-      .default({ seed: 0, trainPerIteration: 1, evalCount: 32 }),
+      .default({ seed: 0, trainPerIteration: 1, evalCount: 32, evalSplit: 'eval' }),
     model: ModelSpec,
     mode: z.enum(['full', 'lowrank']).default('full'),
     fullModeWeights: FullModeWeights.default('inputs'),

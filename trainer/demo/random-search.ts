@@ -12,6 +12,7 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { EvaluationResult, Member, PolicyEndpoint, RunConfig, TaskRef } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
+import { targetsAll } from '../../shared/targets.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine } from '../engine.ts';
 import { iterationRequests, requestedPairs } from '../fanout/iteration-requests.ts';
@@ -56,12 +57,14 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
   const pollMs = o.pollMs ?? 50;
   const options = environment.optionsSchema.parse(config.environment.options);
   const members = ask(config.es);
+  // Candidates perturb, and the winner moves, only the run's targeted tensors, as ES's members and update do.
+  const targeted = targetsAll(config.targets) ? {} : { targets: config.targets };
   let best: Candidate | null = null;
   let episodes = 0;
   let failedEpisodes = 0;
   for (let round = 0; round < config.iterations; round++) {
     const tasks = environment.sampleTasks('train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, round), options).map((t) => ({ id: t.id, task: t.task }));
-    o.population.setPopulation({ runSeed: config.seed, iteration: round, sigma: esAt(config.es, round, config.iterations).sigma, rank: config.rank, members });
+    o.population.setPopulation({ runSeed: config.seed, iteration: round, sigma: esAt(config.es, round, config.iterations).sigma, rank: config.rank, ...targeted, members });
     const requests = iterationRequests({
       run: o.run,
       iteration: round,
@@ -90,7 +93,7 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
   }
   const winner = best!;
   // θ ← θ₀ + sign·σ·ε_winner: the same perturbation the server applied to serve that candidate.
-  await engine.applyUpdate({ runSeed: config.seed, iteration: winner.round, coefficients: [{ noiseIndex: winner.member.noiseIndex, coef: winner.member.sign * esAt(config.es, winner.round, config.iterations).sigma }], rank: config.rank });
+  await engine.applyUpdate({ runSeed: config.seed, iteration: winner.round, coefficients: [{ noiseIndex: winner.member.noiseIndex, coef: winner.member.sign * esAt(config.es, winner.round, config.iterations).sigma }], rank: config.rank, ...targeted });
   const evaluation = await evaluate({
     store,
     fanout,

@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { EvaluationResult, RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
+import { heldOutTasks } from '../../environments/task-sampler.ts';
 import { embeddedTarget } from '../compose/wirings.ts';
 import { runEmbedded, serveModel } from '../compose/run.ts';
 import { silentProgress } from '../loop/index.ts';
@@ -30,7 +31,7 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: R
   const perIteration = config.es.population * config.tasks.trainPerIteration;
   const environment = await loadEnvironment(config.environment.name);
   const options = environment.optionsSchema.parse(config.environment.options);
-  const heldOut = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((x) => ({ id: x.id, task: x.task }));
+  const heldOut = heldOutTasks(environment, config.tasks.evalSplit, config.tasks.evalCount, config.tasks.seed, options).map((x) => ({ id: x.id, task: x.task }));
   const cell: HorizonCell = {
     horizon: Number((options as { blanks: number }).blanks),
     seed: config.seed,

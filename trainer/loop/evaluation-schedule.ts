@@ -6,7 +6,8 @@ import { keys } from '../../shared/keys.ts';
 import { EvaluationResult, type TaskRef } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { evaluate } from './evaluation.ts';
-import { sampleTaskRefs, type LoopContext } from './loop-context.ts';
+import { heldOutTasks } from '../../environments/task-sampler.ts';
+import type { LoopContext } from './loop-context.ts';
 import { getJson, putJson } from './stored-json.ts';
 
 export class EvaluationSchedule {
@@ -17,7 +18,8 @@ export class EvaluationSchedule {
     private readonly ctx: LoopContext,
     private readonly onEvaluation?: (result: EvaluationResult) => void,
   ) {
-    this.tasks = sampleTaskRefs(ctx, 'eval', ctx.config.tasks.evalCount, ctx.config.tasks.seed);
+    const { evalSplit, evalCount, seed } = ctx.config.tasks;
+    this.tasks = heldOutTasks(ctx.environment, evalSplit, evalCount, seed, ctx.environmentOptions).map((t) => ({ id: t.id, task: t.task }));
   }
 
   /** The evaluation of θ_k when one is due before iteration k, else null. */

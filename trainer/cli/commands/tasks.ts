@@ -8,7 +8,7 @@ import { UsageError } from '../../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'tasks',
-  usage: 'esopt tasks --env <name> --split <train|eval> --n N [--seed S] [--options <json|@file>] [--json]',
+  usage: 'esopt tasks --env <name> --split <train|eval|validation> --n N [--seed S] [--options <json|@file>] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, {
       env: { type: 'string' },
@@ -18,7 +18,7 @@ export const command: Command = {
       options: { type: 'string' },
     });
     const name = flag(p.values, 'env', z.string().min(1));
-    const split = flag(p.values, 'split', z.enum(['train', 'eval']));
+    const split = flag(p.values, 'split', z.enum(['train', 'eval', 'validation']));
     const n = flag(p.values, 'n', z.coerce.number().int().min(0).max(100_000));
     const seed = flag(p.values, 'seed', z.coerce.number().pipe(Seed));
     let definition;
