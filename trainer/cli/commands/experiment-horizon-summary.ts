@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { mergeCell } from '../../experiment/horizon-cell.ts';
+import { METHODS, mergeCell } from '../../experiment/horizon-cell.ts';
+import { versusRows, versusTable } from '../../experiment/horizon-versus.ts';
 import { importCells } from '../../experiment/horizon-import.ts';
 import { readCells, writeSummary } from '../../experiment/horizon-report.ts';
 import { flag, parseFlags } from '../../argv/args.ts';
@@ -10,11 +11,13 @@ import { UsageError } from '../../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon-summary',
-  usage: 'esopt experiment horizon-summary --dir DIR [--stores DIR] [--json]',
+  usage: 'esopt experiment horizon-summary --dir DIR [--stores DIR] [--versus DIR [--method es]] [--json]',
   async run(argv, io) {
-    const p = parseFlags(argv, { dir: { type: 'string' }, stores: { type: 'string' } });
+    const p = parseFlags(argv, { dir: { type: 'string' }, stores: { type: 'string' }, versus: { type: 'string' }, method: { type: 'string', default: 'es' } });
     const dir = flag(p.values, 'dir', z.string().min(1));
     const stores = flag(p.values, 'stores', z.string().min(1).optional());
+    const versusDir = flag(p.values, 'versus', z.string().min(1).optional());
+    const method = flag(p.values, 'method', z.enum(METHODS));
     let cells;
     try {
       // --stores: cells rebuilt from run stores are merged into the directory's cell files first.
@@ -28,7 +31,20 @@ export const command: Command = {
     }
     if (!cells.length) throw new UsageError(`--dir: ${dir} holds no cell files (h{H}-s{seed}.json)`);
     const summary = writeSummary(dir, cells);
-    io.stdout(p.json ? JSON.stringify(summary) : summary.table);
+    if (!versusDir) {
+      io.stdout(p.json ? JSON.stringify(summary) : summary.table);
+      return 0;
+    }
+    // --versus: the same method in another run on the same held-out tasks (this run − that run).
+    let versus;
+    try {
+      versus = versusRows(cells, readCells(versusDir), method);
+    } catch (err) {
+      throw new UsageError(`--versus: ${(err as Error).message}`);
+    }
+    if (!versus.length) throw new UsageError(`--versus: ${versusDir} has no ${method} cell at a horizon and seed of ${dir}`);
+    const table = versusTable(versus, `${method} − ${method} of ${versusDir}`);
+    io.stdout(p.json ? JSON.stringify({ ...summary, versus: { dir: versusDir, method, rows: versus } }) : `${summary.table}\n\n${table}`);
     return 0;
   },
 };
