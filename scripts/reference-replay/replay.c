@@ -399,6 +399,7 @@ static void theta_hash(const float *theta, uint64_t n, char out[33]) {
 
 typedef struct {
   uint64_t offset, count;
+  int updated; /* the run's targets select it: the updates (decay too) touch it */
 } Tensor;
 
 typedef struct {
@@ -477,7 +478,7 @@ static void read_artifact(const char *path, Artifact *a) {
   uint64_t i, c, sum = 0, factors = 0;
   text_in = fopen(path, "r");
   if (!text_in) die(1, "cannot open %s", path);
-  expect_word("esopt-run/1");
+  expect_word("esopt-run/2");
   expect_word("noise");
   if (strcmp(next_token(), "esopt-noise") != 0 || next_uint("noise version") != 1) die(1, "run.txt: this replay implements noise esopt-noise version 1 only%s", "");
   expect_word("mode");
@@ -496,6 +497,8 @@ static void read_artifact(const char *path, Artifact *a) {
     expect_word("tensor");
     a->tensors[i].offset = next_uint("tensor offset");
     a->tensors[i].count = next_uint("tensor count");
+    a->tensors[i].updated = (int)next_uint("tensor updated");
+    if (a->tensors[i].updated > 1) die(1, "run.txt: a tensor's updated flag is 0 or 1%s", "");
     next_token(); /* the name */
     if (a->tensors[i].offset != sum) die(1, "run.txt: tensors must lie back to back from stream offset 0%s", "");
     sum += a->tensors[i].count;
@@ -541,27 +544,35 @@ static void read_artifact(const char *path, Artifact *a) {
 
 /* ---------------------------------------------------------------- the updates (REPLAY.md §5, §6) */
 
-/* Full mode: θ ← fl32(θ·(1 − decay) + Σ_j coef_j·ε_j), the sum in float64 in ascending noise index. */
-static void full_update(float *theta, uint64_t params, const Update *u) {
+/*
+ * Full mode, over each updated tensor: θ ← fl32(θ·(1 − decay) + Σ_j coef_j·ε_j), the sum in float64 in
+ * ascending noise index, ε at the tensor's own stream offsets.
+ */
+static void full_update(float *theta, const Artifact *a, const Update *u) {
   static float eps[CHUNK];
   static double acc[CHUNK];
   const double keep = 1.0 - u->decay;
-  uint64_t pos, c, i;
-  for (pos = 0; pos < params; pos += CHUNK) {
-    uint64_t n = params - pos < CHUNK ? params - pos : CHUNK;
-    for (i = 0; i < n; i++) acc[i] = 0.0;
-    for (c = 0; c < u->ncoef; c++) {
-      NoiseKey key;
-      key.runSeed = u->runSeed, key.iteration = u->iteration, key.member = u->coefs[c].noiseIndex;
-      noise_range(key, pos, n, eps, NULL);
-      for (i = 0; i < n; i++) acc[i] += u->coefs[c].coef * (double)eps[i];
+  uint64_t t, pos, c, i;
+  for (t = 0; t < a->ntensors; t++) {
+    const Tensor *tensor = &a->tensors[t];
+    const uint64_t end = tensor->offset + tensor->count;
+    if (!tensor->updated) continue;
+    for (pos = tensor->offset; pos < end; pos += CHUNK) {
+      uint64_t n = end - pos < CHUNK ? end - pos : CHUNK;
+      for (i = 0; i < n; i++) acc[i] = 0.0;
+      for (c = 0; c < u->ncoef; c++) {
+        NoiseKey key;
+        key.runSeed = u->runSeed, key.iteration = u->iteration, key.member = u->coefs[c].noiseIndex;
+        noise_range(key, pos, n, eps, NULL);
+        for (i = 0; i < n; i++) acc[i] += u->coefs[c].coef * (double)eps[i];
+      }
+      for (i = 0; i < n; i++) theta[pos + i] = (float)((double)theta[pos + i] * keep + acc[i]);
     }
-    for (i = 0; i < n; i++) theta[pos + i] = (float)((double)theta[pos + i] * keep + acc[i]);
   }
 }
 
 /*
- * Low-rank mode, per target: W ← fl32(W·(1 − decay)), then W += Σ_j (coef_j/√r)·A_j·B_jᵀ formed row by
+ * Low-rank mode, per updated target: W ← fl32(W·(1 − decay)), then W += Σ_j (coef_j/√r)·A_j·B_jᵀ formed row by
  * row in float64 (terms in order, then k, then the row's columns) and added to W with one rounding.
  */
 static void lowrank_update(float *theta, const Artifact *a, const Update *u) {
@@ -571,6 +582,7 @@ static void lowrank_update(float *theta, const Artifact *a, const Update *u) {
   for (t = 0; t < a->ntargets; t++) {
     const Target *tg = &a->targets[t];
     float *W = theta + a->tensors[tg->tensor].offset;
+    if (!a->tensors[tg->tensor].updated) continue; /* not among the run's targets: its factors' place stays */
     uint64_t m = tg->m, n = tg->n, rows = tg->transposed ? n : m, cols = tg->transposed ? m : n;
     float **A = alloc(u->ncoef, sizeof(float *)), **B = alloc(u->ncoef, sizeof(float *));
     double *scale = alloc(u->ncoef, sizeof(double)), *rowSum = alloc(cols, sizeof(double));
@@ -654,7 +666,7 @@ static int cmd_run(const char *text, const char *theta0, const char *out) {
   for (k = 0; k < a.nupdates; k++) {
     const Update *u = &a.updates[k];
     if (a.lowrank) lowrank_update(theta, &a, u);
-    else full_update(theta, a.params, u);
+    else full_update(theta, &a, u);
     theta_hash(theta, a.params, hash);
     printf("iteration %lu %s %s\n", (unsigned long)u->iteration, hash, strcmp(hash, u->hashAfter) == 0 ? "ok" : "MISMATCH");
     if (strcmp(hash, u->hashAfter) != 0) missed = 1;

@@ -7,7 +7,8 @@ import { ModelSpec } from './run-config.ts';
  * θ_0's hash, θ's layout in the noise stream, the noise definition and every update's coefficients are
  * all another framework needs to rebuild θ_K bit for bit.
  */
-export const RUN_ARTIFACT_FORMAT = 'esopt-run/1';
+/** Version 2 added each tensor's `updated` (a run's targets); version 1 described only runs that update every tensor. */
+export const RUN_ARTIFACT_FORMAT = 'esopt-run/2';
 
 const ThetaHash = z.string().regex(/^[0-9a-f]{32}$/, 'must be 32 lowercase hex digits (shared/theta-hash.ts)');
 
@@ -18,6 +19,11 @@ export const ArtifactTensor = z.object({
   /** Its first element's index in each member's ε stream (and in θ's flat file: tensors lie back to back). */
   offset: z.number().int().min(0),
   count: z.number().int().min(0),
+  /**
+   * Whether the updates (decay included) touch it: the run's targets select it among the tensors its mode
+   * perturbs. Its place in θ and in the stream does not depend on this.
+   */
+  updated: z.boolean(),
 });
 export type ArtifactTensor = z.infer<typeof ArtifactTensor>;
 

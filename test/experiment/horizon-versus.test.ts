@@ -36,14 +36,14 @@ describe('a method against itself in another run', () => {
   it('refuses runs evaluated on different tasks, and a --versus with no shared cell', async () => {
     expect(() => versusRows(targeted, [cell(1, [T, T, T, T], ['a', 'b', 'c', 'e'])], 'es')).toThrow(/seed 1: the two runs were evaluated on different held-out tasks/);
     const err: string[] = [];
-    const io = { stdout: () => {}, stderr: (s: string) => err.push(s) };
+    const io = { stdout: () => {}, stderr: (s: string) => void err.push(s), readStdin: async () => '' };
     expect(await main(['experiment', 'horizon-summary', '--dir', dirOf(targeted), '--versus', dirOf([cell(7, [T, T, T, T])])], io)).toBe(2);
     expect(err.join('\n')).toMatch(/--versus: .* has no es cell at a horizon and seed of/);
   });
 
   it('esopt experiment horizon-summary --versus prints and returns the comparison', async () => {
     const out: string[] = [];
-    const io = { stdout: (s: string) => out.push(s), stderr: () => {} };
+    const io = { stdout: (s: string) => void out.push(s), stderr: () => {}, readStdin: async () => '' };
     expect(await main(['experiment', 'horizon-summary', '--dir', dirOf(targeted), '--versus', dirOf(all), '--json'], io)).toBe(0);
     const json = JSON.parse(out[0]!);
     expect(json.versus.rows).toEqual(versusRows(targeted, all, 'es'));

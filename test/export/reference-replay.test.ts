@@ -141,10 +141,13 @@ async function typescriptRestore(store: FsObjectStore, storeRoot: string, run: s
 }
 
 describe.each([
-  { mode: 'full' as const, overrides: {} },
-  { mode: 'lowrank' as const, overrides: { mode: 'lowrank' as const, rank: 3, model: { dir: TIED_MODEL } } },
-])('a $mode run replayed in C', ({ mode, overrides }) => {
-  const run = `replay-${mode}`;
+  { name: 'full', mode: 'full' as const, overrides: {} },
+  { name: 'lowrank', mode: 'lowrank' as const, overrides: { mode: 'lowrank' as const, rank: 3, model: { dir: TIED_MODEL } } },
+  // targeted runs: the updated flags skip tensors whose stream places stay where they are
+  { name: 'full-targeted', mode: 'full' as const, overrides: { targets: { include: ['q_proj', 'down_proj'], exclude: ['layers\\.0\\.'] } } },
+  { name: 'lowrank-targeted', mode: 'lowrank' as const, overrides: { mode: 'lowrank' as const, rank: 3, model: { dir: TIED_MODEL }, targets: { include: 'all-linear' as const, exclude: ['self_attn'] } } },
+])('a $name run replayed in C', ({ name, mode, overrides }) => {
+  const run = `replay-${name}`;
   let trained: Awaited<ReturnType<typeof trainAndReplay>>;
   beforeAll(async () => {
     trained = await trainAndReplay(run, overrides);
@@ -161,7 +164,17 @@ describe.each([
     }
     const log = await readLog(trained.store, run);
     expect(artifact.updates.map((u) => u.thetaHashAfter)).toEqual(log.map((e) => e.thetaHashAfter));
-    if (mode === 'lowrank') expect(artifact.lowRankTargets?.some((t) => t.transposed)).toBe(true);
+    if (name === 'lowrank') expect(artifact.lowRankTargets?.some((t) => t.transposed)).toBe(true);
+    // updated: what the run's targets select among the tensors the mode perturbs
+    const updated = artifact.layout.tensors.filter((t) => t.updated).map((t) => t.name);
+    if (name === 'full') expect(updated).toHaveLength(artifact.layout.tensors.length);
+    if (name === 'lowrank') expect(updated).toEqual(artifact.lowRankTargets!.map((t) => artifact.layout.tensors[t.tensor].name));
+    if (name === 'full-targeted') expect(updated).toEqual(['model.layers.1.self_attn.q_proj.weight', 'model.layers.1.mlp.down_proj.weight']);
+    if (name === 'lowrank-targeted') {
+      // the export names its weights after the MatMuls (onnx::MatMul_…): some matrices, not all
+      expect(updated.length).toBeGreaterThan(0);
+      expect(updated.length).toBeLessThan(artifact.lowRankTargets!.length);
+    }
     expect(readFileSync(trained.written.theta0).byteLength).toBe(artifact.layout.params * 4);
   });
 

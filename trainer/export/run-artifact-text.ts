@@ -4,12 +4,12 @@
  * written as the 16 hex digits of its IEEE-754 bits, so it is read back exactly with no decimal parsing.
  * docs/REPLAY.md gives the grammar:
  *
- *   esopt-run/1
+ *   esopt-run/2
  *   noise <id> <version>
  *   mode <full|lowrank> <rank>
  *   theta0 <hash>
  *   tensors <T> <params>
- *   tensor <offset> <count> <name>                 × T  (name URI-encoded: no spaces)
+ *   tensor <offset> <count> <updated 0|1> <name>   × T  (name URI-encoded: no spaces)
  *   targets <M>
  *   target <tensor> <m> <n> <transposed 0|1> <offset>  × M  (M = 0 in full mode)
  *   updates <K>
@@ -28,7 +28,7 @@ export function float64Bits(x: number): string {
 export function runArtifactText(a: RunArtifact): string {
   const lines = [a.format, `noise ${encodeURIComponent(a.noise.id)} ${a.noise.version}`, `mode ${a.mode} ${a.rank}`, `theta0 ${a.theta0Hash}`];
   lines.push(`tensors ${a.layout.tensors.length} ${a.layout.params}`);
-  for (const t of a.layout.tensors) lines.push(`tensor ${t.offset} ${t.count} ${encodeURIComponent(t.name)}`);
+  for (const t of a.layout.tensors) lines.push(`tensor ${t.offset} ${t.count} ${t.updated ? 1 : 0} ${encodeURIComponent(t.name)}`);
   const targets = a.lowRankTargets ?? [];
   lines.push(`targets ${targets.length}`);
   for (const t of targets) lines.push(`target ${t.tensor} ${t.m} ${t.n} ${t.transposed ? 1 : 0} ${t.offset}`);

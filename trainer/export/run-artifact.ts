@@ -19,6 +19,7 @@ import { readRunConfig } from '../loop/index.ts';
 import { getJson } from '../loop/index.ts';
 import { coefficientsOf } from '../loop/index.ts';
 import { openModel } from '../model/open-model.ts';
+import { TargetTensors } from '../model/target-tensors.ts';
 import { lowRankOffsets } from '../perturbation/lowrank-factors.ts';
 import { lowRankRewrite } from '../perturbation/lowrank-graph.ts';
 import { runArtifactText } from './run-artifact-text.ts';
@@ -46,9 +47,6 @@ function artifactUpdate(entry: LogEntry): ArtifactUpdate {
 export async function buildRunArtifact(store: ObjectStore, run: string): Promise<BuiltRunArtifact> {
   const config = await readRunConfig(store, run);
   if (!config) throw new Error(`run ${run}: no ${keys.config(run)} in the store`);
-  if (!targetsAll(config.targets)) {
-    throw new Error(`run ${run}: its targets (${JSON.stringify(config.targets)}) update only some tensors, and the artifact format ${RUN_ARTIFACT_FORMAT} describes runs that update every tensor; export the model instead (esopt export)`);
-  }
   const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
   if (!first) throw new Error(`run ${run}: no ${keys.manifest(run, 0)} in the store, so θ_0's hash is unknown`);
   if (first.mode !== config.mode || (config.mode === 'lowrank' && first.rank !== config.rank)) {
@@ -61,12 +59,19 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
   if (hash !== first.thetaHash) throw new Error(`run ${run}: the model's θ_0 (${hash}) is not the run's θ_0 (${first.thetaHash})`);
 
   let lowRankTargets: RunArtifact['lowRankTargets'];
+  // The tensors the mode perturbs (full: all of θ; low-rank: its matrices), then those the run's targets keep.
+  let perturbed = model.weights.map((_, i) => i);
   if (config.mode === 'lowrank') {
     const { targets } = lowRankRewrite(model.graph, model.weights, model.file ?? `${model.dir}/model.onnx`);
     const offsets = lowRankOffsets(targets, config.rank);
     lowRankTargets = targets.map((t, j) => ({ tensor: t.weight, name: t.name, m: t.m, n: t.n, transposed: t.transposed ?? false, offset: offsets[j] }));
+    perturbed = targets.map((t) => t.weight);
   }
+  const selected = new TargetTensors(model, perturbed, config.mode === 'lowrank' ? "low-rank mode's matrices" : "full mode's tensors").select(config.targets);
+  const updated = (i: number) => perturbed.includes(i) && (selected === null || selected.has(i));
   const log = await readLog(store, run);
+  const stray = log.find((e) => JSON.stringify(e.targets ?? 'all') !== JSON.stringify(targetsAll(config.targets) ? 'all' : config.targets));
+  if (stray) throw new Error(`run ${run}: iteration ${stray.iteration}'s update targets ${JSON.stringify(stray.targets ?? 'all')}, the config ${JSON.stringify(config.targets)}`);
   const artifact = RunArtifact.parse({
     format: RUN_ARTIFACT_FORMAT,
     run,
@@ -77,7 +82,7 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
     noise: { id: NOISE_DEFINITION.id, version: NOISE_DEFINITION.version },
     layout: {
       params: theta0.reduce((a, s) => a + s.data.length, 0),
-      tensors: theta0.map((s, i) => ({ name: s.name, dims: model.weights[i].dims, offset: s.offset, count: s.data.length })),
+      tensors: theta0.map((s, i) => ({ name: s.name, dims: model.weights[i].dims, offset: s.offset, count: s.data.length, updated: updated(i) })),
     },
     ...(lowRankTargets ? { lowRankTargets } : {}),
     updates: log.map(artifactUpdate),
