@@ -21,7 +21,7 @@ export const IterationManifest = z.object({
   /** Hash of θ_k, so a worker or auditor can tell which weights the members perturb. */
   thetaHash: z.string().regex(/^[0-9a-f]{16,64}$/),
   sigma: z.number().positive(),
-  mode: z.enum(['full', 'lowrank']),
+  mode: z.enum(['full', 'lowrank', 'lora']),
   rank: z.number().int().min(1),
   /** The tensors the members perturb (shared/targets.ts); absent: all of them. */
   targets: Targets.optional(),

@@ -63,7 +63,7 @@ export const ExportSummary = z.object({
   thetaHash: z.string(),
   /** The run's model, as its config names it. */
   model: ModelSpec,
-  mode: z.enum(['full', 'lowrank']),
+  mode: z.enum(['full', 'lowrank', 'lora']),
   /** The checkpoint θ_K was replayed from (null: the model's θ_0), and the log entries replayed on it. */
   checkpoint: Iteration.nullable(),
   replayed: z.number().int().min(0),
