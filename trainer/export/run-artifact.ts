@@ -46,6 +46,9 @@ function artifactUpdate(entry: LogEntry): ArtifactUpdate {
 export async function buildRunArtifact(store: ObjectStore, run: string): Promise<BuiltRunArtifact> {
   const config = await readRunConfig(store, run);
   if (!config) throw new Error(`run ${run}: no ${keys.config(run)} in the store`);
+  if (config.mode === 'lora') {
+    throw new Error(`run ${run}: a LoRA run's θ is its adapters, and the artifact format ${RUN_ARTIFACT_FORMAT} describes runs over the model's own tensors; export the model and its adapters instead (esopt export)`);
+  }
   if (!targetsAll(config.targets)) {
     throw new Error(`run ${run}: its targets (${JSON.stringify(config.targets)}) update only some tensors, and the artifact format ${RUN_ARTIFACT_FORMAT} describes runs that update every tensor; export the model instead (esopt export)`);
   }
