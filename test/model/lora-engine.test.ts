@@ -3,17 +3,27 @@
  * tied fixture: θ is the adapter vector initialised the PEFT way (B zero, so the base decodes as the plain
  * model), members θ ± σε decode in one batch with per-row adapters and give exactly the greedy tokens of a
  * plain full-mode engine whose weights are the merged W + (α/r)·(B·A)ᵀ, an update moves only the adapters
- * (the base weights' hash is unchanged) and the base row then decodes on the merged θ.
+ * (the base weights' hash is unchanged) and the base row then decodes on the merged θ. On an fp16 export
+ * the adapters are fed cast to fp16: θ_0's base row decodes as the plain model and members decode.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ask, type ParameterSegment } from '../../shared/es.ts';
 import { initLoraAdapters, LoraOptions, mergeLora, type LoraLayout } from '../../shared/lora.ts';
 import { memberAdapters } from '../../shared/lora-members.ts';
 import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import type { Engine, GenerateRow, MemberSelector } from '../../trainer/engine.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
+import { buildDecoder } from '../../trainer/model/build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
+import type { ModelConfig } from '../../trainer/model/config.ts';
+import { createEngine, createOnnxEngine } from '../../trainer/model/create-engine.ts';
+import { saveModelDir } from '../../trainer/model/model-dir.ts';
+import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import { toHalfExport } from './helpers/exporter-style.ts';
 import { loraMatrices } from '../../trainer/model/lora-matrices.ts';
 import { openModel } from '../../trainer/model/open-model.ts';
 
@@ -99,4 +109,32 @@ describe.each(cases)('%s', (_, spec, prompts) => {
       await full.close();
     }
   }, 30_000);
+});
+
+describe('an fp16 export', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'esopt-lora-fp16-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('decodes θ_0 as the plain model, and its members in one batch', async () => {
+    const c: ModelConfig = {
+      model_type: 'llama', vocab_size: 260, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2, num_attention_heads: 4,
+      num_key_value_heads: 2, max_position_embeddings: 64, rms_norm_eps: 1e-6, tie_word_embeddings: true, eos_token_id: 257, torch_dtype: 'float16',
+    };
+    saveModelDir(dir, { config: c, graph: toHalfExport(buildDecoder(c, initDecoderWeights(c, 11)), 'fp16'), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+    const lora = await createEngine({ model: { dir }, mode: 'lora', lora: { ...LoraOptions.parse({ rank: 2, alpha: 4 }), seed: 1 } });
+    const plain = await createEngine({ model: { dir }, mode: 'full' });
+    try {
+      const prompts = [[256, 72, 105], [256, 84, 119, 111]];
+      const base = (e: Engine) => e.generate(prompts.map((p) => row({ kind: 'base' }, p))).then((out) => out.map((r) => r.tokenIds));
+      expect(await base(lora)).toEqual(await base(plain));
+      const p = { runSeed: 3, iteration: 0, sigma: 0.5, rank: 1, members: ask({ population: 4, antithetic: true }) };
+      lora.setPopulation(p);
+      const out = await lora.generate(p.members.map((m) => row({ kind: 'member', iteration: 0, index: m.index }, prompts[0])));
+      expect(out.map((o) => o.tokenIds.length)).toEqual([10, 10, 10, 10]);
+      expect(new Set(out.map((o) => JSON.stringify(o.tokenIds))).size).toBeGreaterThan(1);
+    } finally {
+      await lora.close();
+      await plain.close();
+    }
+  });
 });
