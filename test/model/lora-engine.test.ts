@@ -111,6 +111,14 @@ describe.each(cases)('%s', (_, spec, prompts) => {
   }, 30_000);
 });
 
+describe('bad adapter targets', () => {
+  it('a pattern that names no adapted matrix is an error at lora.targets, and a tied head is no LoRA matrix', async () => {
+    const open = (spec: LocalModelSpec, targets: unknown) => createEngine({ model: spec, mode: 'lora', lora: { ...LoraOptions.parse({ rank: 2, alpha: 4, targets }), seed: 0 } });
+    await expect(open({ preset: 'tiny', seed: 0 }, { include: ['q_proj', 'qproj'] })).rejects.toThrow(/^lora\.targets\.include\[1\]: "qproj" matches none of LoRA's matrices: model\.layers\.0\.self_attn\.q_proj\.weight/);
+    await expect(open({ dir: TIED }, { include: ['embed_tokens'] })).rejects.toThrow(/^lora\.targets\.include\[0\]: "embed_tokens" matches none of LoRA's matrices/);
+  });
+});
+
 describe('an fp16 export', () => {
   const dir = mkdtempSync(join(tmpdir(), 'esopt-lora-fp16-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -21,7 +21,13 @@ export interface LoraMatrices {
 export function loraMatrices(model: LoadedModel, options: Pick<LoraOptions, 'rank' | 'alpha' | 'targets'>): LoraMatrices {
   const file = model.file ?? `${model.dir}/model.onnx`;
   const candidates = lowRankTargets(model.graph, model.weights, file).filter((t) => !t.transposed);
-  const chosen = new TargetTensors(model, candidates.map((t) => t.weight), "LoRA's matrices").select(options.targets);
+  let chosen: ReadonlySet<number> | null;
+  try {
+    chosen = new TargetTensors(model, candidates.map((t) => t.weight), "LoRA's matrices").select(options.targets);
+  } catch (err) {
+    // the selection's errors name `targets…`; in this mode the field is the run config's lora.targets
+    throw new Error(`lora.${(err as Error).message}`);
+  }
   const targets = candidates.filter((t) => !chosen || chosen.has(t.weight));
   const layout = loraLayout(targets.map((t) => ({ name: t.name, in: t.m, out: t.n })), options);
   return { targets, layout, targetTensors: new TargetTensors(model, targets.map((t) => t.weight), "LoRA's adapted matrices") };
