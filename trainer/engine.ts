@@ -8,6 +8,7 @@ import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/po
 import type { FullModeWeights, LocalModelSpec, Member } from '../shared/schemas/index.ts';
 import type { ExecutionProvider } from '../shared/execution-provider.ts';
 import type { Targets } from '../shared/targets.ts';
+import type { LoraOptions } from '../shared/lora.ts';
 
 /**
  * How a model family writes tool calls, read off its chat template (trainer/model/tool-format.ts): Qwen /
@@ -80,14 +81,14 @@ export interface Population {
   runSeed: number;
   iteration: number;
   sigma: number;
-  /** Low-rank mode only; ignored in full mode. */
+  /** Low-rank mode only; ignored in full and LoRA mode. */
   rank: number;
   /** The tensors the members perturb; absent: all of them. */
   targets?: Targets;
   members: Member[];
 }
 
-export type PerturbationMode = 'full' | 'lowrank';
+export type PerturbationMode = 'full' | 'lowrank' | 'lora';
 
 export interface EngineUpdate {
   runSeed: number;
@@ -162,6 +163,11 @@ export interface EngineOptions {
    * switch thread; by encoding the graph otherwise) and holds a prepacked copy of θ beside it. See docs/MODEL.md.
    */
   fullModeWeights?: FullModeWeights;
+  /**
+   * LoRA mode only (required there): the adapters' rank, alpha and matrices, and the run seed their θ₀ is
+   * drawn from (PEFT's init: A Kaiming-uniform, B zero).
+   */
+  lora?: LoraOptions & { seed: number };
   /**
    * Full mode only: threads that perturb, restore and switch θ, this one included (θ's tensors are lent to
    * worker threads, trainer/perturbation/perturbation-pool.ts). Default: every core for θ of 2^29

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MemberRoutes } from './replicas.ts';
 import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
 import { Targets } from '../targets.ts';
+import { LoraOptions } from '../lora.ts';
 
 /** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
 export const Member = z.object({
@@ -21,10 +22,12 @@ export const IterationManifest = z.object({
   /** Hash of θ_k, so a worker or auditor can tell which weights the members perturb. */
   thetaHash: z.string().regex(/^[0-9a-f]{16,64}$/),
   sigma: z.number().positive(),
-  mode: z.enum(['full', 'lowrank']),
+  mode: z.enum(['full', 'lowrank', 'lora']),
   rank: z.number().int().min(1),
   /** The tensors the members perturb (shared/targets.ts); absent: all of them. */
   targets: Targets.optional(),
+  /** LoRA mode: the adapters θ is (rank, alpha, the matrices they attach to); members perturb all of them. */
+  lora: LoraOptions.optional(),
   members: z.array(Member).min(1),
   tasks: z.array(TaskRef).min(1),
   episodesPerMember: z.number().int().min(1),

@@ -63,12 +63,14 @@ export const ExportSummary = z.object({
   thetaHash: z.string(),
   /** The run's model, as its config names it. */
   model: ModelSpec,
-  mode: z.enum(['full', 'lowrank']),
+  mode: z.enum(['full', 'lowrank', 'lora']),
   /** The checkpoint θ_K was replayed from (null: the model's θ_0), and the log entries replayed on it. */
   checkpoint: Iteration.nullable(),
   replayed: z.number().int().min(0),
   files: z.array(z.object({ path: z.string(), bytes: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
   /** Files of the model directory not carried over, with the reason. */
   skipped: z.array(z.object({ file: z.string(), why: z.string() })),
+  /** LoRA runs: the directory under `out` holding θ_K's adapters in PEFT's layout (the model beside it is merged). */
+  adapter: z.string().optional(),
 });
 export type ExportSummary = z.infer<typeof ExportSummary>;

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { Id, Seed } from './ids.ts';
 import { ModelName, Sha256 } from './model-store.ts';
 import { Schedule } from '../schedule.ts';
-import { Targets } from '../targets.ts';
+import { LoraOptions } from '../lora.ts';
+import { Targets, targetsAll } from '../targets.ts';
 
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
 export type EnvironmentName = z.infer<typeof EnvironmentName>;
@@ -86,7 +87,10 @@ export const RunConfig = z
       })
       .default({ seed: 0, trainPerIteration: 1, evalCount: 32, evalSplit: 'eval' }),
     model: ModelSpec,
-    mode: z.enum(['full', 'lowrank']).default('full'),
+    /** full: every weight of θ; lowrank: EGGROLL's low-rank noise over W; lora: θ is LoRA adapters (`lora`), W frozen. */
+    mode: z.enum(['full', 'lowrank', 'lora']).default('full'),
+    /** LoRA-ES (shared/lora.ts): rank, alpha and the matrices the adapters attach to; required iff mode is lora. */
+    lora: LoraOptions.optional(),
     fullModeWeights: FullModeWeights.default('inputs'),
     rank: z.number().int().min(1).max(64).default(1),
     /**
@@ -143,6 +147,10 @@ export const RunConfig = z
   })
   .strict()
   .superRefine((c, ctx) => {
+    if (c.mode === 'lora' && !c.lora) ctx.addIssue({ code: 'custom', path: ['lora'], message: 'is required when mode is "lora": { rank, alpha, targets }' });
+    if (c.mode !== 'lora' && c.lora) ctx.addIssue({ code: 'custom', path: ['lora'], message: `is only for mode "lora" (this run's mode is "${c.mode}")` });
+    // in lora mode θ is the adapters: lora.targets chooses the matrices they attach to
+    if (c.mode === 'lora' && !targetsAll(c.targets)) ctx.addIssue({ code: 'custom', path: ['targets'], message: 'is for full and low-rank mode; in lora mode set lora.targets (the matrices the adapters attach to)' });
     // σ = 0 perturbs nothing: a decaying σ needs a floor above 0
     const sigma = c.es.sigma;
     if (typeof sigma !== 'number' && (sigma.schedule === 'linear' || sigma.schedule === 'cosine') && sigma.final <= 0) {

@@ -1,6 +1,6 @@
 /**
  * A child process for `esopt bench memory`: runs one workload on an engine and prints its peak RSS.
- *   train     per iteration: every member generates (perturb, run, restore / per-row factors), rewards are
+ *   train     per iteration: every member generates (perturb, run, restore / per-row factors or adapters), rewards are
  *             folded in with the shared ES core, and the update is applied to θ in place.
  *   generate  the same generate calls with the same shapes, all on the base model, no update.
  *   grpo      per iteration: the same rows sampled on the base model (G = population rollouts of `batch`
@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import { ask, tell } from '../../shared/es.ts';
 import { FullModeWeights } from '../../shared/schemas/index.ts';
+import { LoraOptions } from '../../shared/lora.ts';
 import type { GenerateRow, MemberSelector } from '../engine.ts';
 import { createEngine } from '../compose/engine.ts';
 import { modelSpecFlag } from '../argv/model-flags.ts';
@@ -24,7 +25,9 @@ import { policyGradientStep, type Trajectory } from '../grpo/policy-gradient.ts'
 
 const Options = z.object({
   workload: z.enum(['train', 'generate', 'grpo']),
-  mode: z.enum(['full', 'lowrank']),
+  mode: z.enum(['full', 'lowrank', 'lora']),
+  /** LoRA mode: the adapters' rank, alpha and matrices. */
+  lora: LoraOptions.optional(),
   /** A preset's name or an export directory (model-flags.ts). */
   model: z.string().min(1),
   population: z.number().int().min(2),
@@ -39,7 +42,8 @@ const Options = z.object({
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
-const engine = await createEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights });
+if ((o.mode === 'lora') !== (o.lora !== undefined)) throw new Error('memory probe: lora options go with mode lora, and only with it');
+const engine = await createEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights, ...(o.lora ? { lora: { ...o.lora, seed: 0 } } : {}) });
 const prompt = (b: number) => Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256);
 // Each member's rows sample their own stream: GRPO's rollouts of a prompt must differ, or their ±1
 // advantages cancel when identical sequences merge and the step differentiates nothing.
@@ -65,7 +69,7 @@ for (let iteration = 0; iteration < o.iterations; iteration++) {
   const select = (index: number): MemberSelector => (o.workload === 'train' ? { kind: 'member', iteration, index } : { kind: 'base' });
   const rewards = new Map<number, number[]>();
   const completions = new Map<number, number[][]>();
-  // full mode serves one member at a time; low-rank serves the whole population in one batch
+  // full mode serves one member at a time; low-rank and LoRA serve the whole population in one batch
   const calls = o.mode === 'full' ? members.map((m) => [m.index]) : [members.map((m) => m.index)];
   for (const call of calls) {
     const rows = call.flatMap((index) => Array.from({ length: o.batch }, (_, b) => ({ index, row: row(select(index), index, b) })));

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { FullModeWeights } from '../../shared/schemas/index.ts';
+import type { LoraOptions } from '../../shared/lora.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo } from './measure.ts';
 import { int, ModelName } from './options.ts';
@@ -38,7 +39,18 @@ export const options = z.object({
   grpoKl: z.coerce.number().min(0).finite().default(0),
 });
 
-function runChild(probeOptions: Omit<z.output<typeof options>, 'vs'> & { workload: 'train' | 'generate' | 'grpo' }): Promise<{ maxRssKiB: number; differentiated?: number }> {
+/** What memory-probe.ts reads from its argument (its `Options`). */
+export type ProbeOptions = Omit<z.output<typeof options>, 'vs' | 'mode' | 'grpoState' | 'grpoKl'> & {
+  workload: 'train' | 'generate' | 'grpo';
+  mode: 'full' | 'lowrank' | 'lora';
+  grpoState?: z.output<typeof options>['grpoState'];
+  grpoKl?: number;
+  /** LoRA mode: the adapters (shared/lora.ts's LoraOptions). */
+  lora?: LoraOptions;
+};
+
+/** Runs one probe child and reads its peak RSS. */
+export function runChild(probeOptions: ProbeOptions): Promise<{ maxRssKiB: number; differentiated?: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', probe, JSON.stringify(probeOptions)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

@@ -68,7 +68,7 @@ export interface ServedModel {
 export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedModel> {
   const model = await resolveModelSpec(config.model, o.models);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   try {
     const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
     return {

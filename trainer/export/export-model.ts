@@ -13,6 +13,7 @@ import { ExportFormat, type ExportSummary } from '../../shared/schemas/index.ts'
 import { writeOnnxExport } from './onnx-export.ts';
 import { writeSafetensorsExport } from './safetensors-export.ts';
 import { thetaAtIteration } from './theta-at-iteration.ts';
+import { ADAPTER_DIR, writeRunAdapter } from './run-adapter.ts';
 
 export interface ExportOptions {
   store: ObjectStore;
@@ -40,6 +41,14 @@ export async function exportModel(options: ExportOptions): Promise<ExportSummary
   try {
     say(`writing ${format} into ${out}`);
     const written = format === 'onnx' ? writeOnnxExport(theta.model, theta.config.model, partial) : writeSafetensorsExport(theta.model, theta.config.model, partial);
+    // a LoRA run: the model above is merged; its adapters go beside it as PEFT loads them
+    let adapter: string | undefined;
+    if (theta.lora) {
+      say(`writing the adapters in PEFT's layout into ${join(out, ADAPTER_DIR)}`);
+      const made = writeRunAdapter(join(partial, ADAPTER_DIR), theta.model, theta.config.model, theta.lora, theta.config.lora!.alpha);
+      if (made.written) adapter = ADAPTER_DIR;
+      else written.skipped.push({ file: ADAPTER_DIR, why: made.why });
+    }
     say('hashing the files');
     const files = listFiles(partial).map((path) => ({ path: relative(partial, path), ...digest(path) }));
     if (existsSync(out)) rmdirSync(out);
@@ -56,6 +65,7 @@ export async function exportModel(options: ExportOptions): Promise<ExportSummary
       replayed: theta.replayed,
       files,
       skipped: written.skipped,
+      ...(adapter ? { adapter } : {}),
     };
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });

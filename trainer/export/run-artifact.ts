@@ -47,6 +47,9 @@ function artifactUpdate(entry: LogEntry): ArtifactUpdate {
 export async function buildRunArtifact(store: ObjectStore, run: string): Promise<BuiltRunArtifact> {
   const config = await readRunConfig(store, run);
   if (!config) throw new Error(`run ${run}: no ${keys.config(run)} in the store`);
+  if (config.mode === 'lora') {
+    throw new Error(`run ${run}: a LoRA run's θ is its adapters, and the artifact format ${RUN_ARTIFACT_FORMAT} describes runs over the model's own tensors; export the model and its adapters instead (esopt export)`);
+  }
   const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
   if (!first) throw new Error(`run ${run}: no ${keys.manifest(run, 0)} in the store, so θ_0's hash is unknown`);
   if (first.mode !== config.mode || (config.mode === 'lowrank' && first.rank !== config.rank)) {

@@ -13,11 +13,14 @@ import { restoreFromLog } from '../loop/index.ts';
 import type { LoadedModel } from '../model/model-dir.ts';
 import { openModel } from '../model/open-model.ts';
 import { modelTheta } from './model-theta.ts';
+import { loraTheta, mergeIntoModel, type LoraTheta } from './lora-theta.ts';
 
 export interface ThetaAtIteration {
   config: RunConfig;
-  /** The run's model with θ_K in its weights. */
+  /** The run's model with θ_K in its weights (LoRA mode: the base weights merged with θ_K's adapters). */
   model: LoadedModel;
+  /** LoRA mode: θ_K itself, the adapters, with their layout. */
+  lora?: LoraTheta;
   /** K: the number of updates θ holds. */
   iteration: number;
   thetaHash: string;
@@ -38,8 +41,10 @@ export async function thetaAtIteration(store: ObjectStore, run: string, iteratio
   if (k > latest) throw new Error(`iteration ${k} is beyond run ${run}'s log, which holds ${latest === 0 ? 'no update yet (only θ_0)' : `the updates of iterations 0…${latest - 1} (θ_0 … θ_${latest})`}`);
   // a named model is the one the run pinned, pulled into the verified cache
   const model = openModel(await resolveModelSpec(config.model, store));
-  const theta = modelTheta(model, config.mode);
+  const lora = config.mode === 'lora' ? loraTheta(model, config.lora!, config.seed) : undefined;
+  const theta = lora ?? modelTheta(model, config.mode);
   const restored = await restoreFromLog(store, run, theta, config.rank, k);
   if (restored.next !== k) throw new Error(`run ${run}: θ reached iteration ${restored.next}, not ${k} (the log has a gap)`);
-  return { config, model, iteration: k, thetaHash: hashTheta(theta.segments()), checkpoint: restored.checkpoint, replayed: restored.replayed };
+  if (lora) mergeIntoModel(model, lora);
+  return { config, model, ...(lora ? { lora } : {}), iteration: k, thetaHash: hashTheta(theta.segments()), checkpoint: restored.checkpoint, replayed: restored.replayed };
 }

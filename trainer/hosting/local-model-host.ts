@@ -15,6 +15,7 @@ import { resolveModelSpec } from '../model-store/resolve-model.ts';
 import { startInferenceServer } from '../server/server.ts';
 import type { TlsIdentity } from '../server/tls-identity.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
+import type { EngineOptions } from '../engine.ts';
 
 /** Serve where remote workers reach the server: they hold `token` in their variable `tokenEnv`. */
 export interface PublicServing {
@@ -41,18 +42,20 @@ export class LocalModelHost implements ModelHost {
 
   async serve(model: HostedModel): Promise<ServedModel> {
     let spec;
-    let mode: 'full' | 'lowrank' = 'full';
+    let mode: EngineOptions['mode'] = 'full';
+    let lora: EngineOptions['lora'];
     if (model.kind === 'base') spec = model.model;
     else {
       const config = await readRunConfig(this.store, model.run);
       if (!config) throw new Error(`no run ${model.run}`);
       spec = config.model;
       mode = config.mode;
+      lora = config.lora && { ...config.lora, seed: config.seed };
     }
     // Only θ itself is served here, never a member, so full mode's weights are a prepacked session
     // (rebuild-session, which never rebuilds without members): decoding at initializer speed, and on CUDA
     // θ stays on the device instead of being copied there on every run, for a prepacked copy of θ.
-    const engine = await createEngine({ model: await resolveModelSpec(spec, this.store), mode, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
+    const engine = await createEngine({ model: await resolveModelSpec(spec, this.store), mode, lora, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
     let iteration = 0;
     try {
       if (model.kind === 'checkpoint') {

@@ -4,6 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { layoutSegments } from '../../shared/es.ts';
+import { initLoraAdapters } from '../../shared/lora.ts';
 import type { Engine, EngineOptions } from '../engine.ts';
 import { lowRankRewrite } from '../perturbation/lowrank-graph.ts';
 import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
@@ -17,6 +18,9 @@ import { FullInputsServing } from './serving/full-inputs.ts';
 import { pointWeightsAt } from './serving/full-mode-switch.ts';
 import { FullRebuildSessionServing } from './serving/full-rebuild-session.ts';
 import { LowRankServing } from './serving/lowrank.ts';
+import { LoraServing } from './serving/lora.ts';
+import { loraMatrices, loraSegments } from './lora-matrices.ts';
+import { checkLoraTargets } from '../perturbation/lora-factors.ts';
 import { TargetTensors } from './target-tensors.ts';
 import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from './sessions.ts';
 
@@ -35,6 +39,17 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     const targetTensors = new TargetTensors(model, targets.map((t) => t.weight), "low-rank mode's matrices");
     const serving = new LowRankServing(model, await newSession(), targets, groups, newSession, targetTensors);
     return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, targetTensors, options, hasPositionIds);
+  }
+  if (options.mode === 'lora') {
+    if (!options.lora) throw new Error(`${what}: lora mode needs the adapters' options (rank, alpha, targets) and the run seed`);
+    const { targets: adapted, layout, targetTensors } = loraMatrices(model, options.lora);
+    const keep = new Set(adapted.map((t) => t.weight));
+    const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what, (w) => keep.has(w));
+    checkLoraTargets(targets, layout);
+    const theta = initLoraAdapters(layout, options.lora.seed);
+    const segments = loraSegments(theta, layout);
+    const serving = new LoraServing(await fromGraph(graph)(), targets, groups, layout, theta, segments);
+    return new OnnxEngine('lora', model, segments, serving, targetTensors, options, hasPositionIds);
   }
   const threads = switchThreads(options, model);
   const rebuild = options.fullModeWeights === 'rebuild-session';

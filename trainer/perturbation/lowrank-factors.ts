@@ -21,12 +21,12 @@ export function lowRankOffsets(targets: readonly LowRankTarget[], rank: number):
   });
 }
 
-function groupWidth(g: LowRankGroup, targets: readonly LowRankTarget[]): number {
+export function groupWidth(g: LowRankGroup, targets: readonly LowRankTarget[]): number {
   return g.targets.reduce((s, t) => s + targets[t].n, 0);
 }
 
 /** One member's group inputs: a [m, k·r] and b [k·r, Σn], row-major. */
-interface GroupFactors {
+export interface GroupFactors {
   a: Float32Array;
   b: Float32Array;
 }
@@ -86,7 +86,8 @@ export function zeroFactorFeeds(targets: readonly LowRankTarget[], groups: reado
   return groupFeeds(targets, groups, batch, 1, () => null);
 }
 
-function groupFeeds(
+/** A batch's factor inputs, row b of group g from `row(g, b)` (null: zeros). */
+export function groupFeeds(
   targets: readonly LowRankTarget[],
   groups: readonly LowRankGroup[],
   batch: number,

@@ -7,7 +7,7 @@
 import { esAt } from '../../../shared/schedule.ts';
 import { resolveModelSpec } from '../../../trainer/model-store/resolve-model.ts';
 import { keys } from '../../../shared/keys.ts';
-import { RunConfig, type LogEntry, type ModelSpec } from '../../../shared/schemas/index.ts';
+import { RunConfig, type LogEntry, type ModelSpec, type RunConfigInput } from '../../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import type { Engine, PerturbationMode } from '../../../trainer/engine.ts';
@@ -26,19 +26,20 @@ export interface MadeRun {
   engine: Engine;
 }
 
-export async function madeRun(o: { root: string; run: string; model: ModelSpec; mode: PerturbationMode; updates: number; checkpoints?: number[]; alpha?: number; rank?: number }): Promise<MadeRun> {
+export async function madeRun(o: { root: string; run: string; model: ModelSpec; mode: PerturbationMode; updates: number; checkpoints?: number[]; alpha?: number; rank?: number; lora?: RunConfigInput['lora'] }): Promise<MadeRun> {
   const store = new FsObjectStore(o.root);
   const config = RunConfig.parse({
     environment: { name: 'sudoku', options: {} },
     model: o.model,
     mode: o.mode,
     rank: o.rank ?? 2,
+    ...(o.lora ? { lora: o.lora } : {}),
     es: { population: 4, sigma: 0.05, alpha: o.alpha ?? 0.5, weightDecay: 0.01 },
     iterations: Math.max(1, o.updates),
     seed: 17,
   });
   await putJson(store, keys.config(o.run), config, true);
-  const engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: config.mode });
+  const engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: config.mode, ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}) });
   const hashes = [hashTheta(engine.segments())];
   for (let k = 0; k < o.updates; k++) {
     if (o.checkpoints?.includes(k)) await writeCheckpoint(store, o.run, k, engine.segments());

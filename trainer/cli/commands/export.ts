@@ -43,6 +43,7 @@ export const command: Command = {
       io.stdout(
         [
           `run ${summary.run}: θ_${summary.iteration} (${summary.thetaHash}) as ${summary.format} in ${summary.out}`,
+          ...(summary.adapter ? [`  (a LoRA run: the model is merged; its adapters, in PEFT's layout, are in ${summary.adapter}/)`] : []),
           ...summary.files.map((f) => `  ${f.path}  ${mib(f.bytes)}  sha256 ${f.sha256}`),
           ...summary.skipped.map((s) => `  (not carried over: ${s.file}: ${s.why})`),
         ].join('\n'),

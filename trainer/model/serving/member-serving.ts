@@ -3,6 +3,7 @@
  *   full-inputs           θ fed as graph inputs, perturbed in place per member (training memory = inference)
  *   full-rebuild-session  θ perturbed in place, a prepacked session made per member (initializer speed)
  *   lowrank               W an initializer; per-row factor inputs serve many members in one forward pass
+ *   lora                  θ is LoRA adapters; the low-rank graph's per-row factors carry each row's adapters
  */
 import type * as ort from 'onnxruntime-node';
 import type { Member } from '../../../shared/schemas/index.ts';
