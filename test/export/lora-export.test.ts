@@ -97,7 +97,7 @@ describe('exporting a lora run', () => {
       expect(plain).toEqual(engine);
 
       // the portable run artifact describes runs over the model's own tensors: a LoRA run is refused
-      await expect(buildRunArtifact(made.store, 'r')).rejects.toThrow(/a LoRA run's θ is its adapters, and the artifact format esopt-run\/1 describes runs over the model's own tensors/);
+      await expect(buildRunArtifact(made.store, 'r')).rejects.toThrow(/a LoRA run's θ is its adapters, and the artifact format esopt-run\/2 describes runs over the model's own tensors/);
     } finally {
       await made.engine.close();
     }
