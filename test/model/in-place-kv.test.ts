@@ -3,8 +3,8 @@
  * fused graph decode greedy tokens identical to engines over the unfused graph at every preset, in full
  * mode (θ as inputs, rebuild-session) and low-rank mode, base and members in one batch, rows of different
  * prompt lengths and budgets (right padding and seqlens_k against left padding and the attention mask),
- * across conversation turns served from the prefix cache; the fused step writes into the buffers it was
- * fed; and graphs or providers the rewrite does not cover fall back to the unfused graph, saying why.
+ * across conversation turns served from the prefix cache; the fused step returns only the tokens it fed,
+ * which land in the buffers fed as the past; and graphs or providers the rewrite does not cover fall back to the unfused graph, saying why.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
@@ -12,7 +12,7 @@ import { ask } from '../../shared/es.ts';
 import type { EngineOptions, GenerateRow, MemberSelector, Population } from '../../trainer/engine.ts';
 import { decodeBatch } from '../../trainer/generation/decode-loop.ts';
 import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { fuseAttention, LOGITS_INDEX, SEQLENS_K } from '../../trainer/model/fused-attention.ts';
+import { fuseAttention, LOGITS_INDEX, SEQLENS_K, stepOutput } from '../../trainer/model/fused-attention.ts';
 import { loadModelDir, type LoadedModel } from '../../trainer/model/model-dir.ts';
 import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
@@ -22,6 +22,7 @@ import { decodeContext } from '../../trainer/bench/decode-context.ts';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
 import { logitsAtLastPosition } from '../../trainer/model/logits-last.ts';
 import { decoderTensorSpecs } from '../../trainer/model/weights.ts';
+import { headDim } from '../../trainer/model/config.ts';
 
 const greedy = { temperature: 0, topP: 1, topK: 0, seed: 0 };
 const population: Population = { runSeed: 11, iteration: 1, sigma: 0.5, rank: 2, members: ask({ population: 4, antithetic: true }) };
@@ -115,7 +116,7 @@ describe('the qwen3-0.6b-shape graph fuses', () => {
 });
 
 describe('the fused step', () => {
-  it('writes each step into the buffers fed as the past, which it returns as the present', { timeout: 20_000 }, async () => {
+  it('returns only the tokens it fed, which land in the buffers fed as the past at each row’s slots', { timeout: 20_000 }, async () => {
     const model = buildPreset('tiny', 2);
     const fused = fuseAttention(model.graph, model.config);
     if (!fused.fused) throw new Error(fused.reason);
@@ -123,25 +124,37 @@ describe('the fused step', () => {
     expect(inputs).toContain(SEQLENS_K);
     expect(inputs).toContain(LOGITS_INDEX);
     expect(inputs).not.toContain('attention_mask');
+    expect(fused.model.graph.output.map((o) => o.name).filter((n) => n.startsWith('present.'))).toEqual([]);
     const session = await createSession(fused.model, {}, 'tiny');
-    const seen: ort.Tensor[] = [];
+    const D = headDim(model.config);
+    const H = model.config.num_key_value_heads!;
+    const pasts: ort.Tensor[] = [];
+    const widths: number[] = [];
+    let last: { step: Float32Array; seqlens: Int32Array; S: number } | null = null;
     const spy = {
       inputNames: session.inputNames,
-      run: async (feeds: Record<string, ort.Tensor>, fetches?: Record<string, ort.Tensor | null>) => {
+      run: async (feeds: Record<string, ort.Tensor>) => {
         const past = feeds['past_key_values.1.value'];
-        const before = Float32Array.from(past.data as Float32Array);
-        const out = await session.run(feeds, fetches as ort.InferenceSession.FetchesType);
-        // the step's keys and values were written into the buffer fed as the past, which is the present
-        expect(past.data).not.toEqual(before);
-        expect(past.data).toEqual(out['present.1.value'].data);
-        seen.push(past);
+        // what the last run returned sits in the buffer at each row's slots (row 1, head 0, its first token)
+        if (last) {
+          const M = past.dims[2];
+          const slot = last.seqlens[1] - last.S + 1;
+          expect((past.data as Float32Array).subarray((1 * H * M + slot) * D, (1 * H * M + slot + 1) * D)).toEqual(last.step.subarray(1 * H * last.S * D, (1 * H * last.S + 1) * D));
+        }
+        const out = await session.run(feeds);
+        const step = out[stepOutput(1, 'value')];
+        widths.push(step.dims[2]);
+        last = { step: Float32Array.from(step.data as Float32Array), seqlens: feeds[SEQLENS_K].data as Int32Array, S: step.dims[2] };
+        pasts.push(past);
         return out;
       },
     } as unknown as ort.InferenceSession;
     const ctx = { ...decodeContext(model), session: spy, extraFeeds: {} };
-    await decodeBatch(ctx, rows([{ kind: 'base' }, { kind: 'base' }]).map(({ promptIds, sampling, maxNewTokens, stop }) => ({ promptIds, sampling, maxNewTokens, stop, ignoreEos: true })));
-    expect(seen.length).toBeGreaterThan(4);
-    expect(seen.every((t) => t === seen[0])).toBe(true);
+    const batch = rows([{ kind: 'base' }, { kind: 'base' }]).map(({ promptIds, sampling, maxNewTokens, stop }) => ({ promptIds, sampling, maxNewTokens, stop, ignoreEos: true }));
+    await decodeBatch(ctx, batch);
+    // one prefill as wide as the longest prompt, then a token a run; the same buffers every run
+    expect(widths).toEqual([Math.max(...batch.map((r) => r.promptIds.length)), ...Array(widths.length - 1).fill(1)]);
+    expect(pasts.every((t) => t === pasts[0])).toBe(true);
     await session.release();
   });
 });

@@ -114,8 +114,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   const run = async (inputIds: ort.Tensor, positionIds: ort.Tensor) => {
     const feeds: Record<string, ort.Tensor> = { ...ctx.extraFeeds, ...kv.feeds(), input_ids: inputIds };
     if (shape.hasPositionIds) feeds.position_ids = positionIds;
-    const fetches = kv.fetches();
-    return fetches ? ctx.session.run(feeds, fetches) : ctx.session.run(feeds);
+    return ctx.session.run(feeds);
   };
   const prefillInputs = kv.prefill.map(({ ids, positions }) => [new ort.Tensor('int64', ids, [B, ids.length / B]), new ort.Tensor('int64', positions, [B, ids.length / B])] as const);
   // all prefill runs but the last only fill the caches

@@ -5,10 +5,11 @@
  *   Concat(past, new) back, a new tensor a step. Prompts are left-padded; a row's cached prefix is
  *   right-aligned in the past, P = max p wide, and the holes are masked by `attention_mask`.
  * - InPlaceCache (model/fused-attention.ts's GroupQueryAttention form): one buffer a cache, [B, kvHeads,
- *   buffer, headDim], fed as the past and pre-allocated as the present, which the kernel writes a step's
- *   keys and values into. Row b's tokens sit at slots 0…n−1 without holes (prefix, then prompt, then
- *   completion), so prompts are right-padded and a row's length is `seqlens_k`; a row that has finished
- *   keeps writing its padding at its next slot, which nothing reads.
+ *   buffer, headDim], fed as the past every step; the graph returns only the run's own keys and values
+ *   (`kv_step.*`), which are written into the buffers at each row's slots. Row b's tokens sit at slots
+ *   0…n−1 without holes (prefix, then prompt, then completion), so prompts are right-padded and a row's
+ *   length is `seqlens_k`; a row that has finished keeps writing its padding at its next slot, which
+ *   nothing reads.
  *
  * Both give the decode loop the prompt's layout, each step's feeds, the logits' position of a row and,
  * after decoding, where each row's true tokens are.
@@ -29,8 +30,6 @@ export interface KvLayout {
   readonly caches: Record<string, ort.Tensor>;
   /** The next run's cache and length inputs. */
   feeds(): Record<string, ort.Tensor>;
-  /** Pre-allocated outputs for the next run (the caches themselves), or undefined to take onnxruntime's. */
-  fetches(): Record<string, ort.Tensor | null> | undefined;
   /** The index along the logits' positions (L of them) of row b's last token in the run just made. */
   logitsAt(b: number, L: number): number;
   /** After a run: `out` its outputs, `fed[b]` whether row b fed a true token in it. */
@@ -132,10 +131,6 @@ export class ConcatCache implements KvLayout {
     return { ...this.caches, attention_mask: new ort.Tensor('int64', mask, [B, this.total]) };
   }
 
-  fetches(): undefined {
-    return undefined;
-  }
-
   logitsAt(_b: number, L: number): number {
     return L - 1;
   }
@@ -223,17 +218,12 @@ export class InPlaceCache implements KvLayout {
     return feeds;
   }
 
-  fetches(): Record<string, ort.Tensor | null> {
-    const fetches: Record<string, ort.Tensor | null> = { logits: null };
-    for (let l = 0; l < this.batch.shape.layers; l++) for (const kv of ['key', 'value']) fetches[`present.${l}.${kv}`] = this.caches[`past_key_values.${l}.${kv}`];
-    return fetches;
-  }
-
   logitsAt(b: number, L: number): number {
     return L === 1 ? 0 : this.rest[b] - 1;
   }
 
-  advance(_out: Record<string, ort.Tensor>, fed: readonly boolean[]): void {
+  advance(out: Record<string, ort.Tensor>, fed: readonly boolean[]): void {
+    this.write(out);
     const t = this.runs++;
     if (t >= this.prefill.length) fed.forEach((f, b) => f && this.slots[b]++);
     else if (!this.stepped) this.rest.forEach((n, b) => (this.slots[b] += n));
@@ -242,5 +232,23 @@ export class InPlaceCache implements KvLayout {
 
   spans(b: number): Array<[number, number]> {
     return [[0, this.slots[b]]];
+  }
+
+  /** The run's keys and values [B, kvHeads, S, headDim] into the buffers, row b's from its next slot on. */
+  private write(out: Record<string, ort.Tensor>): void {
+    const { layers, kvHeads: H, headDim: D } = this.batch.shape;
+    for (let l = 0; l < layers; l++) {
+      for (const kv of ['key', 'value']) {
+        const step = out[`kv_step.${l}.${kv}`];
+        const buffer = this.caches[`past_key_values.${l}.${kv}`];
+        const [B, , S] = step.dims;
+        const M = buffer.dims[2];
+        const from = step.data as Float32Array;
+        const to = buffer.data as Float32Array;
+        for (let b = 0; b < B; b++) {
+          for (let h = 0; h < H; h++) to.set(from.subarray((b * H + h) * S * D, (b * H + h + 1) * S * D), ((b * H + h) * M + this.slots[b]) * D);
+        }
+      }
+    }
   }
 }

@@ -1,21 +1,24 @@
 /**
  * The in-place KV cache rewrite: each layer's attention core, Concat(past, new) → scores → Softmax → ·V,
- * becomes onnxruntime's com.microsoft GroupQueryAttention, whose CPU kernel writes a step's keys and values
- * into the past buffer itself when the same tensor is fed as `past_key_values.*` and pre-allocated as
- * `present.*` (generation/kv-layout.ts), so a decode step no longer copies the whole past into a new present.
+ * becomes onnxruntime's com.microsoft GroupQueryAttention over a past of fixed length, [batch, kvHeads,
+ * buffer, headDim], which the decode loop owns and feeds every step (generation/kv-layout.ts). The graph
+ * returns a step's own keys and values (`kv_step.{i}.key|value`, [batch, kvHeads, sequence, headDim])
+ * instead of the whole cache, and the loop writes them into its buffers at each row's slots: onnxruntime-node
+ * reads a CPU input where it lies but copies every output into new Javascript memory (and a pre-allocated
+ * output once more), so a present of the whole context cost a copy of the context per step; the kernel's
+ * own present stays inside onnxruntime (docs/MODEL.md, "KV caches that grow in place").
  *
- * The fused graph's caches are [batch, kvHeads, buffer, headDim] with row b's tokens at slots 0…n−1 and no
- * holes: GroupQueryAttention masks by length (`seqlens_k`, int32 [batch], the row's last slot written this
- * run) and causality, not by an attention mask, so prompts are right-padded (the padding's slots are
- * overwritten by the tokens that follow) and `attention_mask` goes. `total_sequence_length` (int32 scalar)
- * is the longest row's slots after the run. Where logits-last.ts cut the head to the last position, that
- * Slice becomes a GatherND of each row's own last position, fed as `logits_index` (int64 [batch, 1, 1]).
+ * Row b's tokens sit at slots 0…n−1 without holes: GroupQueryAttention masks by length (`seqlens_k`, int32
+ * [batch], the row's last slot written this run) and causality, not by an attention mask, so prompts are
+ * right-padded (the padding's slots are overwritten by the tokens that follow) and `attention_mask` goes.
+ * `total_sequence_length` (int32 scalar) is the longest row's slots after the run. Where logits-last.ts
+ * cut the head to the last position, that Slice becomes a GatherND of each row's own last position, fed
+ * as `logits_index` (int64 [batch, 1, 1]).
  *
  * The pattern recognised is the one build-decoder.ts emits (presets, built in memory or cached on disk):
  * per layer Concat(past_key_values.i.*, ·) → present.i.*, keys [Unsqueeze] → Transpose → MatMul(q, ·) →
  * Add(bias) → Softmax → MatMul(·, [Unsqueeze] values) → [Reshape] → Transpose → Reshape, q already scaled and
- * rotated. Anything else (exports, whose attention is written otherwise) is left unfused, with the reason.
- */
+ * rotated. Anything else (exports, whose attention is written otherwise) is left unfused, with the reason. */
 import { headDim, kvHeads, type ModelConfig } from './config.ts';
 import { valueInfo } from '../onnx/graph-builder.ts';
 import { AttributeType, bytesOf, DataType, type ModelProto, type NodeProto, type TensorProto } from '../onnx/proto.ts';
@@ -26,6 +29,8 @@ export type FusedAttention = { fused: true; model: ModelProto } | { fused: false
 export const SEQLENS_K = 'seqlens_k';
 export const TOTAL_SEQUENCE_LENGTH = 'total_sequence_length';
 export const LOGITS_INDEX = 'logits_index';
+/** The graph output of layer i's keys or values of the tokens a run fed. */
+export const stepOutput = (i: number, kv: 'key' | 'value') => `kv_step.${i}.${kv}`;
 
 /** The CPU kernel reads heads in blocks of 8 floats. */
 const HEAD_DIM_MULTIPLE = 8;
@@ -46,7 +51,6 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
     for (const o of n.output) producer.set(o, n);
     for (const i of n.input) consumers.set(i, [...(consumers.get(i) ?? []), n]);
   }
-  const graphOutputs = new Set(g.output.map((o) => o.name));
   /** The one node reading `name` (graph outputs aside), when it is of `opType`. */
   const only = (name: string, opType: string): NodeProto | undefined => {
     const c = consumers.get(name) ?? [];
@@ -103,7 +107,8 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
       opType: 'GroupQueryAttention',
       domain: 'com.microsoft',
       input: [`${id}/query`, `${id}/key`, `${id}/value`, `past_key_values.${i}.key`, `past_key_values.${i}.value`, SEQLENS_K, TOTAL_SEQUENCE_LENGTH],
-      output: [merged.output[0], `present.${i}.key`, `present.${i}.value`],
+      // the kernel's present (the past with this run's tokens) stays inside onnxruntime
+      output: [merged.output[0], `${id}/present_key`, `${id}/present_value`],
       // q arrives scaled by 1/√head_dim already
       attribute: [
         { name: 'num_heads', type: AttributeType.INT, i: H },
@@ -111,7 +116,8 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
         { name: 'scale', type: AttributeType.FLOAT, f: 1 },
       ],
     };
-    before.set(merged, [...toBsh(q, qShape, 'query'), ...toBsh(ck.input[1], kvShape, 'key'), ...toBsh(cv.input[1], kvShape, 'value'), gqa]);
+    const step = (x: string, kv: 'key' | 'value'): NodeProto => ({ name: `${id}/${kv}_step`, opType: 'Identity', domain: '', input: [x], output: [stepOutput(i, kv)], attribute: [] });
+    before.set(merged, [...toBsh(q, qShape, 'query'), ...toBsh(ck.input[1], kvShape, 'key'), ...toBsh(cv.input[1], kvShape, 'value'), gqa, step(ck.input[1], 'key'), step(cv.input[1], 'value')]);
     removed.add(merged);
     removed.add(ck);
     removed.add(cv);
@@ -127,11 +133,15 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
   }
 
   const nodes = g.node.flatMap((n) => [...(before.get(n) ?? []), ...(removed.has(n) ? [] : [n])]);
-  const live = liveNodes(nodes, graphOutputs);
+  const isCache = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
+  const outputs = [
+    ...g.output.filter((o) => !isCache(o.name)),
+    ...Array.from({ length: c.num_hidden_layers }, (_, i) => (['key', 'value'] as const).map((kv) => valueInfo(stepOutput(i, kv), DataType.FLOAT, ['batch_size', KV, 'sequence_length', hd]))).flat(),
+  ];
+  const live = liveNodes(nodes, new Set(outputs.map((o) => o.name)));
   const read = new Set(live.flatMap((n) => n.input));
   if (read.has('attention_mask')) return { fused: false, reason: 'attention_mask is read outside the attention bias' };
   const cacheDims = (name: string) => valueInfo(name, DataType.FLOAT, ['batch_size', KV, 'buffer_length', hd]);
-  const isCache = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
   return {
     fused: true,
     model: {
@@ -147,7 +157,7 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
           valueInfo(TOTAL_SEQUENCE_LENGTH, DataType.INT32, []),
           ...(logitsIndex ? [valueInfo(LOGITS_INDEX, DataType.INT64, ['batch_size', 1, 1])] : []),
         ],
-        output: g.output.map((x) => (isCache(x.name) ? cacheDims(x.name) : x)),
+        output: outputs,
         valueInfo: [],
       },
     },
