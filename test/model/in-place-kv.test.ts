@@ -76,6 +76,15 @@ describe('greedy tokens with and without the in-place caches', () => {
     await sameTokens(() => buildPreset(preset, 3), options, who);
   });
 
+  it('buffers that grow as rows decode past their first length, rows finishing apart', { timeout: 20_000 }, async () => {
+    const fused = await engineOf(buildPreset('tiny', 6), { mode: 'lowrank', inPlaceKv: true });
+    const plain = await engineOf(buildPreset('tiny', 6), { mode: 'lowrank', inPlaceKv: false });
+    const long = rows([member(0), { kind: 'base' }, member(3)]).map((r, i) => ({ ...r, maxNewTokens: [150, 20, 90][i] }));
+    const [a, b] = [await fused.generate(long), await plain.generate(long)];
+    expect(a.map((r) => r.tokenIds)).toEqual(b.map((r) => r.tokenIds));
+    expect(a.map((r) => r.completionTokens)).toEqual([150, 20, 90]);
+  });
+
   // several rows prefill their rests over cached pasts a token a run; one row, in one run
   it.each([
     ['lowrank', 'three rows'],

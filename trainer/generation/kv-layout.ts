@@ -56,6 +56,9 @@ interface Batch {
 
 const int32 = (data: Int32Array, dims: number[]) => new ort.Tensor('int32', data, dims);
 
+/** Slots an in-place buffer holds past the prompts at first (it doubles from there as runs need). */
+const GROWTH = 64;
+
 /** Fresh caches [B, kvHeads, T, headDim], each row's prefix copied in at slot `at(b, p)` (zeros elsewhere). */
 function cachesWithPrefixes({ shape, rows, cached }: Batch, T: number, at: (b: number, p: number) => number): Record<string, ort.Tensor> {
   const B = rows.length;
@@ -160,6 +163,8 @@ export class InPlaceCache implements KvLayout {
   /** The prompts' rests are fed a token a run (see the constructor). */
   private readonly stepped: boolean;
   private readonly hasLogitsIndex: boolean;
+  /** The most slots any run can need. */
+  private readonly capacity: number;
 
   constructor(private readonly batch: Batch, inputNames: readonly string[]) {
     const { rows, cached, shape, padId } = batch;
@@ -197,9 +202,11 @@ export class InPlaceCache implements KvLayout {
       this.prefill = [{ ids, positions }];
     }
     // The prefill writes slots [p, p + width) of each row; a row then writes one slot a run: its tokens,
-    // the last one included, then padding at the slot after them once it has finished.
-    const buffer = Math.max(Math.max(0, ...cached) + width, ...rows.map((r) => r.promptIds.length + Math.max(1, r.maxNewTokens) + 1));
-    this.caches = cachesWithPrefixes(batch, buffer, () => 0);
+    // the last one included, then padding at the slot after them once it has finished. The kernel clears
+    // and fills a present as long as the buffer every run, so the buffer starts GROWTH slots past the
+    // prompts and doubles when a run needs more, up to what the budgets can reach.
+    this.capacity = Math.max(Math.max(0, ...cached) + width, ...rows.map((r) => r.promptIds.length + Math.max(1, r.maxNewTokens) + 1));
+    this.caches = cachesWithPrefixes(batch, Math.min(this.capacity, Math.max(0, ...cached) + width + GROWTH), () => 0);
     this.slots = [...cached];
     this.hasLogitsIndex = inputNames.includes('logits_index');
   }
@@ -209,6 +216,7 @@ export class InPlaceCache implements KvLayout {
     const whole = this.runs === 0 && !this.stepped;
     // seqlens_k: the last slot each row writes in this run
     const last = Int32Array.from(this.slots, (s) => (whole ? s + this.width - 1 : s));
+    this.reserve(Math.max(...last) + 1);
     const feeds: Record<string, ort.Tensor> = {
       ...this.caches,
       seqlens_k: int32(last, [B]),
@@ -232,6 +240,20 @@ export class InPlaceCache implements KvLayout {
 
   spans(b: number): Array<[number, number]> {
     return [[0, this.slots[b]]];
+  }
+
+  /** Buffers of at least `slots` slots: doubled (within the capacity) and copied over when shorter. */
+  private reserve(slots: number): void {
+    const M = this.caches['past_key_values.0.key'].dims[2];
+    if (slots <= M) return;
+    const grown = Math.min(this.capacity, Math.max(slots, 2 * M));
+    const [B, H, , D] = this.caches['past_key_values.0.key'].dims;
+    for (const [name, tensor] of Object.entries(this.caches)) {
+      const from = tensor.data as Float32Array;
+      const to = new Float32Array(B * H * grown * D);
+      for (let bh = 0; bh < B * H; bh++) to.set(from.subarray(bh * M * D, (bh + 1) * M * D), bh * grown * D);
+      this.caches[name] = new ort.Tensor('float32', to, [B, H, grown, D]);
+    }
   }
 
   /** The run's keys and values [B, kvHeads, S, headDim] into the buffers, row b's from its next slot on. */
