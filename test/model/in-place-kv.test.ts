@@ -1,10 +1,12 @@
 /**
  * Caches that grow in place (trainer/model/fused-attention.ts, generation/kv-layout.ts): engines over the
- * fused graph decode greedy tokens identical to engines over the unfused graph at every preset, in full
- * mode (θ as inputs, rebuild-session) and low-rank mode, base and members in one batch, rows of different
- * prompt lengths and budgets (right padding and seqlens_k against left padding and the attention mask),
- * across conversation turns served from the prefix cache; the fused step returns only the tokens it fed,
- * which land in the buffers fed as the past; and graphs or providers the rewrite does not cover fall back to the unfused graph, saying why.
+ * fused graph decode greedy tokens identical to engines over the unfused graph at `tiny` and `small`, in
+ * full mode (θ as inputs, rebuild-session) and low-rank mode, with grouped-query attention and a tied head,
+ * base and members in one batch, rows of different prompt lengths and budgets (right padding and
+ * seqlens_k against left padding and the attention mask), buffers that grow, and conversation turns served
+ * from the prefix cache; `qwen3-0.6b-shape`'s graph fuses (its tokens are compared by `esopt bench
+ * context`, too slow for a test); the fused step returns only the tokens it fed, which land in the buffers
+ * fed as the past; and graphs the rewrite does not cover fall back to the unfused graph, saying why.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
@@ -21,7 +23,9 @@ import { createSession } from '../../trainer/model/sessions.ts';
 import { decodeContext } from '../../trainer/bench/decode-context.ts';
 import { buildDecoder } from '../../trainer/model/build-decoder.ts';
 import { logitsAtLastPosition } from '../../trainer/model/logits-last.ts';
-import { decoderTensorSpecs } from '../../trainer/model/weights.ts';
+import { decoderTensorSpecs, initDecoderWeights } from '../../trainer/model/weights.ts';
+import { ChatTokenizer } from '../../trainer/model/chat-tokenizer.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
 import { headDim } from '../../trainer/model/config.ts';
 
 const greedy = { temperature: 0, topP: 1, topK: 0, seed: 0 };
@@ -83,6 +87,17 @@ describe('greedy tokens with and without the in-place caches', () => {
     const [a, b] = [await fused.generate(long), await plain.generate(long)];
     expect(a.map((r) => r.tokenIds)).toEqual(b.map((r) => r.tokenIds));
     expect(a.map((r) => r.completionTokens)).toEqual([150, 20, 90]);
+  });
+
+  it('grouped-query attention (2 KV heads for 4) with a tied head, both modes', { timeout: 20_000 }, async () => {
+    const config = { ...PRESETS.tiny, num_key_value_heads: 2, tie_word_embeddings: true };
+    const model = (): LoadedModel => {
+      const weights = initDecoderWeights(config, 7);
+      const graph = buildDecoder(config, weights);
+      logitsAtLastPosition(graph);
+      return { dir: 'tiny, grouped and tied', config, tokenizer: new ChatTokenizer(byteTokenizerJson(), byteTokenizerConfig()), graph, weights };
+    };
+    for (const mode of ['lowrank', 'full'] as const) await sameTokens(model, { mode }, everyone);
   });
 
   // several rows prefill their rests over cached pasts a token a run; one row, in one run
@@ -169,7 +184,7 @@ describe('the fused step', () => {
 });
 
 describe('falls back to the unfused graph, saying why', () => {
-  it('a PyTorch export, another provider, or when turned off', { timeout: 20_000 }, async () => {
+  it('a PyTorch export, a head_dim the kernel does not take, or when turned off', { timeout: 20_000 }, async () => {
     const torch = loadModelDir('test/fixtures/torch-llama-tied');
     const why = fuseAttention(torch.graph, torch.config);
     expect(why.fused).toBe(false);
