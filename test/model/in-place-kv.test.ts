@@ -100,6 +100,17 @@ describe('greedy tokens with and without the in-place caches', () => {
     for (const mode of ['lowrank', 'full'] as const) await sameTokens(model, { mode }, everyone);
   });
 
+  it('a graph whose head computes every position (no logits-last cut): each row read at its own last', { timeout: 20_000 }, async () => {
+    const model = (): LoadedModel => {
+      const config = PRESETS.tiny;
+      const weights = initDecoderWeights(config, 8);
+      return { dir: 'tiny, every position', config, tokenizer: new ChatTokenizer(byteTokenizerJson(), byteTokenizerConfig()), graph: buildDecoder(config, weights), weights };
+    };
+    const fused = fuseAttention(model().graph, PRESETS.tiny);
+    expect(fused.fused && fused.model.graph.input.some((i) => i.name === LOGITS_INDEX)).toBe(false);
+    await sameTokens(model, { mode: 'lowrank' }, everyone);
+  });
+
   // several rows prefill their rests over cached pasts a token a run; one row, in one run
   it.each([
     ['lowrank', 'three rows'],
