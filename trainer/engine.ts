@@ -177,8 +177,8 @@ export interface EngineOptions {
   prefixCacheBytes?: number;
   /**
    * KV caches that grow in place (trainer/model/fused-attention.ts): each layer's attention becomes
-   * onnxruntime's GroupQueryAttention over one preallocated buffer a cache, so a decode step no longer
-   * copies the whole past. Default true, or false where ESOPT_IN_PLACE_KV=0; it applies on the CPU provider
+   * onnxruntime's GroupQueryAttention over buffers the decode loop owns, and a step returns only its own
+   * keys and values instead of a copy of the whole past. Default true, or false where ESOPT_IN_PLACE_KV=0; it applies on the CPU provider
    * to graphs in build-decoder.ts's form (the presets), and any other graph decodes unfused, with a warning
    * that says why.
    */

@@ -32,7 +32,7 @@ export const LOGITS_INDEX = 'logits_index';
 /** The graph output of layer i's keys or values of the tokens a run fed. */
 export const stepOutput = (i: number, kv: 'key' | 'value') => `kv_step.${i}.${kv}`;
 
-/** The CPU kernel reads heads in blocks of 8 floats. */
+/** onnxruntime's CPU GroupQueryAttention takes head sizes that are multiples of 8 only. */
 const HEAD_DIM_MULTIPLE = 8;
 
 /** A new graph (the input's nodes and value infos are not changed; initializers are shared), or why not. */
