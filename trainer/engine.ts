@@ -181,6 +181,14 @@ export interface EngineOptions {
    * first; 0 disables it. Default DEFAULT_PREFIX_CACHE_BYTES.
    */
   prefixCacheBytes?: number;
+  /**
+   * KV caches that grow in place (trainer/model/fused-attention.ts): each layer's attention becomes
+   * onnxruntime's GroupQueryAttention over buffers the decode loop owns, and a step returns only its own
+   * keys and values instead of a copy of the whole past. Default true, or false where ESOPT_IN_PLACE_KV=0; it applies on the CPU provider
+   * to graphs in build-decoder.ts's form (the presets), and any other graph decodes unfused, with a warning
+   * that says why.
+   */
+  inPlaceKv?: boolean;
 }
 
 /** The prefix cache's default budget (1 GiB); `prefixCacheBytes` sets another, 0 none. */

@@ -51,16 +51,17 @@ describe('benchmarks in their own room', () => {
     expect(await run(['bench', 'prefix', '--episode', 'chess'])).toMatchObject({ code: 2, err: expect.stringContaining('--episode: Invalid option') });
   }, 60_000);
 
-  it('bench context caps each point at the model context and reports decode ms/token and the prefill rate per variant', async () => {
+  it('bench context caps each point at the model context and reports decode ms/token and the prefill rate, unfused and fused, with equal tokens', async () => {
     const r = await run(['bench', 'context', '--model', 'tiny', '--contexts', '16,64,100000', '--new-tokens', '4', '--repeats', '1', '--json']);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.out);
     expect(out.points.map((p: { context: number }) => p.context)).toEqual([16, 64, out.max_context]);
     for (const p of out.points) {
       expect(p.prompt_tokens).toBe(p.context - 4);
-      expect(p.variants.map((v: { name: string }) => v.name)).toEqual(['unfused']);
+      expect(p.variants.map((v: { name: string }) => v.name)).toEqual(['unfused', 'fused']);
+      expect(p.tokens_equal).toBe(true);
       for (const v of p.variants) {
-        expect(v.decode_ms_per_token).toBeGreaterThanOrEqual(0);
+        expect(v.decode_ms_per_token).toBeGreaterThan(0);
         expect(v.prefill_tokens_per_s).toBeGreaterThan(0);
       }
     }

@@ -1,16 +1,16 @@
 /**
- * Batched autoregressive decoding with a KV cache over any decoder with the HF/optimum IO names. Prompts
- * are left-padded (attention_mask 0, position ids counted over real tokens only), one prefill pass, then
- * one token per row per step, the `present.*` outputs fed back as `past_key_values.*`. Rows stop on an
+ * Batched autoregressive decoding with a KV cache over any decoder with the HF/optimum IO names. One
+ * prefill pass, then one token per row per step, position ids counted over real tokens only. Where the
+ * keys and values live between steps is kv-layout.ts's: `present.*` fed back as `past_key_values.*` with
+ * left-padded prompts (the exported form), or one buffer a cache written in place with right-padded prompts
+ * (model/fused-attention.ts's form, recognised by its `seqlens_k` input). Rows stop on an
  * end-of-sequence token, a stop string, their token budget or their abort signal. A row with `onText` gets
  * its completion in pieces as it is decoded (see text-stream.ts), the last piece when it finishes.
  *
- * A row may bring the K/V of its prompt's first p tokens (`prefix`, from prefix-cache.ts): the past is then
- * P = max p wide, each row's block right-aligned in it, and only the rest of each prompt is prefilled,
- * left-padded to the longest rest S. Row b's attention mask is [P−p zeros][p ones][S−s zeros][s ones],
- * then ones: the decoders take causality from key and query indices and padding from the mask, so the
- * holes are masked like left padding. A row with `keep` receives, after decoding, the K/V of every token
- * it fed with its true input (prompt and completion, never the padding fed once it finished).
+ * A row may bring the K/V of its prompt's first p tokens (`prefix`, from prefix-cache.ts): only the rest
+ * of each prompt is prefilled (kv-layout.ts places the prefixes). A row with `keep` receives, after
+ * decoding, the K/V of every token it fed with its true input (prompt and completion, never the padding
+ * fed once it finished).
  */
 import * as ort from 'onnxruntime-node';
 import type { TextCodec } from './text-codec.ts';
@@ -20,6 +20,7 @@ import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
 import type { TokenConstraint } from './token-constraint.ts';
 import type { KvBlock, KvData, PrefixHit } from './prefix-cache.ts';
+import { ConcatCache, InPlaceCache, type KvLayout } from './kv-layout.ts';
 import { fromHalf } from '../onnx/half.ts';
 
 export interface DecoderShape {
@@ -87,26 +88,11 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   const B = rows.length;
   const { shape } = ctx;
   const cached = rows.map((r) => cachedLength(r));
-  const P = Math.max(0, ...cached);
-  const rest = rows.map((r, b) => r.promptIds.length - cached[b]);
-  const width = Math.max(...rest);
-  const ids = new BigInt64Array(B * width).fill(BigInt(ctx.padId));
-  // Row b's attention mask is ones but for its holes (left padding of the past and of the prompt's rest),
-  // at every step: it is built from them with a few fills per row, not kept as arrays that grow (that
-  // cost O(rows × length) in BigInt conversions per step; docs/BENCHMARKS.md).
-  const holes = rows.map((_, b): Array<[number, number]> => [[0, P - cached[b]], [P, P + width - rest[b]]]);
-  const positions = new BigInt64Array(B * width);
-  const nextPosition = new Array<number>(B);
-  rows.forEach((r, b) => {
-    const pad = width - rest[b];
-    for (let j = 0; j < rest[b]; j++) {
-      ids[b * width + pad + j] = BigInt(r.promptIds[cached[b] + j]);
-      positions[b * width + pad + j] = BigInt(cached[b] + j);
-    }
-    nextPosition[b] = r.promptIds.length;
-  });
+  const batch = { shape, rows, cached, padId: ctx.padId };
+  // a graph with seqlens_k is model/fused-attention.ts's: its caches grow in place
+  const kv: KvLayout = ctx.session.inputNames.includes('seqlens_k') ? new InPlaceCache(batch, ctx.session.inputNames) : new ConcatCache(batch);
+  const nextPosition = rows.map((r) => r.promptIds.length);
 
-  let past = pastOfPrefixes(shape, rows, cached, P);
   const state: RowState[] = rows.map((r) => ({
     tokens: [],
     text: '',
@@ -125,24 +111,28 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     if (r.maxNewTokens <= 0) settle(state[b], 'length', '');
     else if (r.constraint?.isFinished(r.constraint.initial)) settle(state[b], 'stop', '');
   });
-  let inputIds = new ort.Tensor('int64', ids, [B, width]);
-  let positionIds = new ort.Tensor('int64', positions, [B, width]);
-  let total = P + width;
+  const run = async (inputIds: ort.Tensor, positionIds: ort.Tensor) => {
+    const feeds: Record<string, ort.Tensor> = { ...ctx.extraFeeds, ...kv.feeds(), input_ids: inputIds };
+    if (shape.hasPositionIds) feeds.position_ids = positionIds;
+    return ctx.session.run(feeds);
+  };
+  const prefillInputs = kv.prefill.map(({ ids, positions }) => [new ort.Tensor('int64', ids, [B, ids.length / B]), new ort.Tensor('int64', positions, [B, ids.length / B])] as const);
+  // all prefill runs but the last only fill the caches
+  for (const [ids, positions] of prefillInputs.slice(0, -1)) {
+    const out = await run(ids, positions);
+    out.logits.dispose?.();
+    kv.advance(out, rows.map(() => false));
+  }
+  let [inputIds, positionIds] = prefillInputs[prefillInputs.length - 1];
   // The completion tokens each row fed with their true input, and the one it feeds at the next step.
   const fed = rows.map((): number[] => []);
   const feeding = new Array<number | null>(B).fill(null);
   let ran = false;
 
   for (let step = 0; state.some((s) => s.done === null); step++) {
-    const feeds: Record<string, ort.Tensor> = {
-      ...ctx.extraFeeds,
-      ...past,
-      input_ids: inputIds,
-      attention_mask: new ort.Tensor('int64', attentionMask(holes, total), [B, total]),
-    };
-    if (shape.hasPositionIds) feeds.position_ids = positionIds;
-    const out = await ctx.session.run(feeds);
+    const out = await run(inputIds, positionIds);
     ran = true;
+    kv.advance(out, feeding.map((token) => token !== null));
     feeding.forEach((token, b) => {
       if (token !== null) fed[b].push(token);
       feeding[b] = null;
@@ -161,7 +151,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
         settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
         return;
       }
-      const base = (b * L + L - 1) * V;
+      const base = (b * L + kv.logitsAt(b, L)) * V;
       const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
       const token = sampleToken(logits.subarray(base, base + (shape.sampleable ?? V)), r.sampling, step, allowed);
       if (token < 0) {
@@ -197,22 +187,13 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       else settle(s, matched || atEos ? 'stop' : 'length', text);
     });
     out.logits.dispose?.();
-    past = {};
-    for (let l = 0; l < shape.layers; l++) {
-      for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`];
-    }
-    total++;
     inputIds = new ort.Tensor('int64', next, [B, 1]);
     positionIds = new ort.Tensor('int64', nextPos, [B, 1]);
   }
 
-  // `past` is now the last run's present: row b's true inputs sit at its p cached positions right before
-  // P, its s prompt positions right before P + width, and its fed completion tokens from P + width on.
   if (ran) {
     rows.forEach((r, b) => {
-      if (!r.keep) return;
-      const spans: Array<[number, number]> = [[P - cached[b], cached[b]], [P + width - rest[b], rest[b]], [P + width, fed[b].length]];
-      r.keep({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(shape, past, b, spans) });
+      if (r.keep) r.keep({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(shape, kv.caches, b, kv.spans(b)) });
     });
   }
 
@@ -240,29 +221,6 @@ function cachedLength(r: PreparedRow): number {
   return length;
 }
 
-/** past_key_values.* [B, kvHeads, P, headDim]: row b's cached K/V right-aligned, zeros (masked) before them. */
-function pastOfPrefixes(shape: DecoderShape, rows: readonly PreparedRow[], cached: readonly number[], P: number): Record<string, ort.Tensor> {
-  const B = rows.length;
-  const { kvHeads: H, headDim: D } = shape;
-  const half = shape.kvType === 'float16';
-  const past: Record<string, ort.Tensor> = {};
-  for (let l = 0; l < shape.layers; l++) {
-    for (const kv of ['key', 'value'] as const) {
-      const data = half ? new Uint16Array(B * H * P * D) : new Float32Array(B * H * P * D);
-      rows.forEach((r, b) => {
-        const p = cached[b];
-        if (p === 0) return;
-        const source = r.prefix!.block.layers[l][kv];
-        const T = r.prefix!.block.tokens.length;
-        if ((source instanceof Uint16Array) !== half) throw new Error(`a cached prefix holds ${half ? 'fp32' : 'fp16'} K/V; the graph's are ${half ? 'fp16' : 'fp32'}`);
-        for (let h = 0; h < H; h++) data.set(source.subarray(h * T * D, (h * T + p) * D), ((b * H + h) * P + P - p) * D);
-      });
-      past[`past_key_values.${l}.${kv}`] = half ? new ort.Tensor('float16', data as Uint16Array, [B, H, P, D]) : new ort.Tensor('float32', data as Float32Array, [B, H, P, D]);
-    }
-  }
-  return past;
-}
-
 /** Row b's K/V at `spans` ([start, length] along the sequence) of the present tensors, as [kvHeads, Σ length, headDim]. */
 function gatherRow(shape: DecoderShape, present: Record<string, ort.Tensor>, b: number, spans: ReadonlyArray<[number, number]>): KvBlock['layers'] {
   const { kvHeads: H, headDim: D } = shape;
@@ -285,15 +243,6 @@ function gatherRow(shape: DecoderShape, present: Record<string, ort.Tensor>, b: 
     };
     return { key: gather('key'), value: gather('value') };
   });
-}
-
-/** [rows, total] int64: ones but for each row's holes ([start, end) ranges). */
-function attentionMask(holes: ReadonlyArray<ReadonlyArray<[number, number]>>, total: number): BigInt64Array {
-  const mask = new BigInt64Array(holes.length * total).fill(1n);
-  holes.forEach((row, b) => {
-    for (const [start, end] of row) if (end > start) mask.fill(0n, b * total + start, b * total + end);
-  });
-  return mask;
 }
 
 /** `constraint` ∧ `allowed`, in a fresh array (the constraint's masks are cached and shared). */

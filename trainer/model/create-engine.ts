@@ -11,7 +11,8 @@ import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import type { ModelProto } from '../onnx/proto.ts';
 import type { LoadedModel } from './model-dir.ts';
-import { OnnxEngine } from './onnx-engine.ts';
+import { fuseAttention } from './fused-attention.ts';
+import { OnnxEngine, type KvCacheForm } from './onnx-engine.ts';
 import { openModel } from './open-model.ts';
 import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from './ort-format.ts';
 import { FullInputsServing } from './serving/full-inputs.ts';
@@ -30,15 +31,16 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
 export async function createOnnxEngine(model: LoadedModel, options: EngineOptions): Promise<OnnxEngine> {
   const what = model.file ?? `${model.dir}/model.onnx`;
+  const { graph: decoder, kv } = attentionGraph(model, options, what);
   const hasPositionIds = model.graph.graph.input.some((i) => i.name === 'position_ids');
   // a session from the graph reads an fp16 export's weights as written from their fp32 masters
   const fromGraph = (graph: ModelProto) => () => (model.half ? model.half.withInitializers(model.weights, () => createSession(graph, options, what)) : createSession(graph, options, what));
   if (options.mode === 'lowrank') {
-    const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what);
+    const { model: graph, targets, groups } = lowRankRewrite(decoder, model.weights, what);
     const newSession = fromGraph(graph);
     const targetTensors = new TargetTensors(model, targets.map((t) => t.weight), "low-rank mode's matrices");
     const serving = new LowRankServing(model, await newSession(), targets, groups, newSession, targetTensors);
-    return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, targetTensors, options, hasPositionIds);
+    return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, targetTensors, options, hasPositionIds, kv);
   }
   if (options.mode === 'lora') {
     if (!options.lora) throw new Error(`${what}: lora mode needs the adapters' options (rank, alpha, targets) and the run seed`);
@@ -57,9 +59,9 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   // one buffer, which could not be dealt to worker threads tensor by tensor; and only where the provider runs it.
   const thetaBytes = model.weights.reduce((a, w) => a + w.data.byteLength, 0);
   // (fp16 weights are not their masters' bytes, so an fp16 export builds member sessions from the graph)
-  const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT && !model.half && ortFormatRuns(options.executionProvider ?? 'cpu') ? await ortFormatModel(model.graph, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
+  const ortModel = rebuild && threads === 1 && thetaBytes <= ORT_FORMAT_LIMIT && !model.half && ortFormatRuns(options.executionProvider ?? 'cpu') ? await ortFormatModel(decoder, model.weights, sessionOptionsFor(options), what, INLINE_SESSION_LIMIT) : null;
   if (ortModel) pointWeightsAt(model, ortModel.views);
-  const graph = rebuild ? model.graph : weightsAsInputs(model.graph, model.weights);
+  const graph = rebuild ? decoder : weightsAsInputs(decoder, model.weights);
   // θ as inputs: an fp16 export's weights are fed from their masters, so the graph's fp16 bytes can go
   if (!rebuild) model.half?.dropInitializers();
   const newSession = ortModel ? () => createOrtFormatSession(ortModel, sessionOptionsFor(options), what) : rebuild ? fromGraph(graph) : () => createSession(graph, options, what);
@@ -72,7 +74,22 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   const targetTensors = new TargetTensors(model, model.weights.map((_, i) => i), "full mode's tensors");
   const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
   const serving = rebuild ? new FullRebuildSessionServing(theta, session, newSession) : new FullInputsServing(theta, session);
-  return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds);
+  return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds, kv);
+}
+
+/**
+ * The graph the engine's sessions run: the model's own, or its attention fused with caches that grow in
+ * place (fused-attention.ts) where that is wanted, the provider is the CPU and the graph is recognised. A
+ * fallback to the unfused graph that the caller did not ask for is said as a warning, with the reason.
+ */
+function attentionGraph(model: LoadedModel, options: EngineOptions, what: string): { graph: ModelProto; kv: KvCacheForm } {
+  const wanted = options.inPlaceKv ?? process.env.ESOPT_IN_PLACE_KV !== '0';
+  if (!wanted) return { graph: model.graph, kv: { inPlace: false, reason: 'turned off (inPlaceKv false or ESOPT_IN_PLACE_KV=0)' } };
+  const provider = options.executionProvider ?? 'cpu';
+  const fused = provider === 'cpu' ? fuseAttention(model.graph, model.config) : { fused: false as const, reason: `the ${provider} provider keeps its caches as it has (the in-place caches are the CPU provider's)` };
+  if (fused.fused) return { graph: fused.model, kv: { inPlace: true } };
+  process.emitWarning(`${what}: KV caches are concatenated each step, not grown in place: ${fused.reason}`, { code: 'ESOPT_UNFUSED_ATTENTION' });
+  return { graph: model.graph, kv: { inPlace: false, reason: fused.reason } };
 }
 
 /**

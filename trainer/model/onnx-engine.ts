@@ -41,6 +41,9 @@ export class ContextLengthError extends Error {
   }
 }
 
+/** How the engine's graph keeps its KV caches between decode steps (create-engine.ts decides). */
+export type KvCacheForm = { inPlace: true } | { inPlace: false; reason: string };
+
 export class OnnxEngine implements Engine {
   private population: Population | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -71,6 +74,8 @@ export class OnnxEngine implements Engine {
     private readonly targets: TargetTensors,
     private readonly options: EngineOptions,
     hasPositionIds: boolean,
+    /** Whether the caches grow in place (fused attention), or why not. */
+    readonly kvCache: KvCacheForm = { inPlace: false, reason: 'not asked for' },
   ) {
     const c = model.config;
     this.shape = { layers: c.num_hidden_layers, kvHeads: kvHeads(c), headDim: headDim(c), vocabSize: c.vocab_size, sampleable: Math.min(c.vocab_size, model.tokenizer.tokenCount), hasPositionIds, kvType: kvTypeOf(model) };
