@@ -11,7 +11,7 @@ import { contextLength } from '../model/config.ts';
 import { openModel } from '../model/open-model.ts';
 import { createSession } from '../model/sessions.ts';
 import type { Log } from './benchmark.ts';
-import { decodeContext } from './decode-context.ts';
+import { benchDevice, decodeContext } from './decode-context.ts';
 import { decodeBatch } from '../generation/decode-loop.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
 import { int, ModelName, Provider, Repeats, Threads } from './options.ts';
@@ -39,7 +39,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   // The unrewritten graph is the only variant until the in-place (fused attention) rewrite lands; the
   // result lists variants by name so a second one is timed beside it at every point.
   const variants = [{ name: 'unfused', session: await createSession(model.graph, sessionOptions, model.dir) }];
-  const ctx = decodeContext(model);
+  const ctx = { ...decodeContext(model), device: await benchDevice(model, sessionOptions) };
   // A point's context is its prompt plus the tokens it generates, so the prompt is capped below the model's context.
   const lengths = [...new Set(o.contexts.map((L) => Math.min(L, maxContext)))];
 
@@ -77,6 +77,6 @@ export async function run(o: z.output<typeof options>, log: Log) {
     for (const v of entry.variants) log(`  ${v.name}: decode ${v.decode_ms_per_token.toFixed(2)} ms/token, prefill ${v.prefill_tokens_per_s.toFixed(0)} tokens/s`);
     points.push(entry);
   }
-  await Promise.all(variants.map((v) => v.session.release()));
+  await Promise.all([...variants.map((v) => v.session.release()), ctx.device?.release()]);
   return { model: o.model, max_context: maxContext, batch, new_tokens: newTokens, repeats, provider, points, machine: machineInfo() };
 }

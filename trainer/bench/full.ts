@@ -17,7 +17,7 @@ import { perturb, restore, switchPerturbation } from '../perturbation/exact-pert
 import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import type { Log } from './benchmark.ts';
-import { decodeContext } from './decode-context.ts';
+import { benchDevice, decodeContext } from './decode-context.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
 import { BatchList, int, ModelName, Provider, Repeats, Threads } from './options.ts';
 import { benchRows, tokensPerSecond } from './throughput.ts';
@@ -59,7 +59,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const model = openModel(modelSpecFlag(o.model, 0));
   const c = model.config;
   const opts = { executionProvider: provider, threads };
-  const ctx = decodeContext(model);
+  const ctx = { ...decodeContext(model), device: await benchDevice(model, opts) };
   const segments = layoutSegments(model.weights);
   const weightFeeds = Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
   const withInitializers = await createSession(model.graph, opts, model.dir);
@@ -189,6 +189,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const thetaRms = rms(exactSegs);
 
   await withInputs.release();
+  await ctx.device?.release();
   const switchRatio = median(oneThreadMs) / median(episodeMs);
   return {
     model: o.model,

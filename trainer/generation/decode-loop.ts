@@ -14,7 +14,8 @@
  */
 import * as ort from 'onnxruntime-node';
 import type { TextCodec } from './text-codec.ts';
-import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
+import type { FinishReason, GenerateResult, SamplingOptions, StepTransfer } from '../engine.ts';
+import type { DeviceTensors } from './device-tensors.ts';
 import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
@@ -59,8 +60,18 @@ export interface DecodeContext {
   tokenizer: TextCodec;
   eosIds: ReadonlySet<number>;
   padId: number;
-  /** Extra inputs for every step: weights (full mode) or per-row low-rank factors (batch = rows.length). */
+  /** Extra inputs for every step, the same for every row (full mode's weights as inputs). */
   extraFeeds: Record<string, ort.Tensor>;
+  /** Extra inputs of the given rows (indices into the batch's rows), batch first: low-rank mode's factors. */
+  rowFeeds?: (rows: number[]) => Record<string, ort.Tensor>;
+  /**
+   * Set where `session` returns `present.*` on a WebGPU device (device-tensors.ts): the caches are fed back
+   * from there, the extra inputs are uploaded once a batch, finished rows leave the batch there, and what
+   * a row keeps is downloaded once at its end.
+   */
+  device?: DeviceTensors;
+  /** Called after every step with the host tensors' bytes it fed and fetched. */
+  onStep?: (t: StepTransfer) => void;
 }
 
 interface RowState {
@@ -132,88 +143,136 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   const fed = rows.map((): number[] => []);
   const feeding = new Array<number | null>(B).fill(null);
   let ran = false;
+  // Slot j of the batch decodes row slots[j]. On the device route rows that finished leave the batch (their
+  // caches gathered away on the device); on the host route every row keeps its slot to the end.
+  let slots = rows.map((_, b) => b);
+  const { device } = ctx;
+  // bytes uploaded since the last step's transfer was reported (the extra inputs, on the device route)
+  let uploaded = 0;
+  const place = async (feeds: Record<string, ort.Tensor>) => {
+    if (!device) return feeds;
+    uploaded += Object.values(feeds).reduce((a, t) => a + (t.data as ArrayBufferView).byteLength, 0);
+    return device.upload(feeds);
+  };
+  let shared: Record<string, ort.Tensor> = {};
+  let perRow: Record<string, ort.Tensor> = {};
 
-  for (let step = 0; state.some((s) => s.done === null); step++) {
-    const feeds: Record<string, ort.Tensor> = {
-      ...ctx.extraFeeds,
-      ...past,
-      input_ids: inputIds,
-      attention_mask: new ort.Tensor('int64', attentionMask(holes, total), [B, total]),
-    };
-    if (shape.hasPositionIds) feeds.position_ids = positionIds;
-    const out = await ctx.session.run(feeds);
-    ran = true;
-    feeding.forEach((token, b) => {
-      if (token !== null) fed[b].push(token);
-      feeding[b] = null;
-    });
-    const logits = out.logits.type === 'float16' ? halfToFloat(out.logits.data as Uint16Array) : (out.logits.data as Float32Array);
-    const V = shape.vocabSize;
-    // logits are [B, S, V], or [B, 1, V] where the graph computes the head at the last position only
-    const L = out.logits.dims[1];
-    const next = new BigInt64Array(B).fill(BigInt(ctx.padId));
-    const nextPos = new BigInt64Array(B);
-    rows.forEach((r, b) => {
-      const s = state[b];
-      nextPos[b] = BigInt(nextPosition[b]);
-      if (s.done !== null) return;
-      if (r.signal?.aborted) {
-        settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
-        return;
+  try {
+    shared = await place(ctx.extraFeeds);
+    perRow = ctx.rowFeeds ? await place(ctx.rowFeeds(slots)) : {};
+    for (let step = 0; state.some((s) => s.done === null); step++) {
+      const feeds: Record<string, ort.Tensor> = {
+        ...shared,
+        ...perRow,
+        ...past,
+        input_ids: inputIds,
+        attention_mask: new ort.Tensor('int64', attentionMask(slots.map((b) => holes[b]), total), [slots.length, total]),
+      };
+      if (shape.hasPositionIds) feeds.position_ids = positionIds;
+      const out = await ctx.session.run(feeds);
+      device?.adopt(Object.values(out));
+      if (!device && out['present.0.key']?.location === 'gpu-buffer') {
+        for (const t of Object.values(out)) t.dispose();
+        throw new Error('the decoder session keeps present.* on the device: decoding it needs a DeviceTensors (DecodeContext.device)');
       }
-      const base = (b * L + L - 1) * V;
-      const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
-      const token = sampleToken(logits.subarray(base, base + (shape.sampleable ?? V)), r.sampling, step, allowed);
-      if (token < 0) {
-        // The token mask and the constraint leave nothing to choose: end the row where it stands.
-        settle(s, 'stop', ctx.tokenizer.decode(s.tokens));
-        return;
+      const transfer = ctx.onStep ? hostTransfer(slots.length, feeds, out) : null;
+      if (transfer && uploaded > 0) transfer.hostToDevice.uploaded = uploaded;
+      uploaded = 0;
+      // the previous step's caches are consumed
+      device?.dispose(Object.values(past));
+      past = {};
+      for (let l = 0; l < shape.layers; l++) {
+        for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`];
       }
-      s.tokens.push(token);
-      next[b] = BigInt(token);
-      feeding[b] = token;
-      nextPosition[b]++;
-      const atEos = !r.ignoreEos && ctx.eosIds.has(token);
-      const atLength = s.tokens.length >= r.maxNewTokens;
-      if (r.constraint) s.constraintState = r.constraint.advance(s.constraintState!, token);
-      // A whole match that cannot grow ends the row without spending a step on end-of-sequence.
-      const matched = r.constraint !== undefined && s.constraintState !== null && r.constraint.isFinished(s.constraintState);
-      if (!atEos && !atLength && !matched) {
-        // Mid-row, only rows something reads (stop strings, streaming) need their text, and only what the
-        // new token added: the stop strings are looked for where they could end in it.
-        if (s.live === null) return;
-        const searched = s.live.stableLength;
-        s.live.advance(s.tokens);
-        const text = s.live.text;
-        const cut = firstStop(text, r.stop, searched - s.longestStop + 1);
+      ran = true;
+      feeding.forEach((token, b) => {
+        if (token !== null) fed[b].push(token);
+        feeding[b] = null;
+      });
+      const logits = out.logits.type === 'float16' ? halfToFloat(out.logits.data as Uint16Array) : (out.logits.data as Float32Array);
+      const V = shape.vocabSize;
+      // logits are [B, S, V], or [B, 1, V] where the graph computes the head at the last position only
+      const L = out.logits.dims[1];
+      let next = new BigInt64Array(slots.length).fill(BigInt(ctx.padId));
+      let nextPos = new BigInt64Array(slots.length);
+      slots.forEach((b, j) => {
+        const r = rows[b];
+        const s = state[b];
+        nextPos[j] = BigInt(nextPosition[b]);
+        if (s.done !== null) return;
+        if (r.signal?.aborted) {
+          settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
+          return;
+        }
+        const base = (j * L + L - 1) * V;
+        const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
+        const token = sampleToken(logits.subarray(base, base + (shape.sampleable ?? V)), r.sampling, step, allowed);
+        if (token < 0) {
+          // The token mask and the constraint leave nothing to choose: end the row where it stands.
+          settle(s, 'stop', ctx.tokenizer.decode(s.tokens));
+          return;
+        }
+        s.tokens.push(token);
+        next[j] = BigInt(token);
+        feeding[b] = token;
+        nextPosition[b]++;
+        const atEos = !r.ignoreEos && ctx.eosIds.has(token);
+        const atLength = s.tokens.length >= r.maxNewTokens;
+        if (r.constraint) s.constraintState = r.constraint.advance(s.constraintState!, token);
+        // A whole match that cannot grow ends the row without spending a step on end-of-sequence.
+        const matched = r.constraint !== undefined && s.constraintState !== null && r.constraint.isFinished(s.constraintState);
+        if (!atEos && !atLength && !matched) {
+          // Mid-row, only rows something reads (stop strings, streaming) need their text, and only what the
+          // new token added: the stop strings are looked for where they could end in it.
+          if (s.live === null) return;
+          const searched = s.live.stableLength;
+          s.live.advance(s.tokens);
+          const text = s.live.text;
+          const cut = firstStop(text, r.stop, searched - s.longestStop + 1);
+          if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
+          else s.stream?.update(text);
+          return;
+        }
+        // The row ends here: its whole completion, decoded once.
+        const text = ctx.tokenizer.decode(s.tokens);
+        const cut = atEos ? -1 : firstStop(text, r.stop, 0);
         if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
-        else s.stream?.update(text);
-        return;
+        else settle(s, matched || atEos ? 'stop' : 'length', text);
+      });
+      out.logits.dispose?.();
+      total++;
+      // A finished row whose last token is fed leaves the batch once a quarter of the slots are such rows:
+      // each gather copies the remaining caches once, so the copies stay a bounded share of the steps.
+      const leaving = device ? slots.filter((b) => state[b].done !== null && feeding[b] === null) : [];
+      if (device && leaving.length > 0 && leaving.length * 4 >= slots.length && leaving.length < slots.length && state.some((s) => s.done === null)) {
+        await keepRows(ctx, rows, leaving.map((b) => [b, slots.indexOf(b)]), past, fed, spansOf);
+        const staying = slots.flatMap((b, j) => (leaving.includes(b) ? [] : [j]));
+        const gathered = await device.gather(past, staying);
+        if (transfer) transfer.hostToDevice.rows = staying.length * 8;
+        device.dispose(Object.values(past));
+        past = gathered;
+        next = BigInt64Array.from(staying, (j) => next[j]);
+        nextPos = BigInt64Array.from(staying, (j) => nextPos[j]);
+        slots = staying.map((j) => slots[j]);
+        if (ctx.rowFeeds) {
+          device.dispose(Object.values(perRow));
+          perRow = await place(ctx.rowFeeds(slots));
+        }
       }
-      // The row ends here: its whole completion, decoded once.
-      const text = ctx.tokenizer.decode(s.tokens);
-      const cut = atEos ? -1 : firstStop(text, r.stop, 0);
-      if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
-      else settle(s, matched || atEos ? 'stop' : 'length', text);
-    });
-    out.logits.dispose?.();
-    past = {};
-    for (let l = 0; l < shape.layers; l++) {
-      for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`];
+      if (transfer) ctx.onStep!(transfer);
+      inputIds = new ort.Tensor('int64', next, [slots.length, 1]);
+      positionIds = new ort.Tensor('int64', nextPos, [slots.length, 1]);
     }
-    total++;
-    inputIds = new ort.Tensor('int64', next, [B, 1]);
-    positionIds = new ort.Tensor('int64', nextPos, [B, 1]);
+
+    // `past` is now the last run's present: row b's true inputs sit at its p cached positions right before
+    // P, its s prompt positions right before P + width, and its fed completion tokens from P + width on.
+    if (ran) await keepRows(ctx, rows, slots.map((b, j) => [b, j]), past, fed, spansOf);
+  } finally {
+    device?.dispose([...Object.values(past), ...Object.values(shared), ...Object.values(perRow)]);
   }
 
-  // `past` is now the last run's present: row b's true inputs sit at its p cached positions right before
-  // P, its s prompt positions right before P + width, and its fed completion tokens from P + width on.
-  if (ran) {
-    rows.forEach((r, b) => {
-      if (!r.keep) return;
-      const spans: Array<[number, number]> = [[P - cached[b], cached[b]], [P + width - rest[b], rest[b]], [P + width, fed[b].length]];
-      r.keep({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(shape, past, b, spans) });
-    });
+  function spansOf(b: number): Array<[number, number]> {
+    return [[P - cached[b], cached[b]], [P + width - rest[b], rest[b]], [P + width, fed[b].length]];
   }
 
   return rows.map((r, b) => {
@@ -227,6 +286,26 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       finishReason: s.done ?? 'length',
     };
   });
+}
+
+/**
+ * Hands each of `which` ([row, slot] pairs) that has `keep` the K/V of the tokens it fed with their true
+ * input (`fed`, at `spans` of the sequence axis of `past`), downloading those rows first where `past` is on the device.
+ */
+async function keepRows(ctx: DecodeContext, rows: readonly PreparedRow[], which: ReadonlyArray<readonly [number, number]>, past: Record<string, ort.Tensor>, fed: readonly number[][], spans: (b: number) => Array<[number, number]>): Promise<void> {
+  const keeping = which.filter(([b]) => rows[b].keep);
+  if (keeping.length === 0) return;
+  const host = ctx.device ? await ctx.device.download(past, keeping.map(([, j]) => j)) : past;
+  keeping.forEach(([b, j], k) => {
+    const r = rows[b];
+    r.keep!({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(ctx.shape, host, ctx.device ? k : j, spans(b)) });
+  });
+}
+
+/** Bytes of the host tensors among one step's feeds and outputs. */
+function hostTransfer(rows: number, feeds: Record<string, ort.Tensor>, out: Record<string, ort.Tensor>): StepTransfer {
+  const host = (m: Record<string, ort.Tensor>) => Object.fromEntries(Object.entries(m).flatMap(([name, t]) => (t.location === 'cpu' ? [[name, (t.data as ArrayBufferView).byteLength]] : [])));
+  return { rows, hostToDevice: host(feeds), deviceToHost: host(out) };
 }
 
 /** The row's cached prefix length, after checking the hit is one for its prompt. */
