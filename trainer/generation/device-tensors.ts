@@ -36,7 +36,7 @@ function gatherGraph(layout: KvLayout) {
   return encodeModel(g.model('kv-gather'));
 }
 
-const ONNX_TYPE: Partial<Record<ort.Tensor.Type, number>> = { float32: DataType.FLOAT, float16: DataType.FLOAT16, int64: DataType.INT64, int32: DataType.INT32 };
+const ONNX_TYPE: Partial<Record<ort.Tensor.Type, number>> = { float32: DataType.FLOAT, float16: DataType.FLOAT16, int64: DataType.INT64, int32: DataType.INT32, uint32: DataType.UINT32 };
 
 /** Identity from each named input to `up.{i}`, any shape of the input's rank. */
 function uploadGraph(feeds: ReadonlyArray<[string, ort.Tensor]>) {
@@ -57,20 +57,24 @@ export class DeviceTensors {
   /** Upload sessions by the names, types and ranks they take. */
   private readonly uploaders = new Map<string, Promise<ort.InferenceSession>>();
 
-  private constructor(
-    readonly layout: KvLayout,
-    /** Gather whose outputs stay on the device. */
-    private readonly onDevice: ort.InferenceSession,
-    /** The same Gather with its outputs on the host. */
-    private readonly toHost: ort.InferenceSession,
-  ) {}
+  /** The Gather sessions, made on first use: outputs on the device, and the same Gather with outputs on the host. */
+  private gathers: Promise<{ onDevice: ort.InferenceSession; toHost: ort.InferenceSession }> | null = null;
+
+  private constructor(readonly layout: KvLayout) {}
 
   static async create(layout: KvLayout): Promise<DeviceTensors> {
-    const graph = gatherGraph(layout);
-    const outputs = Object.fromEntries(pastNames(layout.layers).map((_, i) => [`rows.${i}`, 'gpu-buffer' as const]));
-    const onDevice = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'], preferredOutputLocation: outputs });
-    const toHost = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'] });
-    return new DeviceTensors(layout, onDevice, toHost);
+    return new DeviceTensors(layout);
+  }
+
+  private gatherSessions() {
+    this.gathers ??= (async () => {
+      const graph = gatherGraph(this.layout);
+      const outputs = Object.fromEntries(pastNames(this.layout.layers).map((_, i) => [`rows.${i}`, 'gpu-buffer' as const]));
+      const onDevice = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'], preferredOutputLocation: outputs });
+      const toHost = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'] });
+      return { onDevice, toHost };
+    })();
+    return this.gathers;
   }
 
   /** Copies of `feeds` on the device (host tensors in; `feeds` themselves are left as they are). */
@@ -111,7 +115,7 @@ export class DeviceTensors {
 
   /** Rows `rows` of `past`, as a new past on the device (`past` itself is left as it is). */
   async gather(past: Record<string, ort.Tensor>, rows: readonly number[]): Promise<Record<string, ort.Tensor>> {
-    const out = await this.onDevice.run(this.feeds(past, rows));
+    const out = await (await this.gatherSessions()).onDevice.run(this.feeds(past, rows));
     const gathered = Object.fromEntries(pastNames(this.layout.layers).map((name, i) => [name, out[`rows.${i}`]]));
     this.adopt(Object.values(gathered));
     return gathered;
@@ -119,7 +123,7 @@ export class DeviceTensors {
 
   /** Rows `rows` of `past` on the host, as [rows.length, heads, past, head_dim] tensors. */
   async download(past: Record<string, ort.Tensor>, rows: readonly number[]): Promise<Record<string, ort.Tensor>> {
-    const out = await this.toHost.run(this.feeds(past, rows));
+    const out = await (await this.gatherSessions()).toHost.run(this.feeds(past, rows));
     return Object.fromEntries(pastNames(this.layout.layers).map((name, i) => [name, out[`rows.${i}`]]));
   }
 
@@ -134,8 +138,9 @@ export class DeviceTensors {
 
   async release(): Promise<void> {
     this.dispose([...this.tracked]);
-    await this.onDevice.release();
-    await this.toHost.release();
+    const gathers = await this.gathers?.catch(() => null);
+    await gathers?.onDevice.release();
+    await gathers?.toHost.release();
     for (const s of this.uploaders.values()) await (await s).release();
   }
 }
