@@ -137,6 +137,14 @@ export async function run(o: z.output<typeof options>, log: Log) {
   for (let r = 0; r < repeats; r++) {
     episodeMs.push(await timeMs(() => tokensPerSecond({ ...ctx, session: withInputs, extraFeeds: weightFeeds }, episodeRows)));
   }
+  // Where the KV caches stay on a WebGPU device, the decode loop uploads θ once a batch: that upload is the
+  // member switch's device part (inside episode_ms above), timed here alone, with a decode-free session run.
+  const uploadMs: number[] = [];
+  const device = ctx.device;
+  if (device) {
+    for (let r = 0; r < repeats; r++) uploadMs.push(await timeMs(async () => device.dispose(Object.values(await device.upload(weightFeeds)))));
+  }
+  const thetaUploadMs = device ? median(uploadMs) : null;
   // The alternative design, rebuild-session: an initializer session made for each member from the
   // perturbed θ. Two ways, as the engine has them: θ inside an ORT-format model, a session made from its
   // bytes (ort-format.ts; one switch thread, θ under 2 GiB), and encoding the graph whose initializer
@@ -201,6 +209,10 @@ export async function run(o: z.output<typeof options>, log: Log) {
     switch_cpu_ms: median(oneThreadCpuMs),
     episode_ms: median(episodeMs),
     episode_tokens: episodeTokens,
+    /** The device route: one upload of θ as inputs (once a batch), part of episode_ms; null on the host route. */
+    theta_upload_ms: thetaUploadMs,
+    /** The device route's member switch: the host's perturb + restore and θ's upload, ÷ the episode without that upload. */
+    switch_with_upload_ratio: thetaUploadMs === null ? null : (median(oneThreadMs) + thetaUploadMs) / (median(episodeMs) - thetaUploadMs),
     new_tokens: newTokens,
     switch_ratio: switchRatio,
     /** Per member when antithetic partners run back to back: (perturb + switch + restore) ÷ 2. */

@@ -16,6 +16,7 @@ export const command = benchCommand({
       `  KV caches as host outputs         ${gb(out.kv_cache_each_way_bytes)} each way (${out.kv_bytes_per_token_row} B per token and row)`,
       `  last-position logits              device → host ${gb(out.logits_bytes)}`,
       `  low-rank factors (rank ${out.rank})          host → device ${gb(out.lowrank_factor_bytes)}`,
+      ...(out.measure_error ? [`not measured on ${out.measured_on}: ${out.measure_error}`] : []),
       ...(out.measured
         ? [
             `per decode step, measured on ${out.measured_on} (${out.batch} rows, ${out.measured_prompt}-token prompts, ${out.measured_new_tokens} new tokens):`,
