@@ -1,20 +1,32 @@
 /**
- * The webgpu route with its KV caches on the device (trainer/generation/device-tensors.ts): greedy tokens equal
- * the CPU's in full mode (θ as inputs, rebuild-session) and low-rank mode, for base and member rows of
- * different lengths (finished rows leave the batch on the device) and for a second turn served from the
- * prefix cache (K/V kept from the device); after every step exactly the caches of that step are alive on
- * the device, none after a call; a step feeds no cache from the host and fetches only the logits.
- * Skipped, saying so, where Dawn finds no Vulkan adapter (CI).
+ * The webgpu route with its KV caches on the device (trainer/generation/device-tensors.ts): greedy
+ * tokens equal the CPU's in full mode (θ as inputs, rebuild-session) and low-rank mode, for base and
+ * member rows of different lengths (finished rows leave the batch on the device) and for a second turn
+ * served from the prefix cache (K/V kept from the device); after every step the same tensors are alive on
+ * the device (that step's caches and the batch's uploaded inputs), none after a call; a one-token step
+ * feeds no cache, weight or factor from the host and fetches only the logits. An fp16 export (fp16
+ * caches) decodes as the CPU does too. Skipped, saying so, where Dawn finds no Vulkan adapter (CI).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
 import type { EngineOptions, GenerateRow, MemberSelector, Population, StepTransfer } from '../../trainer/engine.ts';
+import { providerParity } from '../../trainer/bench/provider-parity.ts';
+import { buildDecoder } from '../../trainer/model/build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
+import type { ModelConfig } from '../../trainer/model/config.ts';
 import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
+import { saveModelDir } from '../../trainer/model/model-dir.ts';
 import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
 import { sessionOptionsFor } from '../../trainer/model/sessions.ts';
+import { PRESETS } from '../../trainer/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/model/weights.ts';
 import { encodeModel } from '../../trainer/onnx/proto.ts';
+import { toHalfExport } from './helpers/exporter-style.ts';
 
 const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
   .then(async (s) => (await s.release(), null))
@@ -22,6 +34,9 @@ const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tin
     if (/Failed to get a WebGPU adapter|No supported adapters/.test(err.message)) return err.message.slice(err.message.indexOf('Failed to get'));
     throw err;
   });
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
 const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
 
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 2, members: ask({ population: 4, antithetic: true }) };
@@ -111,6 +126,15 @@ describe('the webgpu route with the KV caches on the device', () => {
       for (const s of decodeSteps) expect(Object.keys(s.hostToDevice).filter((n) => !['input_ids', 'position_ids', 'attention_mask', 'rows', 'uploaded'].includes(n))).toEqual([]);
     }, 60_000);
   }
+
+  it.skipIf(noAdapter !== null)(`an fp16 export (fp16 caches gathered and downloaded on the device): tokens equal the CPU's in every way${skipped}`, async () => {
+    const c: ModelConfig = { ...PRESETS.tiny, torch_dtype: 'float16' };
+    const dir = mkdtempSync(join(tmpdir(), 'esopt-webgpu-fp16-'));
+    dirs.push(dir);
+    saveModelDir(dir, { config: c, graph: toHalfExport(buildDecoder(c, initDecoderWeights(c, 0)), 'fp16'), tokenizerJson: byteTokenizerJson(), tokenizerConfig: byteTokenizerConfig() });
+    const result = await providerParity({ model: { dir }, provider: 'webgpu', rows: 4, newTokens: 12 });
+    expect(result.ways.map((w) => [w.way, w.matchingPrefix])).toEqual(result.ways.map((w) => [w.way, [12, 9, 6, 12]]));
+  }, 60_000);
 
   it.skipIf(noAdapter !== null)(`kvOnDevice false is the host route: every step fetches every cache${skipped}`, async () => {
     const host = await decode('webgpu', { mode: 'lowrank' }, false);
