@@ -11,6 +11,9 @@
  * then ones: the decoders take causality from key and query indices and padding from the mask, so the
  * holes are masked like left padding. A row with `keep` receives, after decoding, the K/V of every token
  * it fed with its true input (prompt and completion, never the padding fed once it finished).
+ *
+ * On the webgpu route (`device`, device-tensors.ts) the caches stay on the device from step to step, the
+ * extra inputs go up once a batch, and finished rows leave the batch there; elsewhere the loop is as above.
  */
 import * as ort from 'onnxruntime-node';
 import type { TextCodec } from './text-codec.ts';
