@@ -2,12 +2,16 @@
 # The GPU check on a lent machine with no Node and no network (docs/MODEL.md, "GPU"): unpacks
 # .gpu-bundle/ (scripts/device-bundle.sh: Node, the npm packages, the Vulkan loader), checks the NVIDIA
 # driver and that onnxruntime-node's WebGPU provider finds an adapter, checks greedy decoding of `small`
-# on webgpu against the CPU token for token, builds the model, then runs `bench lowrank`, `bench server`
-# and `bench full` with `--provider webgpu` and `--provider cpu` one after the other (GPU ÷ CPU), sampling
-# nvidia-smi meanwhile. Writes OUTDIR/device-gpu-check.json (each step's command, result or failure, and
-# the GPU ÷ CPU ratios), OUTDIR/smi.csv (the samples) and OUTDIR/steps.tar.gz (each step's output and
-# log). Setup steps fail fast, naming the step; each benchmark is bounded by its own limit and by the whole
-# run's deadline (ESOPT_DEADLINE_S, default 400 s), recorded as failed or skipped, never retried.
+# on webgpu against the CPU token for token (KV caches on the device), builds the model, then measures
+# `bench transfer` (host ↔ device bytes a decode step, the device route beside the host route) and runs
+# `bench lowrank`, `bench full` and `bench server` with `--provider webgpu` and `--provider cpu` one after
+# the other (GPU ÷ CPU), sampling nvidia-smi meanwhile. Writes OUTDIR/device-gpu-check.json (each step's
+# command, result or failure, the GPU ÷ CPU ratios and the issue's goals: webgpu ÷ CPU base tokens/s at
+# B = 32 ≥ 3, member switch ÷ 32-token episode ≤ 0.05, decode-step bytes ÷ logits + token ids),
+# OUTDIR/smi.csv (the samples) and OUTDIR/steps.tar.gz (each step's output and log). Setup steps fail
+# fast, naming the step; each benchmark is bounded by its own limit and by the whole run's deadline
+# (ESOPT_DEADLINE_S, default 450 s, so the run ends within about 8 minutes), recorded as failed or skipped,
+# never retried; the goals' benchmarks run first.
 # Usage: scripts/device-gpu-check.sh OUTDIR [--model NAME] [--quick]
 #   --quick: `small`-sized runs (the local rehearsal); environment: NVIDIA_SMI (default nvidia-smi),
 #   ESOPT_GL_ROOT (where the Vulkan loader debs are unpacked, default /), VK_DRIVER_FILES (default the
@@ -29,7 +33,7 @@ mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 B=.gpu-bundle
 W=${ESOPT_DEVICE_WORK:-/tmp/esopt-device}
-DEADLINE=${ESOPT_DEADLINE_S:-400}
+DEADLINE=${ESOPT_DEADLINE_S:-450}
 START=$(date +%s)
 STEPS=$W/steps
 rm -rf "$STEPS"
@@ -65,7 +69,15 @@ summary() {
       offline_tokens_per_s: ratio(sw?.offline_tokens_per_s, sc?.offline_tokens_per_s),
       full_episode_speed: ratio(fc?.episode_ms, fw?.episode_ms),
     };
-    fs.writeFileSync(out, JSON.stringify({ gpu: process.env.GPU, started, finished: new Date().toISOString(), ok: steps.every((s) => s.status === "ok"), gpu_over_cpu, steps }, null, 2) + "\n");
+    // the goals of issue 32 (docs/BENCHMARKS.md, "GPU")
+    const tr = r("transfer"), b32 = gpu_over_cpu.lowrank?.find((b) => b.batch === 32);
+    const step = (way, onDevice) => tr?.measured?.find((w) => w.way === way)?.routes.find((x) => x.kv_on_device === onDevice);
+    const goals = {
+      webgpu_over_cpu_base_tokens_per_s_b32: { value: b32?.base_tokens_per_s ?? null, goal: ">= 3" },
+      member_switch_over_32_token_episode_webgpu: { value: fw?.switch_with_upload_ratio ?? null, host_switch_only: fw?.switch_ratio ?? null, theta_upload_ms: fw?.theta_upload_ms ?? null, episode_tokens: fw?.episode_tokens ?? null, goal: "<= 0.05" },
+      decode_step_bytes: tr?.measured ? { goal_bytes: tr.measured[0].goal_bytes, lowrank_device: step("lowrank", true)?.decode_step.total_bytes, lowrank_host: step("lowrank", false)?.decode_step.total_bytes, full_inputs_device: step("full-inputs", true)?.decode_step.total_bytes, full_inputs_host: step("full-inputs", false)?.decode_step.total_bytes, goal: "logits + token ids" } : null,
+    };
+    fs.writeFileSync(out, JSON.stringify({ gpu: process.env.GPU, started, finished: new Date().toISOString(), ok: steps.every((s) => s.status === "ok"), goals, gpu_over_cpu, steps }, null, 2) + "\n");
   ' "$STEPS/steps.tsv" "$OUTDIR/device-gpu-check.json" "$(date -u -d @"$START" +%FT%TZ)" || say "could not write the JSON summary"
 }
 SMI_PID=
@@ -152,26 +164,31 @@ STEP=model
 say "building $MODEL (cached under .esopt/models)"
 run_step model 150 node --import tsx --input-type=module -e "
   const { openModel } = await import('./trainer/model/open-model.ts');
-  const { modelSpecFlag } = await import('./trainer/command/model-flags.ts');
+  const { modelSpecFlag } = await import('./trainer/argv/model-flags.ts');
   const t = Date.now();
   const model = openModel(modelSpecFlag(${MODEL@Q}, 0));
   console.log(JSON.stringify({ model: ${MODEL@Q}, dir: model.dir, open_ms: Date.now() - t }));" || { STEP=model; fail "could not build or open $MODEL"; }
 
 if [ "$QUICK" = 1 ]; then
+  TRANSFER=(--batch 4 --prompt 8 --new-tokens 4)
   LOWRANK=(--batches 4 --prompt-tokens 8 --new-tokens 8 --repeats 1)
   SERVER=(--concurrency 4 --max-tokens 8 --repeats 1)
-  FULL=(--batches 1 --prompt-tokens 8 --new-tokens 4 --episode-tokens 16 --repeats 1 --cycles 10)
+  FULL=(--batches 1 --prompt-tokens 8 --new-tokens 4 --episode-tokens 32 --repeats 1 --cycles 10)
 else
+  TRANSFER=(--batch 32 --prompt 64 --new-tokens 8)
   LOWRANK=(--batches 8,32 --prompt-tokens 16 --new-tokens 16 --repeats 2)
   SERVER=(--concurrency 8 --max-tokens 16 --repeats 2)
-  FULL=(--batches 1 --prompt-tokens 16 --new-tokens 8 --episode-tokens 32 --repeats 1 --cycles 20)
+  # the goal's episode: 32 tokens
+  FULL=(--batches 1 --prompt-tokens 16 --new-tokens 8 --episode-tokens 32 --repeats 2 --cycles 20)
 fi
 FAILED=0
-run_step transfer 30 "${ESOPT[@]}" bench transfer --model "$MODEL" --batch 32 --context 1024 --json || FAILED=1
-for bench in lowrank server full; do
-  # limits from the H200 run of 2026-12-04 (results/gpu/); full mode on webgpu feeds θ as inputs, 2.4 GB a
-  # step at qwen3-0.6b-shape, and did not finish in 130 s there, so its CPU twin goes first
-  case $bench in lowrank) args=("${LOWRANK[@]}"); limit=100; order="webgpu cpu" ;; server) args=("${SERVER[@]}"); limit=150; order="webgpu cpu" ;; full) args=("${FULL[@]}"); limit=120; order="cpu webgpu" ;; esac
+# host ↔ device bytes a decode step, measured on webgpu: the host route of full mode feeds θ every step
+# (2.4 GB at qwen3-0.6b-shape, ≈ 1.6 s a step on the H200), so its 8 steps bound the limit
+run_step transfer 90 "${ESOPT[@]}" bench transfer --model "$MODEL" --context 1024 --measure-on webgpu "${TRANSFER[@]}" --json || FAILED=1
+for bench in lowrank full server; do
+  # limits from the H200 run of 2026-12-04 (results/gpu/); full mode's webgpu run now uploads θ once an
+  # episode instead of every step; its CPU twin still goes first
+  case $bench in lowrank) args=("${LOWRANK[@]}"); limit=100; order="webgpu cpu" ;; server) args=("${SERVER[@]}"); limit=90; order="webgpu cpu" ;; full) args=("${FULL[@]}"); limit=100; order="cpu webgpu" ;; esac
   for provider in $order; do
     run_step "$bench-$provider" "$limit" "${ESOPT[@]}" bench "$bench" --model "$MODEL" --provider "$provider" "${args[@]}" --json || FAILED=1
   done

@@ -189,6 +189,27 @@ export interface EngineOptions {
    * that says why.
    */
   inPlaceKv?: boolean;
+  /**
+   * webgpu only: keep the KV caches on the device between decode steps (default true), so a step moves
+   * only its token ids, positions and attention mask in and the last position's logits out; false copies
+   * every cache to the host and back each step (the route before, kept to measure against).
+   */
+  kvOnDevice?: boolean;
+  /** Called after every decode step with the bytes of host tensors it fed and fetched (`esopt bench transfer`). */
+  onDecodeStep?: (t: StepTransfer) => void;
+}
+
+/**
+ * Host ↔ device bytes of one decode step, from the tensors the host fed and fetched (a tensor left on the
+ * device counts nothing); copies onnxruntime makes inside a session for nodes its provider has no kernel for
+ * are not seen.
+ */
+export interface StepTransfer {
+  rows: number;
+  /** Host tensors fed, by input name (θ as inputs, factors, ids, mask, caches on the host route). */
+  hostToDevice: Record<string, number>;
+  /** Host tensors fetched, by output name. */
+  deviceToHost: Record<string, number>;
 }
 
 /** The prefix cache's default budget (1 GiB); `prefixCacheBytes` sets another, 0 none. */

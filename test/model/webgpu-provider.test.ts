@@ -16,11 +16,13 @@ const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tin
 
 describe('the webgpu execution provider', () => {
   it.skipIf(noAdapter !== null)(
-    `decodes the tiny preset greedily token for token as the CPU does, in full (inputs, rebuild-session) and low-rank mode${noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : ''}`,
+    `decodes the tiny preset greedily token for token as the CPU does, KV caches on the device, in full (inputs, rebuild-session) and low-rank mode${noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : ''}`,
     async () => {
-      const result = await providerParity({ model: { preset: 'tiny', seed: 0 }, provider: 'webgpu', rows: 3, newTokens: 12 });
-      expect(result.ways.map((w) => [w.way, w.matchingPrefix])).toEqual(result.ways.map((w) => [w.way, [12, 12, 12]]));
+      const result = await providerParity({ model: { preset: 'tiny', seed: 0 }, provider: 'webgpu', rows: 4, newTokens: 12 });
+      expect(result.rowTokens).toEqual([12, 9, 6, 12]);
+      expect(result.ways.map((w) => [w.way, w.matchingPrefix])).toEqual(result.ways.map((w) => [w.way, [12, 9, 6, 12]]));
       expect(result.equal).toBe(true);
+      expect(result.kvOnDevice).toBe(true);
     },
     60_000,
   );

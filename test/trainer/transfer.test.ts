@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stepTransfers, transferShape } from '../../trainer/bench/transfer.ts';
+import { run, options, stepTransfers, transferShape } from '../../trainer/bench/transfer.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
 import { parameterCount } from '../../trainer/model/weights.ts';
 
@@ -27,4 +27,28 @@ describe('bytes the CUDA provider moves per decode step', () => {
     expect(more.lowrank_factor_bytes).toBe(6 * one.lowrank_factor_bytes);
     expect(stepTransfers(transferShape('tiny'), 1, 1, 1)).toEqual(one);
   });
+
+  it('measures on webgpu what each decode step feeds and fetches: on the device route logits out, ids, positions and mask in (or says why it could not)', async () => {
+    const out = await run(options.parse({ model: 'tiny', batch: 4, prompt: 8, newTokens: 4 }), () => {});
+    if (out.measured === null) {
+      // no Vulkan adapter here (CI): the computed figures stand, and the result says why
+      expect(out.measure_error).toMatch(/WebGPU adapter|No supported adapters/);
+      return;
+    }
+    const vocab = buildPreset('tiny', 0).config.vocab_size;
+    for (const way of out.measured) {
+      expect(way.goal_bytes).toBe(4 * vocab * 4 + 4 * 8);
+      const [device, host] = way.routes;
+      expect([device.kv_on_device, host.kv_on_device]).toEqual([true, false]);
+      // 3 one-token steps (the 4th token is sampled from the 3rd step's logits), the mask 4 rows × 9…11 columns
+      expect(device.decode_steps).toBe(3);
+      expect(device.decode_step.device_to_host).toEqual({ logits: 4 * vocab * 4 });
+      expect(device.decode_step.host_to_device).toEqual({ token_ids: 32, positions: 32, attention_mask: 4 * 10 * 8 });
+      // the host route moves the caches both ways, and θ or the factors every step
+      expect(host.decode_step.device_to_host.kv_caches).toBeGreaterThan(0);
+      expect(host.decode_step.host_to_device.kv_caches).toBeGreaterThan(0);
+      expect(host.decode_step.host_to_device[way.way === 'lowrank' ? 'factors' : 'weights']).toBeGreaterThan(0);
+      expect(host.over_goal).toBeGreaterThan(10 * device.over_goal);
+    }
+  }, 30_000);
 });

@@ -13,7 +13,7 @@ import { contextLength } from '../model/config.ts';
 import { openModel } from '../model/open-model.ts';
 import { createSession } from '../model/sessions.ts';
 import type { Log } from './benchmark.ts';
-import { decodeContext } from './decode-context.ts';
+import { benchDevice, decodeContext } from './decode-context.ts';
 import { decodeBatch } from '../generation/decode-loop.ts';
 import { machineInfo, median } from './measure.ts';
 import { stepTimes } from './step-times.ts';
@@ -48,7 +48,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
     { name: 'unfused', timer: stepTimes(await createSession(model.graph, sessionOptions, model.dir)) },
     { name: 'fused', timer: stepTimes(await createSession(fused.model, sessionOptions, model.dir)) },
   ];
-  const ctx = decodeContext(model);
+  const ctx = { ...decodeContext(model), device: await benchDevice(model, sessionOptions) };
   // A point's context is its prompt plus the tokens it generates, so the prompt is capped below the model's context.
   const lengths = [...new Set(o.contexts.map((L) => Math.min(L, maxContext)))];
 
@@ -84,6 +84,6 @@ export async function run(o: z.output<typeof options>, log: Log) {
     for (const v of entry.variants) log(`  ${v.name}: decode ${v.decode_ms_per_token.toFixed(2)} ms/token, prefill ${v.prefill_tokens_per_s.toFixed(0)} tokens/s`);
     points.push(entry);
   }
-  await Promise.all(variants.map((v) => v.timer.session.release()));
+  await Promise.all([...variants.map((v) => v.timer.session.release()), ctx.device?.release()]);
   return { model: o.model, max_context: maxContext, batch, new_tokens: newTokens, repeats, warmup, provider, points, machine: machineInfo() };
 }

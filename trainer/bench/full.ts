@@ -17,7 +17,7 @@ import { perturb, restore, switchPerturbation } from '../perturbation/exact-pert
 import { PerturbationPool } from '../perturbation/perturbation-pool.ts';
 import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import type { Log } from './benchmark.ts';
-import { decodeContext } from './decode-context.ts';
+import { benchDevice, decodeContext } from './decode-context.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
 import { BatchList, int, ModelName, Provider, Repeats, Threads } from './options.ts';
 import { benchRows, tokensPerSecond } from './throughput.ts';
@@ -59,7 +59,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const model = openModel(modelSpecFlag(o.model, 0));
   const c = model.config;
   const opts = { executionProvider: provider, threads };
-  const ctx = decodeContext(model);
+  const ctx = { ...decodeContext(model), device: await benchDevice(model, opts) };
   const segments = layoutSegments(model.weights);
   const weightFeeds = Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
   const withInitializers = await createSession(model.graph, opts, model.dir);
@@ -137,6 +137,14 @@ export async function run(o: z.output<typeof options>, log: Log) {
   for (let r = 0; r < repeats; r++) {
     episodeMs.push(await timeMs(() => tokensPerSecond({ ...ctx, session: withInputs, extraFeeds: weightFeeds }, episodeRows)));
   }
+  // Where the KV caches stay on a WebGPU device, the decode loop uploads θ once a batch: that upload is the
+  // member switch's device part (inside episode_ms above), timed here alone, with a decode-free session run.
+  const uploadMs: number[] = [];
+  const device = ctx.device;
+  if (device) {
+    for (let r = 0; r < repeats; r++) uploadMs.push(await timeMs(async () => device.dispose(Object.values(await device.upload(weightFeeds)))));
+  }
+  const thetaUploadMs = device ? median(uploadMs) : null;
   // The alternative design, rebuild-session: an initializer session made for each member from the
   // perturbed θ. Two ways, as the engine has them: θ inside an ORT-format model, a session made from its
   // bytes (ort-format.ts; one switch thread, θ under 2 GiB), and encoding the graph whose initializer
@@ -189,6 +197,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const thetaRms = rms(exactSegs);
 
   await withInputs.release();
+  await ctx.device?.release();
   const switchRatio = median(oneThreadMs) / median(episodeMs);
   return {
     model: o.model,
@@ -200,6 +209,10 @@ export async function run(o: z.output<typeof options>, log: Log) {
     switch_cpu_ms: median(oneThreadCpuMs),
     episode_ms: median(episodeMs),
     episode_tokens: episodeTokens,
+    /** The device route: one upload of θ as inputs (once a batch), part of episode_ms; null on the host route. */
+    theta_upload_ms: thetaUploadMs,
+    /** The device route's member switch: the host's perturb + restore and θ's upload, ÷ the episode without that upload. */
+    switch_with_upload_ratio: thetaUploadMs === null ? null : (median(oneThreadMs) + thetaUploadMs) / (median(episodeMs) - thetaUploadMs),
     new_tokens: newTokens,
     switch_ratio: switchRatio,
     /** Per member when antithetic partners run back to back: (perturb + switch + restore) ÷ 2. */

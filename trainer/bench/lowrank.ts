@@ -11,7 +11,7 @@ import { parameterCount } from '../model/weights.ts';
 import { FactorCache } from '../perturbation/lowrank-factors.ts';
 import { lowRankRewrite } from '../perturbation/lowrank-graph.ts';
 import type { Log } from './benchmark.ts';
-import { decodeContext } from './decode-context.ts';
+import { benchDevice, decodeContext } from './decode-context.ts';
 import { machineInfo, median } from './measure.ts';
 import { BatchList, int, ModelName, Provider, Repeats, Threads } from './options.ts';
 import { benchRows, tokensPerSecond } from './throughput.ts';
@@ -37,15 +37,18 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const base = await createSession(model.graph, sessionOptions, model.dir);
   const rewritten = lowRankRewrite(model.graph, model.weights);
   const lowrank = await createSession(rewritten.model, sessionOptions, `${model.dir} (low-rank)`);
-  const ctx = decodeContext(model);
+  const ctx = { ...decodeContext(model), device: await benchDevice(model, sessionOptions) };
 
   const results = [];
   for (const B of batches) {
     const members = ask({ population: B, antithetic: false });
-    const factors = new FactorCache(rewritten.targets, rewritten.groups, { runSeed: 1, iteration: 0, sigma: 0.01, rank, members }).feeds(members);
+    const factorCache = new FactorCache(rewritten.targets, rewritten.groups, { runSeed: 1, iteration: 0, sigma: 0.01, rank, members });
+    const all = factorCache.feeds(members);
+    // every row runs to the same length, so the batch never shrinks and the factors are assembled once
+    const factors = (rows: number[]) => (rows.length === B ? all : factorCache.feeds(rows.map((b) => members[b])));
     const rows = benchRows(B, promptTokens, newTokens, c.vocab_size);
     const runBase = () => tokensPerSecond({ ...ctx, session: base, extraFeeds: {} }, rows);
-    const runLowRank = () => tokensPerSecond({ ...ctx, session: lowrank, extraFeeds: factors }, rows);
+    const runLowRank = () => tokensPerSecond({ ...ctx, session: lowrank, extraFeeds: {}, rowFeeds: factors }, rows);
     log(`batch ${B}: warm-up, then ${repeats} interleaved rounds of base and low-rank (${newTokens} new tokens a row)`);
     await runBase();
     await runLowRank();
@@ -65,7 +68,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
     log(`  base ${entry.base_tokens_per_s.toFixed(1)} tok/s, low-rank ${entry.lowrank_tokens_per_s.toFixed(1)} tok/s, ratio ${entry.ratio.toFixed(3)}`);
     results.push(entry);
   }
-  await Promise.all([base.release(), lowrank.release()]);
+  await Promise.all([base.release(), lowrank.release(), ctx.device?.release()]);
   return {
     model: o.model,
     parameters: parameterCount(model.weights),

@@ -2,7 +2,9 @@
  * Greedy decoding on one execution provider against the CPU's, token for token, in each way an engine
  * serves θ (full mode with θ as inputs, full mode with rebuilt sessions, low-rank mode): the check that a
  * device provider computes the model, not merely runs. Greedy argmax can flip where two logits lie within
- * float rounding of each other, so a difference is reported with where it starts, never hidden.
+ * float rounding of each other, so a difference is reported with where it starts, never hidden. Rows
+ * generate different lengths, so on the webgpu route finished rows leave the batch (on the device) while
+ * others go on; `kvOnDevice: false` checks the host route instead.
  */
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 import type { LocalModelSpec } from '../../shared/schemas/index.ts';
@@ -16,7 +18,7 @@ export interface ParityWayResult {
   way: ParityWay;
   /** Every row's tokens equal the CPU's. */
   equal: boolean;
-  /** Per row: how many leading tokens equal the CPU's (newTokens where the row is equal). */
+  /** Per row: how many leading tokens equal the CPU's (the row's length where it is equal). */
   matchingPrefix: number[];
   cpuMs: number;
   providerMs: number;
@@ -26,6 +28,9 @@ export interface ParityResult {
   provider: ExecutionProvider;
   rows: number;
   newTokens: number;
+  /** Each row's length: newTokens, less a quarter of it for every second row, half for every third. */
+  rowTokens: number[];
+  kvOnDevice: boolean;
   equal: boolean;
   ways: ParityWayResult[];
 }
@@ -33,20 +38,23 @@ export interface ParityResult {
 const engineOptions = (way: ParityWay): Pick<EngineOptions, 'mode' | 'fullModeWeights'> =>
   way === 'lowrank' ? { mode: 'lowrank' } : { mode: 'full', fullModeWeights: way === 'full-inputs' ? 'inputs' : 'rebuild-session' };
 
-/** `rows` greedy rows of 8 distinct prompt bytes each, `newTokens` generated past EOS. */
+const rowTokens = (rows: number, newTokens: number) => Array.from({ length: rows }, (_, k) => Math.max(1, newTokens - (k % 3) * Math.floor(newTokens / 4)));
+
+/** `rows` greedy rows of 8 distinct prompt bytes each, rowTokens generated past EOS. */
 function parityRows(rows: number, newTokens: number): GenerateRow[] {
+  const lengths = rowTokens(rows, newTokens);
   return Array.from({ length: rows }, (_, k) => ({
     promptIds: Array.from({ length: 8 }, (_, i) => 3 + ((i * 7 * (k + 1) + k) % 250)),
     member: { kind: 'base' as const },
     sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 },
-    maxNewTokens: newTokens,
+    maxNewTokens: lengths[k],
     stop: [],
     ignoreEos: true,
   }));
 }
 
-async function decode(model: LocalModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[]): Promise<{ tokens: number[][]; ms: number }> {
-  const engine = await createEngine({ model, executionProvider: provider, ...engineOptions(way) });
+async function decode(model: LocalModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[], kvOnDevice: boolean): Promise<{ tokens: number[][]; ms: number }> {
+  const engine = await createEngine({ model, executionProvider: provider, kvOnDevice, ...engineOptions(way) });
   try {
     const t0 = performance.now();
     const out = await engine.generate(rows);
@@ -56,19 +64,21 @@ async function decode(model: LocalModelSpec, provider: ExecutionProvider, way: P
   }
 }
 
-export async function providerParity(o: { model: LocalModelSpec; provider: ExecutionProvider; rows: number; newTokens: number; ways?: readonly ParityWay[] }): Promise<ParityResult> {
+export async function providerParity(o: { model: LocalModelSpec; provider: ExecutionProvider; rows: number; newTokens: number; ways?: readonly ParityWay[]; kvOnDevice?: boolean }): Promise<ParityResult> {
   const rows = parityRows(o.rows, o.newTokens);
+  const lengths = rowTokens(o.rows, o.newTokens);
+  const kvOnDevice = o.kvOnDevice ?? true;
   const ways: ParityWayResult[] = [];
   for (const way of o.ways ?? PARITY_WAYS) {
-    const cpu = await decode(o.model, 'cpu', way, rows);
-    const dev = await decode(o.model, o.provider, way, rows);
+    const cpu = await decode(o.model, 'cpu', way, rows, kvOnDevice);
+    const dev = await decode(o.model, o.provider, way, rows, kvOnDevice);
     const matchingPrefix = cpu.tokens.map((c, r) => {
       const d = dev.tokens[r];
       let n = 0;
       while (n < c.length && n < d.length && c[n] === d[n]) n++;
-      return c.length === d.length && n === c.length ? o.newTokens : n;
+      return c.length === d.length && n === c.length ? lengths[r] : n;
     });
-    ways.push({ way, equal: matchingPrefix.every((n) => n === o.newTokens), matchingPrefix, cpuMs: Math.round(cpu.ms), providerMs: Math.round(dev.ms) });
+    ways.push({ way, equal: matchingPrefix.every((n, r) => n === lengths[r]), matchingPrefix, cpuMs: Math.round(cpu.ms), providerMs: Math.round(dev.ms) });
   }
-  return { provider: o.provider, rows: o.rows, newTokens: o.newTokens, equal: ways.every((w) => w.equal), ways };
+  return { provider: o.provider, rows: o.rows, newTokens: o.newTokens, rowTokens: lengths, kvOnDevice, equal: ways.every((w) => w.equal), ways };
 }

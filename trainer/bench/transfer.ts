@@ -1,6 +1,8 @@
 /**
- * `esopt bench transfer`: what the CUDA execution provider moves between host and device per decode step
- * at a model's shape, computed from its graph (not measured): θ fed as graph inputs (full mode,
+ * `esopt bench transfer`: what moves between host and device per decode step. MEASURED on a provider
+ * (`--measure-on`, default webgpu; transfer-measured.ts): the bytes of the host tensors each step feeds and
+ * fetches, with the KV caches on the device and on the host, at `batch` rows of `prompt` tokens. And
+ * COMPUTED for the CUDA execution provider at a model's shape from its graph, at `context` tokens: θ fed as graph inputs (full mode,
  * `inputs`), the KV caches that go out as host outputs and come back as the next step's inputs, the
  * last-position logits, and low-rank mode's per-row factor inputs (from the real rewrite's feeds). onnxruntime
  * copies every host input to the device and every output back on each `run()` unless IO binding keeps
@@ -18,6 +20,9 @@ import { zeroFactorFeeds } from '../perturbation/lowrank-factors.ts';
 import { lowRankRewrite } from '../perturbation/lowrank-graph.ts';
 import type { Log } from './benchmark.ts';
 import { int, ModelName } from './options.ts';
+import { ExecutionProvider } from '../../shared/execution-provider.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
+import { measureTransfers, type MeasuredWay } from './transfer-measured.ts';
 
 export interface TransferShape {
   config: ModelConfig;
@@ -75,9 +80,27 @@ export const options = z.object({
   batch: int(1, 4096).default(32),
   context: int(1, 1 << 20).default(1024),
   rank: int(1, 64).default(1),
+  /** Where to measure: a provider, or none (the computed figures only). */
+  measureOn: z.union([ExecutionProvider, z.literal('none')]).default('webgpu'),
+  prompt: int(1, 1 << 16).default(64),
+  newTokens: int(2, 4096).default(8),
 });
 
 export async function run(o: z.output<typeof options>, log: Log) {
   log(`${o.model}: bytes per decode step of ${o.batch} rows at ${o.context} tokens of context (computed from the graph)`);
-  return { model: o.model, batch: o.batch, context: o.context, rank: o.rank, computed: true, ...stepTransfers(transferShape(o.model), o.batch, o.context, o.rank) };
+  const computed = { model: o.model, batch: o.batch, context: o.context, rank: o.rank, computed: true, ...stepTransfers(transferShape(o.model), o.batch, o.context, o.rank) };
+  let measured: MeasuredWay[] | null = null;
+  // where Dawn finds no adapter (CI), the computed figures stand alone and the result says why
+  let measureError: string | null = null;
+  if (o.measureOn !== 'none') {
+    log(`${o.model} on ${o.measureOn}: measuring ${o.batch} rows of ${o.prompt} prompt tokens + ${o.newTokens} new, KV caches on the device and on the host, low-rank and full mode (θ as inputs)`);
+    try {
+      measured = await measureTransfers({ model: modelSpecFlag(o.model, 0), provider: o.measureOn, batch: o.batch, prompt: o.prompt, newTokens: o.newTokens, rank: o.rank });
+    } catch (err) {
+      if (!/Failed to get a WebGPU adapter|No supported adapters/.test((err as Error).message)) throw err;
+      measureError = (err as Error).message;
+      log(`not measured: ${measureError}`);
+    }
+  }
+  return { ...computed, measured_on: o.measureOn, measured_prompt: o.prompt, measured_new_tokens: o.newTokens, measured, measure_error: measureError, date: new Date().toISOString() };
 }

@@ -11,10 +11,14 @@
  * of each prompt is prefilled (kv-layout.ts places the prefixes). A row with `keep` receives, after
  * decoding, the K/V of every token it fed with its true input (prompt and completion, never the padding
  * fed once it finished).
+ *
+ * On the webgpu route (`device`, device-tensors.ts; the exported form only) the caches stay on the device
+ * from step to step, the extra inputs go up once a batch, and finished rows leave the batch there.
  */
 import * as ort from 'onnxruntime-node';
 import type { TextCodec } from './text-codec.ts';
-import type { FinishReason, GenerateResult, SamplingOptions } from '../engine.ts';
+import type { FinishReason, GenerateResult, SamplingOptions, StepTransfer } from '../engine.ts';
+import type { DeviceTensors } from './device-tensors.ts';
 import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
@@ -60,8 +64,18 @@ export interface DecodeContext {
   tokenizer: TextCodec;
   eosIds: ReadonlySet<number>;
   padId: number;
-  /** Extra inputs for every step: weights (full mode) or per-row low-rank factors (batch = rows.length). */
+  /** Extra inputs for every step, the same for every row (full mode's weights as inputs). */
   extraFeeds: Record<string, ort.Tensor>;
+  /** Extra inputs of the given rows (indices into the batch's rows), batch first: low-rank and LoRA factors. */
+  rowFeeds?: (rows: number[]) => Record<string, ort.Tensor>;
+  /**
+   * Set where `session` returns `present.*` on a WebGPU device (device-tensors.ts): the caches are fed back
+   * from there, the extra inputs are uploaded once a batch, finished rows leave the batch there, and what
+   * a row keeps is downloaded once at its end.
+   */
+  device?: DeviceTensors;
+  /** Called after every run with the host tensors' bytes it fed and fetched. */
+  onStep?: (t: StepTransfer) => void;
 }
 
 interface RowState {
@@ -85,12 +99,14 @@ function halfToFloat(h: Uint16Array): Float32Array {
 }
 
 export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Promise<GenerateResult[]> {
-  const B = rows.length;
-  const { shape } = ctx;
+  const { shape, device } = ctx;
   const cached = rows.map((r) => cachedLength(r));
   const batch = { shape, rows, cached, padId: ctx.padId };
-  // a graph with seqlens_k is model/fused-attention.ts's: its caches grow in place
-  const kv: KvLayout = ctx.session.inputNames.includes('seqlens_k') ? new InPlaceCache(batch, ctx.session.inputNames) : new ConcatCache(batch);
+  // a graph with seqlens_k is model/fused-attention.ts's: its caches grow in place, on the host
+  const inPlace = ctx.session.inputNames.includes('seqlens_k');
+  if (inPlace && device) throw new Error('the in-place KV cache is a host layout; a session that keeps its caches on a device decodes the exported form');
+  const concat = inPlace ? null : new ConcatCache(batch, device);
+  const kv: KvLayout = concat ?? new InPlaceCache(batch, ctx.session.inputNames);
   const nextPosition = rows.map((r) => r.promptIds.length);
 
   const state: RowState[] = rows.map((r) => ({
@@ -111,90 +127,131 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
     if (r.maxNewTokens <= 0) settle(state[b], 'length', '');
     else if (r.constraint?.isFinished(r.constraint.initial)) settle(state[b], 'stop', '');
   });
-  const run = async (inputIds: ort.Tensor, positionIds: ort.Tensor) => {
-    const feeds: Record<string, ort.Tensor> = { ...ctx.extraFeeds, ...kv.feeds(), input_ids: inputIds };
-    if (shape.hasPositionIds) feeds.position_ids = positionIds;
-    return ctx.session.run(feeds);
+  // bytes uploaded since the last run's transfer was reported (the extra inputs, on the device route)
+  let uploaded = 0;
+  const place = async (feeds: Record<string, ort.Tensor>) => {
+    if (!device) return feeds;
+    uploaded += Object.values(feeds).reduce((a, t) => a + (t.data as ArrayBufferView).byteLength, 0);
+    return device.upload(feeds);
   };
-  const prefillInputs = kv.prefill.map(({ ids, positions }) => [new ort.Tensor('int64', ids, [B, ids.length / B]), new ort.Tensor('int64', positions, [B, ids.length / B])] as const);
-  // all prefill runs but the last only fill the caches
-  for (const [ids, positions] of prefillInputs.slice(0, -1)) {
-    const out = await run(ids, positions);
-    out.logits.dispose?.();
-    kv.advance(out, rows.map(() => false));
-  }
-  let [inputIds, positionIds] = prefillInputs[prefillInputs.length - 1];
+  let shared: Record<string, ort.Tensor> = {};
+  let perRow: Record<string, ort.Tensor> = {};
+  const run = async (inputIds: ort.Tensor, positionIds: ort.Tensor) => {
+    const feeds: Record<string, ort.Tensor> = { ...shared, ...perRow, ...kv.feeds(), input_ids: inputIds };
+    if (shape.hasPositionIds) feeds.position_ids = positionIds;
+    const out = await ctx.session.run(feeds);
+    device?.adopt(Object.values(out));
+    if (!device && out['present.0.key']?.location === 'gpu-buffer') {
+      for (const t of Object.values(out)) t.dispose();
+      throw new Error('the decoder session keeps present.* on the device: decoding it needs a DeviceTensors (DecodeContext.device)');
+    }
+    const transfer = ctx.onStep ? hostTransfer(kv.batchRows.length, feeds, out) : null;
+    if (transfer && uploaded > 0) transfer.hostToDevice.uploaded = uploaded;
+    uploaded = 0;
+    return { out, transfer };
+  };
   // The completion tokens each row fed with their true input, and the one it feeds at the next step.
   const fed = rows.map((): number[] => []);
-  const feeding = new Array<number | null>(B).fill(null);
+  const feeding = new Array<number | null>(rows.length).fill(null);
   let ran = false;
 
-  for (let step = 0; state.some((s) => s.done === null); step++) {
-    const out = await run(inputIds, positionIds);
-    ran = true;
-    kv.advance(out, feeding.map((token) => token !== null));
-    feeding.forEach((token, b) => {
-      if (token !== null) fed[b].push(token);
-      feeding[b] = null;
-    });
-    const logits = out.logits.type === 'float16' ? halfToFloat(out.logits.data as Uint16Array) : (out.logits.data as Float32Array);
-    const V = shape.vocabSize;
-    // logits are [B, S, V], or [B, 1, V] where the graph computes the head at the last position only
-    const L = out.logits.dims[1];
-    const next = new BigInt64Array(B).fill(BigInt(ctx.padId));
-    const nextPos = new BigInt64Array(B);
-    rows.forEach((r, b) => {
-      const s = state[b];
-      nextPos[b] = BigInt(nextPosition[b]);
-      if (s.done !== null) return;
-      if (r.signal?.aborted) {
-        settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
-        return;
-      }
-      const base = (b * L + kv.logitsAt(b, L)) * V;
-      const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
-      const token = sampleToken(logits.subarray(base, base + (shape.sampleable ?? V)), r.sampling, step, allowed);
-      if (token < 0) {
-        // The token mask and the constraint leave nothing to choose: end the row where it stands.
-        settle(s, 'stop', ctx.tokenizer.decode(s.tokens));
-        return;
-      }
-      s.tokens.push(token);
-      next[b] = BigInt(token);
-      feeding[b] = token;
-      nextPosition[b]++;
-      const atEos = !r.ignoreEos && ctx.eosIds.has(token);
-      const atLength = s.tokens.length >= r.maxNewTokens;
-      if (r.constraint) s.constraintState = r.constraint.advance(s.constraintState!, token);
-      // A whole match that cannot grow ends the row without spending a step on end-of-sequence.
-      const matched = r.constraint !== undefined && s.constraintState !== null && r.constraint.isFinished(s.constraintState);
-      if (!atEos && !atLength && !matched) {
-        // Mid-row, only rows something reads (stop strings, streaming) need their text, and only what the
-        // new token added: the stop strings are looked for where they could end in it.
-        if (s.live === null) return;
-        const searched = s.live.stableLength;
-        s.live.advance(s.tokens);
-        const text = s.live.text;
-        const cut = firstStop(text, r.stop, searched - s.longestStop + 1);
-        if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
-        else s.stream?.update(text);
-        return;
-      }
-      // The row ends here: its whole completion, decoded once.
-      const text = ctx.tokenizer.decode(s.tokens);
-      const cut = atEos ? -1 : firstStop(text, r.stop, 0);
-      if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
-      else settle(s, matched || atEos ? 'stop' : 'length', text);
-    });
-    out.logits.dispose?.();
-    inputIds = new ort.Tensor('int64', next, [B, 1]);
-    positionIds = new ort.Tensor('int64', nextPos, [B, 1]);
-  }
+  try {
+    shared = await place(ctx.extraFeeds);
+    perRow = ctx.rowFeeds ? await place(ctx.rowFeeds([...kv.batchRows])) : {};
+    const B = rows.length;
+    const prefillInputs = kv.prefill.map(({ ids, positions }) => [new ort.Tensor('int64', ids, [B, ids.length / B]), new ort.Tensor('int64', positions, [B, ids.length / B])] as const);
+    // all prefill runs but the last only fill the caches
+    for (const [ids, positions] of prefillInputs.slice(0, -1)) {
+      const { out, transfer } = await run(ids, positions);
+      out.logits.dispose?.();
+      kv.advance(out, rows.map(() => false));
+      if (transfer) ctx.onStep!(transfer);
+    }
+    let [inputIds, positionIds] = prefillInputs[prefillInputs.length - 1];
 
-  if (ran) {
-    rows.forEach((r, b) => {
-      if (r.keep) r.keep({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(shape, kv.caches, b, kv.spans(b)) });
-    });
+    for (let step = 0; state.some((s) => s.done === null); step++) {
+      const { out, transfer } = await run(inputIds, positionIds);
+      ran = true;
+      kv.advance(out, feeding.map((token) => token !== null));
+      feeding.forEach((token, b) => {
+        if (token !== null) fed[b].push(token);
+        feeding[b] = null;
+      });
+      const logits = out.logits.type === 'float16' ? halfToFloat(out.logits.data as Uint16Array) : (out.logits.data as Float32Array);
+      const V = shape.vocabSize;
+      // logits are [batch, S, V], or [batch, 1, V] where the graph computes the head at the last position only
+      const L = out.logits.dims[1];
+      const slots = kv.batchRows;
+      let next = new BigInt64Array(slots.length).fill(BigInt(ctx.padId));
+      let nextPos = new BigInt64Array(slots.length);
+      slots.forEach((b, j) => {
+        const r = rows[b];
+        const s = state[b];
+        nextPos[j] = BigInt(nextPosition[b]);
+        if (s.done !== null) return;
+        if (r.signal?.aborted) {
+          settle(s, 'abort', ctx.tokenizer.decode(s.tokens));
+          return;
+        }
+        const base = (j * L + kv.logitsAt(b, L)) * V;
+        const allowed = r.constraint ? intersect(r.constraint.mask(s.constraintState!), r.allowed) : r.allowed;
+        const token = sampleToken(logits.subarray(base, base + (shape.sampleable ?? V)), r.sampling, step, allowed);
+        if (token < 0) {
+          // The token mask and the constraint leave nothing to choose: end the row where it stands.
+          settle(s, 'stop', ctx.tokenizer.decode(s.tokens));
+          return;
+        }
+        s.tokens.push(token);
+        next[j] = BigInt(token);
+        feeding[b] = token;
+        nextPosition[b]++;
+        const atEos = !r.ignoreEos && ctx.eosIds.has(token);
+        const atLength = s.tokens.length >= r.maxNewTokens;
+        if (r.constraint) s.constraintState = r.constraint.advance(s.constraintState!, token);
+        // A whole match that cannot grow ends the row without spending a step on end-of-sequence.
+        const matched = r.constraint !== undefined && s.constraintState !== null && r.constraint.isFinished(s.constraintState);
+        if (!atEos && !atLength && !matched) {
+          // Mid-row, only rows something reads (stop strings, streaming) need their text, and only what the
+          // new token added: the stop strings are looked for where they could end in it.
+          if (s.live === null) return;
+          const searched = s.live.stableLength;
+          s.live.advance(s.tokens);
+          const text = s.live.text;
+          const cut = firstStop(text, r.stop, searched - s.longestStop + 1);
+          if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
+          else s.stream?.update(text);
+          return;
+        }
+        // The row ends here: its whole completion, decoded once.
+        const text = ctx.tokenizer.decode(s.tokens);
+        const cut = atEos ? -1 : firstStop(text, r.stop, 0);
+        if (cut >= 0) settle(s, 'stop', text.slice(0, cut));
+        else settle(s, matched || atEos ? 'stop' : 'length', text);
+      });
+      out.logits.dispose?.();
+      // A finished row whose last token is fed leaves the batch once a quarter of the slots are such rows:
+      // each gather copies the remaining caches once, so the copies stay a bounded share of the steps.
+      const leaving = device && concat ? slots.filter((b) => state[b].done !== null && feeding[b] === null) : [];
+      if (concat && leaving.length > 0 && leaving.length * 4 >= slots.length && leaving.length < slots.length && state.some((s) => s.done === null)) {
+        await keepRows(ctx, rows, leaving.map((b) => [b, slots.indexOf(b)]), kv, fed);
+        const staying = slots.flatMap((b, j) => (leaving.includes(b) ? [] : [j]));
+        await concat.leave(staying);
+        if (transfer) transfer.hostToDevice.rows = staying.length * 8;
+        next = BigInt64Array.from(staying, (j) => next[j]);
+        nextPos = BigInt64Array.from(staying, (j) => nextPos[j]);
+        if (ctx.rowFeeds) {
+          device!.dispose(Object.values(perRow));
+          perRow = await place(ctx.rowFeeds([...kv.batchRows]));
+        }
+      }
+      if (transfer) ctx.onStep!(transfer);
+      inputIds = new ort.Tensor('int64', next, [kv.batchRows.length, 1]);
+      positionIds = new ort.Tensor('int64', nextPos, [kv.batchRows.length, 1]);
+    }
+
+    if (ran) await keepRows(ctx, rows, kv.batchRows.map((b, j) => [b, j]), kv, fed);
+  } finally {
+    device?.dispose([...Object.values(kv.caches), ...Object.values(shared), ...Object.values(perRow)]);
   }
 
   return rows.map((r, b) => {
@@ -208,6 +265,26 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       finishReason: s.done ?? 'length',
     };
   });
+}
+
+/**
+ * Hands each of `which` ([row, batch position] pairs) that has `keep` the K/V of the tokens it fed with
+ * their true input (`fed`, at the layout's spans), downloading those rows first where the caches are on the device.
+ */
+async function keepRows(ctx: DecodeContext, rows: readonly PreparedRow[], which: ReadonlyArray<readonly [number, number]>, kv: KvLayout, fed: readonly number[][]): Promise<void> {
+  const keeping = which.filter(([b]) => rows[b].keep);
+  if (keeping.length === 0) return;
+  const host = ctx.device ? await ctx.device.download(kv.caches, keeping.map(([, j]) => j)) : kv.caches;
+  keeping.forEach(([b, j], k) => {
+    const r = rows[b];
+    r.keep!({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(ctx.shape, host, ctx.device ? k : j, kv.spans(b)) });
+  });
+}
+
+/** Bytes of the host tensors among one run's feeds and outputs. */
+function hostTransfer(rows: number, feeds: Record<string, ort.Tensor>, out: Record<string, ort.Tensor>): StepTransfer {
+  const host = (m: Record<string, ort.Tensor>) => Object.fromEntries(Object.entries(m).flatMap(([name, t]) => (t.location === 'cpu' ? [[name, (t.data as ArrayBufferView).byteLength]] : [])));
+  return { rows, hostToDevice: host(feeds), deviceToHost: host(out) };
 }
 
 /** The row's cached prefix length, after checking the hit is one for its prompt. */

@@ -12,9 +12,12 @@
  *   nothing reads.
  *
  * Both give the decode loop the prompt's layout, each step's feeds, the logits' position of a row and,
- * after decoding, where each row's true tokens are.
+ * after decoding, where each row's true tokens are. A ConcatCache may keep its caches on a WebGPU device
+ * (device-tensors.ts): the presents come back there and are fed back from there, and rows that finished
+ * can leave the batch there (`leave`); the batch's rows are then `batchRows`, in batch order.
  */
 import * as ort from 'onnxruntime-node';
+import type { DeviceTensors } from './device-tensors.ts';
 import type { KvData, PrefixHit } from './prefix-cache.ts';
 
 /** A prefill run's input_ids and position_ids, [B, width]. */
@@ -26,8 +29,10 @@ export interface PrefillRun {
 export interface KvLayout {
   /** The prompts' runs: the logits of the last are the first sampled from, the others' are not read. */
   readonly prefill: readonly PrefillRun[];
-  /** The caches (`past_key_values.{l}.key|value` [B, kvHeads, T, headDim]) as the last run left them. */
+  /** The caches (`past_key_values.{l}.key|value` [batch, kvHeads, T, headDim]) as the last run left them. */
   readonly caches: Record<string, ort.Tensor>;
+  /** The rows in the batch, in batch order (all of them, unless rows left). */
+  readonly batchRows: readonly number[];
   /** The next run's cache and length inputs. */
   feeds(): Record<string, ort.Tensor>;
   /** The index along the logits' positions (L of them) of row b's last token in the run just made. */
@@ -92,6 +97,7 @@ function presents(shape: CacheShape, out: Record<string, ort.Tensor>): Record<st
 export class ConcatCache implements KvLayout {
   readonly prefill: PrefillRun[];
   caches: Record<string, ort.Tensor>;
+  batchRows: number[];
   private readonly P: number;
   private readonly width: number;
   private readonly rest: number[];
@@ -99,7 +105,10 @@ export class ConcatCache implements KvLayout {
   private total: number;
   private readonly fedCount: number[];
 
-  constructor(private readonly batch: Batch) {
+  constructor(
+    private readonly batch: Batch,
+    private readonly device?: DeviceTensors,
+  ) {
     const { rows, cached } = batch;
     const B = rows.length;
     this.P = Math.max(0, ...cached);
@@ -123,15 +132,16 @@ export class ConcatCache implements KvLayout {
     this.total = P + width;
     this.caches = cachesWithPrefixes(batch, P, (b, p) => P - p);
     this.fedCount = rows.map(() => 0);
+    this.batchRows = rows.map((_, b) => b);
   }
 
   feeds(): Record<string, ort.Tensor> {
-    const B = this.batch.rows.length;
-    const mask = new BigInt64Array(B * this.total).fill(1n);
-    this.holes.forEach((row, b) => {
-      for (const [start, end] of row) if (end > start) mask.fill(0n, b * this.total + start, b * this.total + end);
+    const n = this.batchRows.length;
+    const mask = new BigInt64Array(n * this.total).fill(1n);
+    this.batchRows.forEach((b, j) => {
+      for (const [start, end] of this.holes[b]) if (end > start) mask.fill(0n, j * this.total + start, j * this.total + end);
     });
-    return { ...this.caches, attention_mask: new ort.Tensor('int64', mask, [B, this.total]) };
+    return { ...this.caches, attention_mask: new ort.Tensor('int64', mask, [n, this.total]) };
   }
 
   logitsAt(_b: number, L: number): number {
@@ -139,9 +149,20 @@ export class ConcatCache implements KvLayout {
   }
 
   advance(out: Record<string, ort.Tensor>, fed: readonly boolean[]): void {
+    // the previous run's caches are consumed (on the device they are freed here; host ones are left to GC)
+    this.device?.dispose(Object.values(this.caches));
     this.caches = presents(this.batch.shape, out);
     fed.forEach((f, b) => f && this.fedCount[b]++);
     this.total++;
+  }
+
+  /** Only the batch positions `staying` (indices into batchRows) go on; their caches are gathered on the device. */
+  async leave(staying: readonly number[]): Promise<void> {
+    if (!this.device) throw new Error('rows leave a batch only where its caches are on a device');
+    const gathered = await this.device.gather(this.caches, staying);
+    this.device.dispose(Object.values(this.caches));
+    this.caches = gathered;
+    this.batchRows = staying.map((j) => this.batchRows[j]);
   }
 
   spans(b: number): Array<[number, number]> {
@@ -165,6 +186,7 @@ export class InPlaceCache implements KvLayout {
   private readonly hasLogitsIndex: boolean;
   /** The most slots any run can need. */
   private readonly capacity: number;
+  readonly batchRows: readonly number[];
 
   constructor(private readonly batch: Batch, inputNames: readonly string[]) {
     const { rows, cached, shape, padId } = batch;
@@ -209,6 +231,7 @@ export class InPlaceCache implements KvLayout {
     this.caches = cachesWithPrefixes(batch, Math.min(this.capacity, Math.max(0, ...cached) + width + GROWTH), () => 0);
     this.slots = [...cached];
     this.hasLogitsIndex = inputNames.includes('logits_index');
+    this.batchRows = rows.map((_, b) => b);
   }
 
   feeds(): Record<string, ort.Tensor> {

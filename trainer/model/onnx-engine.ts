@@ -23,13 +23,15 @@ import type { ParameterSegment } from '../../shared/es.ts';
 import type { ActionConstraint, ChatMessage, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Member } from '../../shared/schemas/index.ts';
 import { DEFAULT_PREFIX_CACHE_BYTES, type Engine, type EngineOptions, type EngineUpdate, type GenerateResult, type GenerateRow, type MemberSelector, type PerturbationMode, type Population } from '../engine.ts';
-import { decodeBatch, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import { decodeBatch, type DecodeContext, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import { DeviceTensors } from '../generation/device-tensors.ts';
 import { PrefixCache, type KvBlock } from '../generation/prefix-cache.ts';
 import { compileConstraint } from '../generation/regex-automaton.ts';
 import { TokenConstraint, vocabularyTexts } from '../generation/token-constraint.ts';
 import { DataType } from '../onnx/proto.ts';
 import { contextLength, eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
+import { keepsKvOnDevice } from './sessions.ts';
 import type { MemberServing } from './serving/member-serving.ts';
 import type { TargetTensors } from './target-tensors.ts';
 import type { Targets } from '../../shared/targets.ts';
@@ -63,6 +65,9 @@ export class OnnxEngine implements Engine {
   private thetaVersion = 0;
   /** Bumped by every setPopulation: a member index names other weights in another population. */
   private populationVersion = 0;
+  /** The device ops on the caches, where the sessions keep them on a WebGPU device (made on the first decode). */
+  private device: Promise<DeviceTensors> | null = null;
+  private deviceMade: DeviceTensors | null = null;
 
   constructor(
     readonly mode: PerturbationMode,
@@ -175,7 +180,15 @@ export class OnnxEngine implements Engine {
   }
 
   close(): Promise<void> {
-    return this.exclusive(() => this.serving.close());
+    return this.exclusive(async () => {
+      await this.serving.close();
+      await (await this.device)?.release();
+    });
+  }
+
+  /** gpu-buffer tensors the decode loop holds (0 between calls: every cache is disposed when its batch ends). */
+  get liveDeviceTensors(): number {
+    return this.deviceMade?.live ?? 0;
   }
 
   private resolveMember(sel: MemberSelector): Member | null {
@@ -224,6 +237,11 @@ export class OnnxEngine implements Engine {
     return compiled;
   }
 
+  /** Low-rank and LoRA mode's extra inputs are per row (their factors), full mode's the same for every row (θ as inputs). */
+  private extraFeeds(chunk: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Pick<DecodeContext, 'extraFeeds' | 'rowFeeds'> {
+    return this.mode === 'full' ? { extraFeeds: feeds(chunk) } : { extraFeeds: {}, rowFeeds: (rows) => feeds(rows.map((j) => chunk[j])) };
+  }
+
   /**
    * Decodes rows `indices` of `rows` on `session` in batches of maxBatch, writing their results into `out`;
    * each batch starts from the prefixes cached for the rows' owners and stores what it computed.
@@ -231,9 +249,11 @@ export class OnnxEngine implements Engine {
   private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], owners: string[], current: (k: number) => boolean, out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
     const max = this.options.maxBatch ?? 32;
     const cache = this.prefixCache;
+    if (keepsKvOnDevice(this.options)) this.device ??= DeviceTensors.create(this.shape);
+    const device = (this.deviceMade = await this.device) ?? undefined;
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);
-      const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, extraFeeds: feeds(chunk) };
+      const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, ...this.extraFeeds(chunk, feeds), device, onStep: this.options.onDecodeStep };
       const hits = chunk.map((k) => cache?.lookup(owners[k], rows[k].promptIds) ?? undefined);
       // Prefixes widen the batch to the longest prefix + the longest uncached rest: past the context, the
       // batch prefills whole prompts as without the cache, so no graph sees a longer sequence than before.

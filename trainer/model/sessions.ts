@@ -14,7 +14,19 @@ import { encodeModel, type ModelProto } from '../onnx/proto.ts';
 /** Initializer bytes from which a session's graph goes through files: half protobuf's cap, so no graph near it is encoded whole (docs/BENCHMARKS.md). */
 export const INLINE_SESSION_LIMIT = 2 ** 30;
 
-export type SessionSettings = Pick<EngineOptions, 'executionProvider' | 'threads'>;
+export type SessionSettings = Pick<EngineOptions, 'executionProvider' | 'threads' | 'kvOnDevice'>;
+
+/** Whether a decoder's sessions return `present.*` on the device (the webgpu route, unless turned off). */
+export function keepsKvOnDevice(options: SessionSettings): boolean {
+  return options.executionProvider === 'webgpu' && options.kvOnDevice !== false;
+}
+
+/** Each `present.*` output of `model` left on the device where the caches stay there (device-tensors.ts); others come to the host. */
+function outputLocations(model: ModelProto, options: SessionSettings): ort.InferenceSession.SessionOptions {
+  if (!keepsKvOnDevice(options)) return {};
+  const present = model.graph.output.filter((o) => o.name.startsWith('present.'));
+  return present.length === 0 ? {} : { preferredOutputLocation: Object.fromEntries(present.map((o) => [o.name, 'gpu-buffer' as const])) };
+}
 
 /** onnxruntime's options for every session of an engine. */
 export function sessionOptionsFor(options: SessionSettings): ort.InferenceSession.SessionOptions {
@@ -32,7 +44,7 @@ export function sessionOptionsFor(options: SessionSettings): ort.InferenceSessio
  */
 export async function createSession(model: ModelProto, options: SessionSettings, what: string, inlineLimit = INLINE_SESSION_LIMIT): Promise<ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
-  const sessionOptions = sessionOptionsFor(options);
+  const sessionOptions = { ...sessionOptionsFor(options), ...outputLocations(model, options) };
   const create = async (start: () => Promise<ort.InferenceSession>) => {
     try {
       return await start();

@@ -47,6 +47,11 @@ export class GraphBuilder {
     return name;
   }
 
+  uint32Const(values: number[], name = `/const_${this.counter++}`): string {
+    this.initializers.push({ name, dims: [values.length], dataType: DataType.UINT32, rawData: bytesOf(Uint32Array.from(values)) });
+    return name;
+  }
+
   floatScalar(value: number, name = `/const_${this.counter++}`): string {
     this.initializers.push({ name, dims: [], dataType: DataType.FLOAT, rawData: bytesOf(Float32Array.of(value)) });
     return name;

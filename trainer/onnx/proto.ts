@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
 
-export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, BOOL: 9, FLOAT16: 10, DOUBLE: 11, BFLOAT16: 16 } as const;
+export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, BOOL: 9, FLOAT16: 10, DOUBLE: 11, UINT32: 12, BFLOAT16: 16 } as const;
 export const DataTypeName: Record<number, string> = {
   0: 'UNDEFINED', 1: 'FLOAT', 2: 'UINT8', 3: 'INT8', 4: 'UINT16', 5: 'INT16', 6: 'INT32', 7: 'INT64', 8: 'STRING', 9: 'BOOL',
   10: 'FLOAT16', 11: 'DOUBLE', 12: 'UINT32', 13: 'UINT64', 14: 'COMPLEX64', 15: 'COMPLEX128', 16: 'BFLOAT16',
@@ -114,6 +114,6 @@ function copyBytes(b: Uint8Array): Uint8Array {
   return out;
 }
 
-export function bytesOf(a: Float32Array | BigInt64Array | Int32Array): Uint8Array {
+export function bytesOf(a: Float32Array | BigInt64Array | Int32Array | Uint32Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
