@@ -40,4 +40,14 @@ describe('bench lora', () => {
     expect(probe.maxRssKiB).toBeGreaterThan(10 * 1024);
     await expect(runChild({ workload: 'train', mode: 'full', lora, model: 'tiny', population: 2, batch: 1, promptTokens: 4, newTokens: 4, iterations: 1, fullModeWeights: 'inputs' })).rejects.toThrow(/memory probe \(train\) exited 1/);
   }, 30_000);
+
+  it('a memory child reports its own peak, not the resident set of the parent that spawned it', async () => {
+    // getrusage's maxRSS of a spawned child starts at the parent's resident set at the fork (bench lora's
+    // parent holds a model); the probe reads its own high-water mark instead
+    const held = Buffer.alloc(1_200_000_000, 1);
+    const probe = await runChild({ workload: 'generate', mode: 'full', model: 'tiny', population: 2, batch: 1, promptTokens: 4, newTokens: 4, iterations: 1, fullModeWeights: 'inputs' });
+    expect(held[held.length - 1]).toBe(1);
+    expect(probe.maxRssKiB).toBeGreaterThan(10 * 1024);
+    expect(probe.maxRssKiB).toBeLessThan(600 * 1024);
+  }, 30_000);
 });

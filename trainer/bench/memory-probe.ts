@@ -9,6 +9,7 @@
  *             every rollout; with `grpoKl` > 0 also a reference copy of the base model for the KL term.
  * Usage: node --import tsx trainer/bench/memory-probe.ts '<json options>'
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ask, tell } from '../../shared/es.ts';
 import { FullModeWeights } from '../../shared/schemas/index.ts';
@@ -97,4 +98,18 @@ for (let iteration = 0; iteration < o.iterations; iteration++) {
 }
 await engine.close();
 // grpo: the sequences its steps ran forward and backward over (0 would measure GRPO's state without a step)
-process.stdout.write(`${JSON.stringify({ maxRssKiB: process.resourceUsage().maxRSS, ...(gradient ? { differentiated } : {}) })}\n`);
+/**
+ * This process's own peak: Linux's VmHWM (the high-water mark of the memory this program mapped after exec).
+ * getrusage's maxRSS also counts the parent's resident set at the fork that spawned this child, so a parent
+ * holding a model (bench lora) would be reported as the child's peak; it is used only where /proc is not.
+ */
+function ownPeakKiB(): number {
+  try {
+    const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (hwm) return Number(hwm[1]);
+  } catch {
+    // no /proc: fall through
+  }
+  return process.resourceUsage().maxRSS;
+}
+process.stdout.write(`${JSON.stringify({ maxRssKiB: ownPeakKiB(), ...(gradient ? { differentiated } : {}) })}\n`);
