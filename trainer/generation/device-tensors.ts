@@ -13,7 +13,8 @@ import * as ort from 'onnxruntime-node';
 import { GraphBuilder } from '../onnx/graph-builder.ts';
 import { DataType, encodeModel } from '../onnx/proto.ts';
 
-export interface KvLayout {
+/** What the gather sessions need of the decoder's caches (kv-layout.ts is where the decode loop keeps them). */
+export interface CacheShape {
   layers: number;
   kvType?: 'float32' | 'float16';
 }
@@ -24,7 +25,7 @@ export function pastNames(layers: number): string[] {
 }
 
 /** One Gather on axis 0 per cache, all sharing the row indices `rows` [n]. */
-function gatherGraph(layout: KvLayout) {
+function gatherGraph(layout: CacheShape) {
   const g = new GraphBuilder();
   const type = layout.kvType === 'float16' ? DataType.FLOAT16 : DataType.FLOAT;
   const rows = g.input('rows', DataType.INT64, ['n']);
@@ -60,9 +61,9 @@ export class DeviceTensors {
   /** The Gather sessions, made on first use: outputs on the device, and the same Gather with outputs on the host. */
   private gathers: Promise<{ onDevice: ort.InferenceSession; toHost: ort.InferenceSession }> | null = null;
 
-  private constructor(readonly layout: KvLayout) {}
+  private constructor(readonly layout: CacheShape) {}
 
-  static async create(layout: KvLayout): Promise<DeviceTensors> {
+  static async create(layout: CacheShape): Promise<DeviceTensors> {
     return new DeviceTensors(layout);
   }
 

@@ -3,6 +3,7 @@
  * strategy for the run's mode and full-mode weights, rewrites the graph for it, and makes its sessions.
  */
 import { availableParallelism } from 'node:os';
+import * as ort from 'onnxruntime-node';
 import { layoutSegments } from '../../shared/es.ts';
 import { initLoraAdapters } from '../../shared/lora.ts';
 import type { Engine, EngineOptions } from '../engine.ts';
@@ -46,12 +47,16 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     if (!options.lora) throw new Error(`${what}: lora mode needs the adapters' options (rank, alpha, targets) and the run seed`);
     const { targets: adapted, layout, targetTensors } = loraMatrices(model, options.lora);
     const keep = new Set(adapted.map((t) => t.weight));
-    const { model: graph, targets, groups } = lowRankRewrite(model.graph, model.weights, what, (w) => keep.has(w));
+    const { model: rewritten, targets, groups } = lowRankRewrite(decoder, model.weights, what, (w) => keep.has(w));
     checkLoraTargets(targets, layout);
     const theta = initLoraAdapters(layout, options.lora.seed);
     const segments = loraSegments(theta, layout);
-    const serving = new LoraServing(await fromGraph(graph)(), targets, groups, layout, theta, segments);
-    return new OnnxEngine('lora', model, segments, serving, targetTensors, options, hasPositionIds);
+    // W as inputs, read from the model's arrays (an fp16 export's cast once from their masters): held once
+    const weights = model.half ? model.half.feeds(model.weights) : Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
+    model.half?.dropInitializers();
+    const session = await createSession(weightsAsInputs(rewritten, model.weights), options, what);
+    const serving = new LoraServing(session, targets, groups, layout, theta, segments, weights);
+    return new OnnxEngine('lora', model, segments, serving, targetTensors, options, hasPositionIds, kv);
   }
   const threads = switchThreads(options, model);
   const rebuild = options.fullModeWeights === 'rebuild-session';

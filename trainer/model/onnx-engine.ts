@@ -147,7 +147,7 @@ export class OnnxEngine implements Engine {
       const owners = rows.map((r) => this.ownerOf(r.member));
       // a population set while this call decodes retires its owners: what they computed is not kept
       const current = (k: number) => owners[k] === this.ownerOf(rows[k].member);
-      await this.serving.generate(members, (session, indices, feeds) => this.decode(session, indices, prepared, owners, current, out, feeds));
+      await this.serving.generate(members, (session, indices, feeds, shared) => this.decode(session, indices, prepared, owners, current, out, feeds, shared));
       return out;
     });
   }
@@ -237,23 +237,23 @@ export class OnnxEngine implements Engine {
     return compiled;
   }
 
-  /** Low-rank and LoRA mode's extra inputs are per row (their factors), full mode's the same for every row (θ as inputs). */
-  private extraFeeds(chunk: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Pick<DecodeContext, 'extraFeeds' | 'rowFeeds'> {
-    return this.mode === 'full' ? { extraFeeds: feeds(chunk) } : { extraFeeds: {}, rowFeeds: (rows) => feeds(rows.map((j) => chunk[j])) };
+  /** Low-rank and LoRA mode's extra inputs are per row (their factors) beside `shared` ones; full mode's the same for every row (θ as inputs). */
+  private extraFeeds(chunk: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, shared: Record<string, ort.Tensor> = {}): Pick<DecodeContext, 'extraFeeds' | 'rowFeeds'> {
+    return this.mode === 'full' ? { extraFeeds: { ...shared, ...feeds(chunk) } } : { extraFeeds: shared, rowFeeds: (rows) => feeds(rows.map((j) => chunk[j])) };
   }
 
   /**
    * Decodes rows `indices` of `rows` on `session` in batches of maxBatch, writing their results into `out`;
    * each batch starts from the prefixes cached for the rows' owners and stores what it computed.
    */
-  private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], owners: string[], current: (k: number) => boolean, out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>): Promise<void> {
+  private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], owners: string[], current: (k: number) => boolean, out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, shared?: Record<string, ort.Tensor>): Promise<void> {
     const max = this.options.maxBatch ?? 32;
     const cache = this.prefixCache;
     if (keepsKvOnDevice(this.options)) this.device ??= DeviceTensors.create(this.shape);
     const device = (this.deviceMade = await this.device) ?? undefined;
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);
-      const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, ...this.extraFeeds(chunk, feeds), device, onStep: this.options.onDecodeStep };
+      const ctx = { session, shape: this.shape, tokenizer: this.model.tokenizer, eosIds: this.eosIds, padId: this.padId, ...this.extraFeeds(chunk, feeds, shared), device, onStep: this.options.onDecodeStep };
       const hits = chunk.map((k) => cache?.lookup(owners[k], rows[k].promptIds) ?? undefined);
       // Prefixes widen the batch to the longest prefix + the longest uncached rest: past the context, the
       // batch prefills whole prompts as without the cache, so no graph sees a longer sequence than before.

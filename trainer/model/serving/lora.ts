@@ -1,6 +1,7 @@
 /**
- * LoRA-ES members: θ is the adapter vector, the base weights W stay initializers of the low-rank graph
- * (only the adapted matrices rewritten) and never change. Every row — the base row on θ's own adapters,
+ * LoRA-ES members: θ is the adapter vector; the base weights W are graph inputs of the low-rank graph (only
+ * the adapted matrices rewritten), fed from the model's arrays every run and never changed — as inputs they
+ * are held once, where initializers would be copied into the session and prepacked beside the arrays. Every row — the base row on θ's own adapters,
  * a member's on θ + sign·σ·ε over the adapter vector — arrives as factor inputs, so one forward pass serves
  * rows of many members. An update is a dense update of the adapter vector: no session is rebuilt.
  */
@@ -31,13 +32,15 @@ export class LoraServing implements MemberServing {
     /** The adapter vector, which `segments` view. */
     private readonly theta: Float32Array,
     private readonly segments: ParameterSegment[],
+    /** The base weights, fed as the graph's inputs (the same tensors every run). */
+    private readonly weights: Record<string, ort.Tensor>,
   ) {}
 
   async generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void> {
     await decode(this.session, members.map((_, i) => i), (chunk) => {
       const rows = chunk.map((k) => this.factorsOf(members[k]));
       return groupFeeds(this.targets, this.groups, chunk.length, this.layout.rank, (g, b) => rows[b][g]);
-    });
+    }, this.weights);
   }
 
   private factorsOf(member: Member | null): GroupFactors[] {

@@ -10,7 +10,11 @@ import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
 
 /** Decodes the given rows (by index) on `session`, with `feeds(chunk)` added to each batch's inputs. */
-export type DecodeRows = (session: ort.InferenceSession, rows: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>) => Promise<void>;
+/**
+ * Decodes `rows` on `session`; `feeds(chunk)` gives a batch's extra inputs (full mode: the same for every row;
+ * low-rank and LoRA: per row), `shared` inputs the same for every row beside per-row ones (LoRA's base weights).
+ */
+export type DecodeRows = (session: ort.InferenceSession, rows: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, shared?: Record<string, ort.Tensor>) => Promise<void>;
 
 export interface MemberServing {
   /**
