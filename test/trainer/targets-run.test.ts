@@ -11,8 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
-import type { DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
-import { IterationManifest, RunConfig, type EpisodeRequest, type RewardRecord, type RunConfigInput } from '../../shared/schemas/index.ts';
+import { IterationManifest, RunConfig, type RunConfigInput } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
@@ -24,6 +23,7 @@ import { train } from '../../trainer/loop/training.ts';
 import { startReplica } from '../../trainer/replicas/replica.ts';
 import { thetaAtIteration } from '../../trainer/export/theta-at-iteration.ts';
 import { buildRunArtifact } from '../../trainer/export/run-artifact.ts';
+import { scriptedFanout } from './helpers/scripted-fanout.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-targets-run-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -45,28 +45,6 @@ const configFor = (mode: 'full' | 'lowrank', targets: RunConfigInput['targets'])
     deadlineMs: 60_000,
     seed: 11,
   });
-
-/** Writes each request's record at once: a member's reward depends on it and its task, base rows get 0. */
-function scriptedFanout(store: FsObjectStore): Fanout {
-  return {
-    async dispatch(requests) {
-      return Promise.all(
-        requests.map(async (request: EpisodeRequest): Promise<DispatchOutcome> => {
-          const { run, iteration, member } = request;
-          const reward = member === 'base' ? 0 : ((member * 7 + request.task.id.length * 3 + iteration) % 5) / 5;
-          const record: RewardRecord = {
-            run, iteration, member, task: request.task.id, reward, steps: 1,
-            tokens: { prompt: 0, completion: 0 }, durations: { episodeMs: 1, inferenceMs: 0 }, cost: { usd: 0, lambdaGbSeconds: 0, gpuSeconds: 0 },
-            error: null, transcriptKey: null, writtenAt: new Date().toISOString(),
-          };
-          await store.put(keys.reward(run, iteration, member, request.task.id), JSON.stringify(record), { ifAbsent: true });
-          return { request, ok: true };
-        }),
-      );
-    },
-    close: async () => {},
-  };
-}
 
 let sudoku: EnvironmentDefinition;
 beforeAll(async () => {
