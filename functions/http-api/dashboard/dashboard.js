@@ -171,14 +171,18 @@ function upsert(list, item, key) {
 }
 
 async function selectRun(id) {
+  // Re-selecting the shown run keeps what the user typed in its model form.
+  const changed = state.runId !== id;
   state.runId = id;
   state.stream?.abort();
   const [detail, series] = await Promise.all([api(`/runs/${id}`), api(`/runs/${id}/metrics`)]);
   $('#run').hidden = false;
   $('#run-id').textContent = id;
   $('#run-state').textContent = detail.state;
-  $('#model-iteration').value = '';
-  $('#model-status').textContent = '';
+  if (changed) {
+    $('#model-iteration').value = '';
+    $('#model-status').textContent = '';
+  }
   state.rows = series.rows;
   state.evaluations = series.evaluations;
   drawCharts();
