@@ -1,28 +1,34 @@
 /**
  * A second noise definition, made to be generated on a GPU by a graph of the 32-bit integer ops that
- * onnxruntime's WebGPU provider runs there (uint32 Mul, Add, Sub, Div and Cast; its Bitwise*, BitShift
- * and Mod fall back to the CPU, so Philox's XORs and the ziggurat's table walk with exp/log cannot be
- * expressed on the device). This file is its reference; trainer/perturbation/device-noise-graph.ts is the
- * graph, equal to it bit for bit.
+ * onnxruntime's WebGPU provider runs there (uint32 Mul, Add, Sub, Div and Cast, int32 Range; its Bitwise*,
+ * BitShift and Mod fall back to the CPU, so Philox's XORs and the ziggurat's table walk with exp/log cannot
+ * be expressed on the device). This file is its reference; trainer/perturbation/device-noise-graph.ts is
+ * the graph, equal to it bit for bit.
  *
- * Element i (uint32) of member (runSeed, iteration, member): two keys (k0, k1) come from one Philox4x32-10
- * block of the member (on the host, once), h0 = mix(i·GOLDEN + k0) and h1 = mix(h0 + k1), `mix` six rounds
- * of x ← x + ⌊x / 2^s⌋, x ← x·M (mod 2^32) (XOR-shift-multiply with the XOR replaced by an addition, which
- * keeps each step a bijection), and the four 16-bit halves of h0 and h1 summed: S ∈ [0, 4·65535]. Then
- * ε = (S − 131070)·fl32(√3 / 65536), an Irwin–Hall(4) variable scaled to unit variance, bounded by ±3.47:
- * S and S − 131070 are integers below 2^24, exact in float32, so ε's one rounding is the multiplication.
- * θ + σε is fl32(θ + fl32(σ·ε)), each operation correctly rounded (IEEE 754 binary32, as WGSL requires of
- * f32 + and ×): the same bits on the CPU and any conforming device.
+ * Element i of member (runSeed, iteration, member)'s stream: its block b = ⌊i / 2^32⌋ gives the two keys
+ * (k0, k1), one Philox4x32-10 block of (member, iteration, b) made on the host once per block; within the
+ * block, ε depends on i mod 2^32 and the keys only (`deviceNoiseAt`), so a device makes a tensor's ε from
+ * its first element's index and the keys. S, a sum of four 16-bit halves of two mixed words, lies in
+ * [0, 4·65535]; ε = (S − 131070)·fl32(√3 / 65536), an Irwin–Hall(4) variable scaled to unit variance,
+ * bounded by ±3.47: S − 131070 is an integer below 2^24, exact in float32, so ε's one rounding is the
+ * multiplication. A member's weights are fl32(θ + fl32(σ·ε)), each operation correctly rounded (IEEE 754
+ * binary32, as WGSL requires of f32 + and ×): the same bits on the CPU and any conforming device.
  *
- * A DRAFT (version 0): the add-for-XOR mixer is weak (test/model/device-noise.test.ts measures elements of
- * neighbouring keys correlating at up to ~0.02, where independent streams would show ~0.002), so a usable
- * version needs a stronger mixer of the same ops first. And it is not the stream of shared/noise.ts
- * (Gaussian, version 1): a run must use one definition for its members, its updates and its replay, so no
- * run uses this one (docs/MODEL.md, "GPU").
+ * A run uses one definition for its members, its updates and its replay (RunConfig `noise`).
  */
 import { philox4x32 } from './philox.ts';
 
-export const DEVICE_NOISE_DEFINITION = { id: 'esopt-device-noise-draft', version: 0 } as const;
+/** Any change that alters a bit of ε bumps `version` (docs/REPLAY.md). */
+export const DEVICE_NOISE_DEFINITION = { id: 'esopt-device-noise', version: 1 } as const;
+/** A member's stream (shared/noise.ts's NoiseKey has the same fields). */
+export interface DeviceNoiseKey {
+  runSeed: number;
+  iteration: number;
+  member: number;
+}
+
+/** Elements per key block: indices within a block are uint32. */
+export const BLOCK = 2 ** 32;
 
 export const GOLDEN = 0x9e3779b1;
 const MURMUR: ReadonlyArray<readonly [number, number]> = [
@@ -38,10 +44,13 @@ export const CENTRE = 131070;
 export const SCALE = Math.fround(Math.sqrt(3) / 65536);
 const KEY_SALT = 0xd1ce0001;
 
-/** The member's two keys: one Philox4x32-10 block with counter (member, iteration, 0, salt) and key (runSeed, 0). */
-export function deviceNoiseKeys(runSeed: number, iteration: number, member: number): [number, number] {
+/** Block `block`'s two keys: one Philox4x32-10 block with counter (member, iteration, block, salt) and key (runSeed, 0). */
+export function deviceNoiseKeys(key: DeviceNoiseKey, block: number): [number, number] {
+  for (const [f, v] of [['runSeed', key.runSeed], ['iteration', key.iteration], ['member', key.member], ['block', block]] as const) {
+    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`device noise ${f} must be a uint32, got ${v}`);
+  }
   const out = new Uint32Array(4);
-  philox4x32(member, iteration, 0, KEY_SALT, runSeed, 0, out);
+  philox4x32(key.member, key.iteration, block, KEY_SALT, key.runSeed, 0, out);
   return [out[0], out[1]];
 }
 
@@ -53,7 +62,7 @@ function mix(x: number): number {
   return x;
 }
 
-/** ε of element `index` under keys (k0, k1). */
+/** ε of element `index` (i mod 2^32) of a block with keys (k0, k1). */
 export function deviceNoiseAt(index: number, k0: number, k1: number): number {
   const h0 = mix((Math.imul(index, GOLDEN) + k0) >>> 0);
   const h1 = mix((h0 + k1) >>> 0);
@@ -61,10 +70,37 @@ export function deviceNoiseAt(index: number, k0: number, k1: number): number {
   return Math.fround((s - CENTRE) * SCALE);
 }
 
-/** θ + σε over elements offset … offset + θ.length − 1 of the member's stream, as a new array. */
-export function perturbedWithDeviceNoise(theta: Float32Array, offset: number, keys: readonly [number, number], sigma: number): Float32Array {
+/** Calls `each(block, from, count)` for the runs of [offset, offset + count) that stay in one key block. */
+export function forEachBlock(offset: number, count: number, each: (block: number, from: number, count: number) => void): void {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`device noise offset must be a non-negative integer, got ${offset}`);
+  if (!Number.isSafeInteger(count) || count < 0) throw new RangeError(`device noise count must be a non-negative integer, got ${count}`);
+  for (let pos = offset, end = offset + count; pos < end; ) {
+    const block = Math.floor(pos / BLOCK);
+    const stop = Math.min(end, (block + 1) * BLOCK);
+    each(block, pos, stop - pos);
+    pos = stop;
+  }
+}
+
+/** out[dest : dest+count] += c·ε[offset : offset+count], as shared/noise.ts's `applyNoise` does with its stream. */
+export function applyDeviceNoise(out: Float32Array | Float64Array, key: DeviceNoiseKey, c: number, offset: number, dest: number, count: number): void {
+  if (!Number.isInteger(dest) || dest < 0 || dest + count > out.length) throw new RangeError(`device noise destination [${dest}, ${dest + count}) outside an array of length ${out.length}`);
+  forEachBlock(offset, count, (block, from, n) => {
+    const [k0, k1] = deviceNoiseKeys(key, block);
+    const base = dest + (from - offset);
+    const index0 = from - block * BLOCK;
+    for (let j = 0; j < n; j++) out[base + j] += c * deviceNoiseAt(index0 + j, k0, k1);
+  });
+}
+
+/** A member's weights fl32(θ + fl32(σ·ε)) over elements offset … offset + θ.length − 1 of its stream, as a new array. */
+export function perturbedWithDeviceNoise(theta: Float32Array, offset: number, key: DeviceNoiseKey, sigma: number): Float32Array {
   const out = new Float32Array(theta.length);
   const s = Math.fround(sigma);
-  for (let i = 0; i < theta.length; i++) out[i] = Math.fround(theta[i] + Math.fround(s * deviceNoiseAt((offset + i) >>> 0, keys[0], keys[1])));
+  forEachBlock(offset, theta.length, (block, from, n) => {
+    const [k0, k1] = deviceNoiseKeys(key, block);
+    const index0 = from - block * BLOCK;
+    for (let j = 0, i = from - offset; j < n; j++, i++) out[i] = Math.fround(theta[i] + Math.fround(s * deviceNoiseAt(index0 + j, k0, k1)));
+  });
   return out;
 }

@@ -52,6 +52,11 @@ export class GraphBuilder {
     return name;
   }
 
+  int32Scalar(value: number, name = `/const_${this.counter++}`): string {
+    this.initializers.push({ name, dims: [], dataType: DataType.INT32, rawData: bytesOf(Int32Array.of(value)) });
+    return name;
+  }
+
   floatScalar(value: number, name = `/const_${this.counter++}`): string {
     this.initializers.push({ name, dims: [], dataType: DataType.FLOAT, rawData: bytesOf(Float32Array.of(value)) });
     return name;
