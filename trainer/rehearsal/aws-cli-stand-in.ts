@@ -8,7 +8,8 @@
  *   aws s3 cp [--only-show-errors] [--region R] [--content-type T] SRC DST   (one side s3://bucket/key; `-` is stdin/stdout)
  *   aws ssm get-parameter [--region R] --with-decryption --name N --query Parameter.Value --output text
  *
- * Errors go to stderr with exit 1, as the CLI's do. Run as `node --import tsx aws-cli-stand-in.ts …`.
+ * Errors go to stderr with exit 1, as the CLI's do. box-install.ts runs it bundled with its SDK clients
+ * (`node aws.mjs …`); `node --import tsx aws-cli-stand-in.ts …` runs it from source.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';

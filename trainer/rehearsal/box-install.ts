@@ -5,7 +5,9 @@
  * the bucket, and the steps replaced because they need the internet or the host.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keys } from '../../shared/keys.ts';
@@ -92,6 +94,26 @@ function userIds(user: string): { uid: number; gid: number } {
   return { uid: id('-u'), gid: id('-g') };
 }
 
+let bundled: Promise<string> | null = null;
+
+/**
+ * The stand-in and the SDK clients it imports as one ESM file, built once per process from this checkout (the
+ * box's own node_modules does not exist yet): a boot calls `aws` a dozen times, and starting each under tsx
+ * costs about twice as long as loading the bundle.
+ */
+function standInBundle(): Promise<string> {
+  bundled ??= (async () => {
+    const { build } = await import('esbuild');
+    const dir = await mkdtemp(join(tmpdir(), 'esopt-aws-stand-in-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const outfile = join(dir, 'aws.mjs');
+    // the SDK's CommonJS parts call require(), which an ESM bundle must be given
+    await build({ entryPoints: [STAND_IN], bundle: true, platform: 'node', format: 'esm', outfile, logLevel: 'warning', banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" } });
+    return outfile;
+  })();
+  return bundled;
+}
+
 /** KEY=VALUE lines, as systemd's EnvironmentFile reads the ones the script writes. */
 function parseEnvFile(text: string): Record<string, string> {
   return Object.fromEntries(text.split('\n').filter((l) => /^[A-Z_][A-Z0-9_]*=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
@@ -103,9 +125,7 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
   await chmod(o.root, 0o755);
   const bin = join(o.root, 'stand-ins');
   await mkdir(bin, { recursive: true });
-  // The stand-in runs under tsx, resolved from this checkout (the box's own node_modules does not exist yet).
-  const tsx = import.meta.resolve('tsx');
-  await writeFile(join(bin, 'aws'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --import ${JSON.stringify(tsx)} ${JSON.stringify(STAND_IN)} "$@"\n`);
+  await writeFile(join(bin, 'aws'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(await standInBundle())} "$@"\n`);
   await chmod(join(bin, 'aws'), 0o755);
   const npm = join(dirname(process.execPath), 'npm');
   const env: Record<string, string> = {
