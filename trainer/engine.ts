@@ -8,6 +8,7 @@ import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/po
 import type { FullModeWeights, LocalModelSpec, Member } from '../shared/schemas/index.ts';
 import type { ExecutionProvider } from '../shared/execution-provider.ts';
 import type { Targets } from '../shared/targets.ts';
+import type { DeviceNoiseName } from '../shared/noise-definition.ts';
 import type { LoraOptions } from '../shared/lora.ts';
 
 /**
@@ -85,6 +86,8 @@ export interface Population {
   rank: number;
   /** The tensors the members perturb; absent: all of them. */
   targets?: Targets;
+  /** The run's noise definition when not the default: full mode only (shared/noise-definition.ts). */
+  noise?: DeviceNoiseName;
   members: Member[];
 }
 
@@ -100,6 +103,8 @@ export interface EngineUpdate {
   decay?: number;
   /** The tensors the update touches (decay included); absent: all of them. */
   targets?: Targets;
+  /** The noise definition of the update's ε when not the default: full mode only. */
+  noise?: DeviceNoiseName;
 }
 
 export interface Engine {

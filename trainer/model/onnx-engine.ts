@@ -99,6 +99,7 @@ export class OnnxEngine implements Engine {
   }
 
   setPopulation(p: Population | null): void {
+    this.refuseNoise(p?.noise);
     this.population = p;
     this.serving.setPopulation(p);
     this.populationVersion++;
@@ -157,7 +158,13 @@ export class OnnxEngine implements Engine {
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
+    this.refuseNoise(u.noise);
     return this.exclusive(() => this.changingTheta(() => this.serving.applyUpdate(u)));
+  }
+
+  /** Low-rank and LoRA members draw their factors from 'esopt-noise' only (RunConfig refuses the rest at `noise`). */
+  private refuseNoise(noise: Population['noise']): void {
+    if (noise && this.mode !== 'full') throw new Error(`noise "${noise}" is for full mode; this engine runs ${this.mode} mode`);
   }
 
   /** Whose K/V a row computes: θ's version, and for a member the population's version and the member. */
