@@ -8,7 +8,7 @@ import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/po
 import type { FullModeWeights, LocalModelSpec, Member } from '../shared/schemas/index.ts';
 import type { ExecutionProvider } from '../shared/execution-provider.ts';
 import type { Targets } from '../shared/targets.ts';
-import type { DeviceNoiseName } from '../shared/noise-definition.ts';
+import type { DeviceNoiseName, NoiseDefinitionName } from '../shared/noise-definition.ts';
 import type { LoraOptions } from '../shared/lora.ts';
 
 /**
@@ -200,6 +200,14 @@ export interface EngineOptions {
    * every cache to the host and back each step (the route before, kept to measure against).
    */
   kvOnDevice?: boolean;
+  /**
+   * The run's noise definition (RunConfig `noise`; absent: 'esopt-noise'). Full mode on webgpu with
+   * 'esopt-device-noise' keeps θ on the device and makes each member's weights there
+   * (model/serving/full-device.ts); its populations must then name that noise. Elsewhere it changes no route.
+   */
+  noise?: NoiseDefinitionName;
+  /** The device route's most elements per noise-graph call (default 2^31 − 1); smaller cuts θ's tensors into more pieces. */
+  devicePieceElements?: number;
   /** Called after every decode step with the bytes of host tensors it fed and fetched (`esopt bench transfer`). */
   onDecodeStep?: (t: StepTransfer) => void;
 }
