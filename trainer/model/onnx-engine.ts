@@ -199,6 +199,11 @@ export class OnnxEngine implements Engine {
     return this.serving instanceof FullDeviceServing ? 'device' : 'host';
   }
 
+  /** The device route's strategy (its `withMember` times a switch alone: bench full); null on the host route. */
+  get deviceServing(): FullDeviceServing | null {
+    return this.serving instanceof FullDeviceServing ? this.serving : null;
+  }
+
   /** The device route's bytes outside decode steps (θ's uploads, member switches); null on the host route. */
   get switchTransfer(): SwitchTransfer | null {
     return this.serving instanceof FullDeviceServing ? this.serving.transfer : null;
