@@ -4,7 +4,9 @@
  * logged coefficients times the device stream's ε (recomputed here from shared/device-noise.ts alone), a run
  * stopped after an update record resumes to the same θ, a checkpoint plus the log and the session-free
  * replay reach it too, the run artifact names the definition, and the same run on the default noise ends
- * elsewhere with no `noise` in its manifests or log. The perturbation pool's workers make the device stream.
+ * elsewhere with no `noise` in its manifests or log. A replica following such a run ends on the trainer's θ,
+ * its members drawn from the device stream. The perturbation pool's workers make the device stream, and a
+ * low-rank engine refuses a population or update on it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +28,7 @@ import { thetaAtIteration } from '../../trainer/export/theta-at-iteration.ts';
 import { buildRunArtifact } from '../../trainer/export/run-artifact.ts';
 import { perturbWith } from '../../trainer/perturbation/exact-perturbation.ts';
 import { PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
+import { startReplica } from '../../trainer/replicas/replica.ts';
 import { scriptedFanout } from './helpers/scripted-fanout.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-device-noise-run-'));
@@ -119,6 +122,48 @@ describe("a full-mode run on 'esopt-device-noise'", () => {
     expect(await text(plain.store, keys.log('r'))).not.toContain('"noise"');
     expect((await buildRunArtifact(plain.store, 'r')).artifact.noise).toEqual({ id: 'esopt-noise', version: 1 });
   }, 60_000);
+
+  it("a replica following the run serves members on the device noise and ends on the trainer's θ", async () => {
+    const config = configFor('esopt-device-noise');
+    const store = new FsObjectStore(join(root, 'replica'));
+    // While the replica serves iteration 1, member 1 (noise 0, sign −1) decodes: θ as it decodes is θ_1
+    // perturbed exactly with −σ·ε of the device stream.
+    const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
+    let probe: Promise<{ during: string; want: string }> | undefined;
+    const starting = startReplica({
+      store, run: 'r', id: 'replica-a', pollMs: 10,
+      onProgress: (e) => {
+        if (e.kind !== 'serving' || e.iteration !== 1 || probe) return;
+        const engine = holder.replica!.served.engine;
+        const theta1 = engine.segments().map((s) => ({ ...s, data: s.data.slice() }));
+        perturbWith('js', theta1, { runSeed: 11, iteration: 1, member: 0, definition: 'esopt-device-noise' }, -0.05);
+        let during: string | undefined;
+        probe = engine
+          .generate([{ promptIds: [256, 72, 105], member: { kind: 'member', iteration: 1, index: 1 }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 2, stop: [], ignoreEos: true, onText: () => void (during ??= hashTheta(engine.segments())) }])
+          .then(() => ({ during: during!, want: hashTheta(theta1) }));
+      },
+    });
+    void starting.then((r) => (holder.replica = r));
+    const { result } = await trainIn('replica', config);
+    const replica = await starting;
+    try {
+      expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });
+      const { during, want } = await probe!;
+      expect(during).toBe(want);
+    } finally {
+      await replica.stop();
+    }
+  }, 60_000);
+
+  it('a low-rank engine refuses a population or an update on the device noise', async () => {
+    const engine = await createEngine({ model, mode: 'lowrank' });
+    try {
+      expect(() => engine.setPopulation({ runSeed: 1, iteration: 0, sigma: 0.1, rank: 1, noise: 'esopt-device-noise', members: [] })).toThrow(/noise "esopt-device-noise" is for full mode; this engine runs lowrank mode/);
+      expect(() => engine.applyUpdate({ runSeed: 1, iteration: 0, coefficients: [], rank: 1, noise: 'esopt-device-noise' })).toThrow(/is for full mode/);
+    } finally {
+      await engine.close();
+    }
+  });
 
   it("the perturbation pool's workers perturb with the device stream", async () => {
     const pool = await PerturbationPool.create(2);
