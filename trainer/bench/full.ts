@@ -2,7 +2,7 @@
  * `esopt bench full`: full mode's costs side by side — a member switch (exact perturb + restore of all θ,
  * on one thread and lent to worker threads) ÷ one episode of generation, the rebuild-session alternative,
  * the drift after many perturb/restore cycles, and θ-as-inputs ÷ θ-as-initializers tokens/s; on webgpu
- * also the route that keeps θ on the device with the run noise esopt-device-noise (full-device.ts).
+ * also the route that keeps θ on the device with the run noise esopt-device-noise (full-device-noise.ts).
  */
 import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
@@ -22,7 +22,7 @@ import { benchDevice, decodeContext } from './decode-context.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
 import { BatchList, int, ModelName, Provider, Repeats, Threads } from './options.ts';
 import { benchRows, tokensPerSecond } from './throughput.ts';
-import { measureDeviceNoiseFull } from './full-device.ts';
+import { measureDeviceNoiseFull } from './full-device-noise.ts';
 
 export const options = z
   .object({
