@@ -219,7 +219,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
     switch_with_upload_ratio: thetaUploadMs === null ? null : (median(oneThreadMs) + thetaUploadMs) / (median(episodeMs) - thetaUploadMs),
     new_tokens: newTokens,
     switch_ratio: switchRatio,
-    /** webgpu only: θ kept on the device, each member made there (full-device.ts); null elsewhere. */
+    /** webgpu only: θ kept on the device, each member made there (model/serving/full-device.ts); null elsewhere. */
     device_noise: deviceNoise,
     /** Per member when antithetic partners run back to back: (perturb + switch + restore) ÷ 2. */
     antithetic_switch_ms: median(pairOneThreadMs) / 2,
