@@ -62,7 +62,7 @@ function relink(t: FullModeTheta): void {
 }
 
 /** The noise key of a population's member `noiseIndex`, in the population's noise definition. */
-export function memberKey(p: Population, noiseIndex: number): NoiseKey {
+function memberKey(p: Population, noiseIndex: number): NoiseKey {
   return { runSeed: p.runSeed, iteration: p.iteration, member: noiseIndex, ...(p.noise ? { definition: p.noise } : {}) };
 }
 
