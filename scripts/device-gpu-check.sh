@@ -3,11 +3,13 @@
 # .gpu-bundle/ (scripts/device-bundle.sh: Node, the npm packages, the Vulkan loader), checks the NVIDIA
 # driver and that onnxruntime-node's WebGPU provider finds an adapter, checks greedy decoding of `small`
 # on webgpu against the CPU token for token (KV caches on the device), builds the model, then measures
-# `bench transfer` (host ↔ device bytes a decode step, the device route beside the host route) and runs
+# `bench transfer` (host ↔ device bytes a decode step, the device route beside the host route, and full
+# mode's member switch on the host route and on the device-noise route) and runs
 # `bench lowrank`, `bench full` and `bench server` with `--provider webgpu` and `--provider cpu` one after
 # the other (GPU ÷ CPU), sampling nvidia-smi meanwhile. Writes OUTDIR/device-gpu-check.json (each step's
 # command, result or failure, the GPU ÷ CPU ratios and the issue's goals: webgpu ÷ CPU base tokens/s at
-# B = 32 ≥ 3, member switch ÷ 32-token episode ≤ 0.05, decode-step bytes ÷ logits + token ids),
+# B = 32 ≥ 3, member switch ÷ 32-token episode ≤ 0.05 on the host route and with the device noise (θ kept
+# on the device, `bench full`'s device_noise, with its member tokens/s), decode-step bytes ÷ logits + token ids),
 # OUTDIR/smi.csv (the samples) and OUTDIR/steps.tar.gz (each step's output and log). Setup steps fail
 # fast, naming the step; each benchmark is bounded by its own limit and by the whole run's deadline
 # (ESOPT_DEADLINE_S, default 450 s, so the run ends within about 8 minutes), recorded as failed or skipped,
@@ -75,6 +77,9 @@ summary() {
     const goals = {
       webgpu_over_cpu_base_tokens_per_s_b32: { value: b32?.base_tokens_per_s ?? null, goal: ">= 3" },
       member_switch_over_32_token_episode_webgpu: { value: fw?.switch_with_upload_ratio ?? null, host_switch_only: fw?.switch_ratio ?? null, theta_upload_ms: fw?.theta_upload_ms ?? null, episode_tokens: fw?.episode_tokens ?? null, goal: "<= 0.05" },
+      // full mode with the run noise esopt-device-noise: θ stays on the device, each member is made there
+      member_switch_over_32_token_episode_webgpu_device_noise: { value: fw?.device_noise?.switch_ratio ?? null, switch_ms: fw?.device_noise?.switch_ms ?? null, episode_ms: fw?.device_noise?.episode_ms ?? null, member_tokens_per_s: fw?.device_noise?.member_tokens_per_s ?? null, switch_host_to_device_bytes: fw?.device_noise?.switch_host_to_device_bytes ?? null, goal: "<= 0.05" },
+      member_switch_bytes: tr?.member_switch ?? null,
       decode_step_bytes: tr?.measured ? { goal_bytes: tr.measured[0].goal_bytes, lowrank_device: step("lowrank", true)?.decode_step.total_bytes, lowrank_host: step("lowrank", false)?.decode_step.total_bytes, full_inputs_device: step("full-inputs", true)?.decode_step.total_bytes, full_inputs_host: step("full-inputs", false)?.decode_step.total_bytes, goal: "logits + token ids" } : null,
     };
     fs.writeFileSync(out, JSON.stringify({ gpu: process.env.GPU, started, finished: new Date().toISOString(), ok: steps.every((s) => s.status === "ok"), goals, gpu_over_cpu, steps }, null, 2) + "\n");
@@ -183,12 +188,13 @@ else
 fi
 FAILED=0
 # host ↔ device bytes a decode step, measured on webgpu: the host route of full mode feeds θ every step
-# (2.4 GB at qwen3-0.6b-shape, ≈ 1.6 s a step on the H200), so its 8 steps bound the limit
-run_step transfer 90 "${ESOPT[@]}" bench transfer --model "$MODEL" --context 1024 --measure-on webgpu "${TRANSFER[@]}" --json || FAILED=1
+# (2.4 GB at qwen3-0.6b-shape, ≈ 1.6 s a step on the H200), so its 8 steps bound the limit, with full
+# mode's member switch on both routes after them (θ uploaded once a member batch, and once)
+run_step transfer 130 "${ESOPT[@]}" bench transfer --model "$MODEL" --context 1024 --measure-on webgpu "${TRANSFER[@]}" --json || FAILED=1
 for bench in lowrank full server; do
   # limits from the H200 run of 2026-12-04 (results/gpu/); full mode's webgpu run now uploads θ once an
   # episode instead of every step; its CPU twin still goes first
-  case $bench in lowrank) args=("${LOWRANK[@]}"); limit=100; order="webgpu cpu" ;; server) args=("${SERVER[@]}"); limit=90; order="webgpu cpu" ;; full) args=("${FULL[@]}"); limit=100; order="cpu webgpu" ;; esac
+  case $bench in lowrank) args=("${LOWRANK[@]}"); limit=100; order="webgpu cpu" ;; server) args=("${SERVER[@]}"); limit=90; order="webgpu cpu" ;; full) args=("${FULL[@]}"); limit=140; order="cpu webgpu" ;; esac
   for provider in $order; do
     run_step "$bench-$provider" "$limit" "${ESOPT[@]}" bench "$bench" --model "$MODEL" --provider "$provider" "${args[@]}" --json || FAILED=1
   done

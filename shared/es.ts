@@ -13,6 +13,7 @@
 import { z } from 'zod';
 import type { EsOptions, Member, Shaping } from './schemas/index.ts';
 import { applyNoise, CHUNK } from './noise.ts';
+import type { DeviceNoiseName } from './noise-definition.ts';
 
 /** A named tensor of θ, viewed in place; `offset` is where it starts in each member's dense ε stream. */
 export interface ParameterSegment {
@@ -153,6 +154,8 @@ export interface UpdateOptions {
   decay?: number;
   /** Elements per pass; any multiple of the noise CHUNK gives bit-identical results. */
   chunk?: number;
+  /** The run's noise definition when not the default (shared/noise-definition.ts). */
+  noise?: DeviceNoiseName;
 }
 
 /**
@@ -178,7 +181,7 @@ export function applyDenseUpdate(
       const len = Math.min(chunk, theta.length - pos);
       const view = len === chunk ? acc : acc.subarray(0, len);
       view.fill(0);
-      for (const { noiseIndex, coef } of coefs) applyNoise(view, { runSeed, iteration, member: noiseIndex }, coef, seg.offset + pos);
+      for (const { noiseIndex, coef } of coefs) applyNoise(view, { runSeed, iteration, member: noiseIndex, ...(options.noise ? { definition: options.noise } : {}) }, coef, seg.offset + pos);
       const keep = 1 - decay;
       for (let i = 0; i < len; i++) theta[pos + i] = theta[pos + i] * keep + view[i];
     }

@@ -20,6 +20,8 @@ import { type FixupSink, type SavedElements, WasmNoiseKernel } from './noise-was
 
 export type { FixupSink, SavedElements };
 import { philox4x32 } from './philox.ts';
+import { applyDeviceNoise } from './device-noise.ts';
+import type { DeviceNoiseName } from './noise-definition.ts';
 
 export const CHUNK = 4096;
 const SALT = 0x5eed0e50;
@@ -34,6 +36,16 @@ export interface NoiseKey {
   runSeed: number;
   iteration: number;
   member: number;
+  /**
+   * The run's noise definition when it is not this file's (shared/noise-definition.ts): the entry points below
+   * then make shared/device-noise.ts's stream, with its JavaScript kernel (the wasm kernel is this stream's only).
+   */
+  definition?: DeviceNoiseName;
+}
+
+/** Whether `key` names the device definition, whose ε this file's kernels do not make. */
+export function isDeviceKey(key: NoiseKey): boolean {
+  return key.definition === 'esopt-device-noise';
 }
 
 // ---- ziggurat tables (Marsaglia & Tsang 2000, 128 layers), scaled for a signed 25-bit integer ----
@@ -151,6 +163,7 @@ function rotl(x: number, k: number): number {
 const stream = new ChunkStream();
 
 function checkKey(key: NoiseKey): void {
+  if (key.definition !== undefined && key.definition !== 'esopt-device-noise') throw new RangeError(`noise key definition must be absent or 'esopt-device-noise', got ${String(key.definition)}`);
   for (const f of ['runSeed', 'iteration', 'member'] as const) {
     const v = key[f];
     if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`noise key ${f} must be a uint32, got ${v}`);
@@ -231,7 +244,8 @@ export function applyNoiseWith(kernel: NoiseKernelName, out: Float32Array | Floa
   if (!Number.isInteger(offset) || offset < 0) throw new RangeError(`noise offset must be a non-negative integer, got ${offset}`);
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`noise count must be a non-negative integer, got ${count}`);
   if (!Number.isInteger(dest) || dest < 0 || dest + count > out.length) throw new RangeError(`noise destination [${dest}, ${dest + count}) outside an array of length ${out.length}`);
-  if (kernel === 'wasm') {
+  if (isDeviceKey(key)) applyDeviceNoise(out, key, c, offset, dest, count);
+  else if (kernel === 'wasm') {
     if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
     wasmKernel.apply(key, offset, count, out, dest, c);
   } else applyJs(key, offset, count, out, dest, c);
@@ -268,6 +282,7 @@ export function applyNoise(theta: Float32Array | Float64Array, key: NoiseKey, c:
  */
 export function perturbExactWasm(theta: Float32Array, key: NoiseKey, c: number, offset: number, start: number, end: number, fixups: FixupSink): void {
   checkKey(key);
+  if (isDeviceKey(key)) throw new Error('the WebAssembly kernel makes esopt-noise only; perturb device-noise keys with the JavaScript rule');
   if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
   if (start < 0 || end > theta.length || start > end) throw new RangeError(`perturbExactWasm range [${start}, ${end}) outside θ of length ${theta.length}`);
   wasmKernel.perturbExact(key, offset + start, end - start, theta, start, c, fixups);
@@ -280,6 +295,7 @@ export function perturbExactWasm(theta: Float32Array, key: NoiseKey, c: number, 
  */
 export function switchExactWasm(theta: Float32Array, key: NoiseKey, offset: number, cFrom: number, saved: SavedElements, cTo: number, fixups: FixupSink): void {
   checkKey(key);
+  if (isDeviceKey(key)) throw new Error('the WebAssembly kernel makes esopt-noise only; switch device-noise keys with the JavaScript rule');
   if (!wasmKernel) throw new Error('the WebAssembly noise kernel is not available here');
   wasmKernel.switchExact(key, offset, theta.length, theta, 0, cFrom, saved, cTo, fixups);
 }

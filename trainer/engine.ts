@@ -8,6 +8,7 @@ import type { ActionConstraint, ChatMessage, ToolSpec } from '../shared/ports/po
 import type { FullModeWeights, LocalModelSpec, Member } from '../shared/schemas/index.ts';
 import type { ExecutionProvider } from '../shared/execution-provider.ts';
 import type { Targets } from '../shared/targets.ts';
+import type { DeviceNoiseName, NoiseDefinitionName } from '../shared/noise-definition.ts';
 import type { LoraOptions } from '../shared/lora.ts';
 
 /**
@@ -85,6 +86,8 @@ export interface Population {
   rank: number;
   /** The tensors the members perturb; absent: all of them. */
   targets?: Targets;
+  /** The run's noise definition when not the default: full mode only (shared/noise-definition.ts). */
+  noise?: DeviceNoiseName;
   members: Member[];
 }
 
@@ -100,6 +103,8 @@ export interface EngineUpdate {
   decay?: number;
   /** The tensors the update touches (decay included); absent: all of them. */
   targets?: Targets;
+  /** The noise definition of the update's ε when not the default: full mode only. */
+  noise?: DeviceNoiseName;
 }
 
 export interface Engine {
@@ -195,6 +200,14 @@ export interface EngineOptions {
    * every cache to the host and back each step (the route before, kept to measure against).
    */
   kvOnDevice?: boolean;
+  /**
+   * The run's noise definition (RunConfig `noise`; absent: 'esopt-noise'). Full mode on webgpu with
+   * 'esopt-device-noise' keeps θ on the device and makes each member's weights there
+   * (model/serving/full-device.ts); its populations must then name that noise. Elsewhere it changes no route.
+   */
+  noise?: NoiseDefinitionName;
+  /** The device route's most elements per noise-graph call (default 2^31 − 1); smaller cuts θ's tensors into more pieces. */
+  devicePieceElements?: number;
   /** Called after every decode step with the bytes of host tensors it fed and fetched (`esopt bench transfer`). */
   onDecodeStep?: (t: StepTransfer) => void;
 }

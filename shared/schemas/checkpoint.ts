@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Iteration, RunId } from './ids.ts';
 import { Targets } from '../targets.ts';
+import { DeviceNoiseName } from '../noise-definition.ts';
 
 export const CheckpointMeta = z.object({
   run: RunId,
@@ -25,6 +26,8 @@ export const LogEntry = z.object({
   normalizedRewards: z.array(z.number().finite()),
   /** The tensors the update touches (shared/targets.ts); absent: all of them. */
   targets: Targets.optional(),
+  /** The noise definition the update's ε comes from (shared/noise-definition.ts); absent: 'esopt-noise'. */
+  noise: DeviceNoiseName.optional(),
   thetaHashAfter: z.string(),
 });
 export type LogEntry = z.infer<typeof LogEntry>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MemberRoutes } from './replicas.ts';
 import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
 import { Targets } from '../targets.ts';
+import { DeviceNoiseName } from '../noise-definition.ts';
 import { LoraOptions } from '../lora.ts';
 
 /** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
@@ -26,6 +27,8 @@ export const IterationManifest = z.object({
   rank: z.number().int().min(1),
   /** The tensors the members perturb (shared/targets.ts); absent: all of them. */
   targets: Targets.optional(),
+  /** The run's noise definition (shared/noise-definition.ts); absent: 'esopt-noise'. */
+  noise: DeviceNoiseName.optional(),
   /** LoRA mode: the adapters θ is (rank, alpha, the matrices they attach to); members perturb all of them. */
   lora: LoraOptions.optional(),
   members: z.array(Member).min(1),

@@ -4,6 +4,7 @@ import { ModelName, Sha256 } from './model-store.ts';
 import { Schedule } from '../schedule.ts';
 import { LoraOptions } from '../lora.ts';
 import { Targets, targetsAll } from '../targets.ts';
+import { NoiseDefinitionName } from '../noise-definition.ts';
 
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
 export type EnvironmentName = z.infer<typeof EnvironmentName>;
@@ -98,6 +99,11 @@ export const RunConfig = z
      * `{ include, exclude }` name patterns; resolved against the model at run start.
      */
     targets: Targets.default('all'),
+    /**
+     * The noise definition of the run's members and updates (shared/noise-definition.ts): 'esopt-noise'
+     * (absent: the default) or 'esopt-device-noise', which full mode on webgpu makes on the device (docs/MODEL.md).
+     */
+    noise: NoiseDefinitionName.optional(),
     es: EsOptions,
     generation: GenerationOptions.default({ temperature: 0, topP: 1, topK: 0, maxTokens: 32 }),
     /** Fraction of episode records needed before the deadline may close collection. */
@@ -150,6 +156,7 @@ export const RunConfig = z
     if (c.mode === 'lora' && !c.lora) ctx.addIssue({ code: 'custom', path: ['lora'], message: 'is required when mode is "lora": { rank, alpha, targets }' });
     if (c.mode !== 'lora' && c.lora) ctx.addIssue({ code: 'custom', path: ['lora'], message: `is only for mode "lora" (this run's mode is "${c.mode}")` });
     // in lora mode θ is the adapters: lora.targets chooses the matrices they attach to
+    if (c.noise === 'esopt-device-noise' && c.mode !== 'full') ctx.addIssue({ code: 'custom', path: ['noise'], message: `"esopt-device-noise" is for mode "full" (this run's mode is "${c.mode}"): low-rank and LoRA members draw their factors from "esopt-noise"` });
     if (c.mode === 'lora' && !targetsAll(c.targets)) ctx.addIssue({ code: 'custom', path: ['targets'], message: 'is for full and low-rank mode; in lora mode set lora.targets (the matrices the adapters attach to)' });
     // σ = 0 perturbs nothing: a decaying σ needs a floor above 0
     const sigma = c.es.sigma;

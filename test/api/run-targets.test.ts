@@ -2,6 +2,7 @@
  * `targets` over the HTTP API (the local API, its launcher over runEmbedded): a malformed pattern is a 400
  * naming its path and creates nothing; a well-formed pattern that matches no tensor of the model is known
  * once the model is open, so the run is created and fails at its start with the pattern in status.error.
+ * `noise: 'esopt-device-noise'` outside full mode is a 400 at `noise`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunDetail } from '../../shared/schemas/index.ts';
@@ -21,6 +22,14 @@ describe('POST /runs with targets', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.issues[0]).toMatchObject({ path: 'targets.include.1' });
     expect(bad.body.error.issues[0].message).toMatch(/not a valid regular expression/);
+    expect((await api.call('GET', '/runs')).body.runs).toEqual([]);
+  });
+
+  it("answers 400 at `noise` for the device noise outside full mode", async () => {
+    const bad = await api.call('POST', '/runs', { body: tinyRunConfig({ mode: 'lowrank', noise: 'esopt-device-noise' }) });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.issues[0]).toMatchObject({ path: 'noise' });
+    expect(bad.body.error.issues[0].message).toMatch(/"esopt-device-noise" is for mode "full" \(this run's mode is "lowrank"\)/);
     expect((await api.call('GET', '/runs')).body.runs).toEqual([]);
   });
 

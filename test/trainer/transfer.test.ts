@@ -50,5 +50,12 @@ describe('bytes the CUDA provider moves per decode step', () => {
       expect(host.decode_step.host_to_device[way.way === 'lowrank' ? 'factors' : 'weights']).toBeGreaterThan(0);
       expect(host.over_goal).toBeGreaterThan(10 * device.over_goal);
     }
+    // full mode's member switch: θ's bytes with each member on the host route; keys and σ on the device route
+    const thetaBytes = parameterCount(buildPreset('tiny', 0).weights) * 4;
+    const [hostSwitch, deviceSwitch] = out.member_switch!;
+    // 4 rows: the base row and members 0 and 1 (the host route counts the base row's batch too)
+    expect(hostSwitch).toMatchObject({ route: 'host', switches: 3, host_to_device_per_switch: thetaBytes });
+    expect(deviceSwitch).toMatchObject({ route: 'device-noise', switches: 2, device_to_host_per_switch: 0, theta_uploads: 1, theta_upload_bytes: thetaBytes });
+    expect(deviceSwitch.host_to_device_per_switch).toBe(16 * buildPreset('tiny', 0).weights.length);
   }, 30_000);
 });

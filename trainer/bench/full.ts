@@ -1,7 +1,8 @@
 /**
  * `esopt bench full`: full mode's costs side by side — a member switch (exact perturb + restore of all θ,
  * on one thread and lent to worker threads) ÷ one episode of generation, the rebuild-session alternative,
- * the drift after many perturb/restore cycles, and θ-as-inputs ÷ θ-as-initializers tokens/s.
+ * the drift after many perturb/restore cycles, and θ-as-inputs ÷ θ-as-initializers tokens/s; on webgpu
+ * also the route that keeps θ on the device with the run noise esopt-device-noise (full-device-noise.ts).
  */
 import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
@@ -21,6 +22,7 @@ import { benchDevice, decodeContext } from './decode-context.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
 import { BatchList, int, ModelName, Provider, Repeats, Threads } from './options.ts';
 import { benchRows, tokensPerSecond } from './throughput.ts';
+import { measureDeviceNoiseFull } from './full-device-noise.ts';
 
 export const options = z
   .object({
@@ -198,6 +200,8 @@ export async function run(o: z.output<typeof options>, log: Log) {
 
   await withInputs.release();
   await ctx.device?.release();
+  // webgpu: the same switch on the route that keeps θ on the device (run noise esopt-device-noise)
+  const deviceNoise = provider === 'webgpu' ? await measureDeviceNoiseFull({ model: modelSpecFlag(o.model, 0), batches, promptTokens, newTokens, episodeTokens, repeats, sigma, threads }, log) : null;
   const switchRatio = median(oneThreadMs) / median(episodeMs);
   return {
     model: o.model,
@@ -215,6 +219,8 @@ export async function run(o: z.output<typeof options>, log: Log) {
     switch_with_upload_ratio: thetaUploadMs === null ? null : (median(oneThreadMs) + thetaUploadMs) / (median(episodeMs) - thetaUploadMs),
     new_tokens: newTokens,
     switch_ratio: switchRatio,
+    /** webgpu only: θ kept on the device, each member made there (model/serving/full-device.ts); null elsewhere. */
+    device_noise: deviceNoise,
     /** Per member when antithetic partners run back to back: (perturb + switch + restore) ÷ 2. */
     antithetic_switch_ms: median(pairOneThreadMs) / 2,
     antithetic_switch_ratio: median(pairOneThreadMs) / 2 / median(episodeMs),

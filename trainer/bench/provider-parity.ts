@@ -4,14 +4,17 @@
  * device provider computes the model, not merely runs. Greedy argmax can flip where two logits lie within
  * float rounding of each other, so a difference is reported with where it starts, never hidden. Rows
  * generate different lengths, so on the webgpu route finished rows leave the batch (on the device) while
- * others go on; `kvOnDevice: false` checks the host route instead.
+ * others go on; `kvOnDevice: false` checks the host route instead. `full-device-noise` is full mode with
+ * the run noise esopt-device-noise, whose rows are members beside the base (on webgpu θ stays on the device
+ * and each member is made there; on the CPU the same noise perturbs θ in place).
  */
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 import type { LocalModelSpec } from '../../shared/schemas/index.ts';
-import type { EngineOptions, GenerateRow } from '../engine.ts';
+import { ask } from '../../shared/es.ts';
+import type { EngineOptions, GenerateRow, Population } from '../engine.ts';
 import { createEngine } from '../compose/engine.ts';
 
-export const PARITY_WAYS = ['full-inputs', 'full-rebuild-session', 'lowrank'] as const;
+export const PARITY_WAYS = ['full-inputs', 'full-rebuild-session', 'lowrank', 'full-device-noise'] as const;
 export type ParityWay = (typeof PARITY_WAYS)[number];
 
 export interface ParityWayResult {
@@ -35,8 +38,14 @@ export interface ParityResult {
   ways: ParityWayResult[];
 }
 
-const engineOptions = (way: ParityWay): Pick<EngineOptions, 'mode' | 'fullModeWeights'> =>
-  way === 'lowrank' ? { mode: 'lowrank' } : { mode: 'full', fullModeWeights: way === 'full-inputs' ? 'inputs' : 'rebuild-session' };
+const engineOptions = (way: ParityWay): Pick<EngineOptions, 'mode' | 'fullModeWeights' | 'noise'> =>
+  way === 'lowrank' ? { mode: 'lowrank' } : way === 'full-device-noise' ? { mode: 'full', fullModeWeights: 'inputs', noise: 'esopt-device-noise' } : { mode: 'full', fullModeWeights: way === 'full-inputs' ? 'inputs' : 'rebuild-session' };
+
+/** The population of the device-noise way's member rows: two antithetic pairs. */
+const devicePopulation: Population = { runSeed: 3, iteration: 0, sigma: 0.05, rank: 1, noise: 'esopt-device-noise', members: ask({ population: 4, antithetic: true }) };
+
+/** The device-noise way's rows are members (every row but each third, which stays the base). */
+const withMembers = (rows: GenerateRow[]): GenerateRow[] => rows.map((r, k) => (k % 3 === 0 ? r : { ...r, member: { kind: 'member', iteration: 0, index: k % 4 } }));
 
 const rowTokens = (rows: number, newTokens: number) => Array.from({ length: rows }, (_, k) => Math.max(1, newTokens - (k % 3) * Math.floor(newTokens / 4)));
 
@@ -56,8 +65,9 @@ function parityRows(rows: number, newTokens: number): GenerateRow[] {
 async function decode(model: LocalModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[], kvOnDevice: boolean): Promise<{ tokens: number[][]; ms: number }> {
   const engine = await createEngine({ model, executionProvider: provider, kvOnDevice, ...engineOptions(way) });
   try {
+    if (way === 'full-device-noise') engine.setPopulation(devicePopulation);
     const t0 = performance.now();
-    const out = await engine.generate(rows);
+    const out = await engine.generate(way === 'full-device-noise' ? withMembers(rows) : rows);
     return { tokens: out.map((o) => o.tokenIds), ms: performance.now() - t0 };
   } finally {
     await engine.close();

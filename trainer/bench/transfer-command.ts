@@ -25,5 +25,11 @@ export const command = benchCommand({
             ),
           ]
         : []),
+      ...(out.member_switch
+        ? [
+            `full mode's member switch, measured on ${out.measured_on} (bytes per switch; θ uploads apart):`,
+            ...out.member_switch.map((r) => `  ${r.route.padEnd(12)} host → device ${r.host_to_device_per_switch} B, device → host ${r.device_to_host_per_switch} B over ${r.switches} switches${r.theta_uploads ? `; θ uploaded ${r.theta_uploads}× (${r.theta_upload_bytes} B)` : ''}`),
+          ]
+        : []),
     ].join('\n'),
 });

@@ -5,11 +5,16 @@
  * on the device (the webgpu route) and once on the host (the route before), in low-rank mode (factors per
  * row) and full mode with θ as inputs. Copies onnxruntime makes inside a session, for nodes its provider
  * has no kernel for (shape ops, int64 ops), are not seen here.
+ *
+ * Full mode's member switch apart (`measureMemberSwitches`): the bytes a switch to a member moves, on the
+ * host route (the member perturbed on the host, θ's tensors uploaded with its batch) and on the device
+ * route with the run noise 'esopt-device-noise' (θ on the device, the member made there from keys and σ).
  */
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import { ask } from '../../shared/es.ts';
-import { createEngine } from '../compose/engine.ts';
+import { createEngine, createOnnxEngine } from '../compose/engine.ts';
+import { openModel } from '../model/open-model.ts';
 import type { EngineOptions, GenerateRow, Population, StepTransfer } from '../engine.ts';
 
 /** What a step's named tensors are, for the report. */
@@ -105,4 +110,46 @@ export async function measureTransfers(o: { model: LocalModelSpec; provider: Exe
     ways.push({ way, goal_bytes: goal, routes });
   }
   return ways;
+}
+
+export interface MemberSwitchRoute {
+  route: 'host' | 'device-noise';
+  /** Member groups decoded (each a switch to its weights), and the bytes per switch each way. */
+  switches: number;
+  host_to_device_per_switch: number;
+  device_to_host_per_switch: number;
+  /** θ's uploads outside the switches (the device route: one per θ version) and their bytes. */
+  theta_uploads: number;
+  theta_upload_bytes: number;
+}
+
+/**
+ * Full mode's member switch on `provider`: the same population (4 members and the base row) decoded on the
+ * host route (run noise esopt-noise: θ's tensors go up with every member's batch, counted by the decode
+ * loop) and on the device route (esopt-device-noise: the bytes the route fed to make each member).
+ */
+export async function measureMemberSwitches(o: { model: LocalModelSpec; provider: ExecutionProvider; batch: number; prompt: number; newTokens: number }): Promise<MemberSwitchRoute[]> {
+  const members = ask({ population: 4, antithetic: true });
+  const out: MemberSwitchRoute[] = [];
+  for (const route of ['host', 'device-noise'] as const) {
+    const noise = route === 'device-noise' ? ('esopt-device-noise' as const) : undefined;
+    let uploaded = 0;
+    const engine = await createOnnxEngine(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), onDecodeStep: (t) => (uploaded += t.hostToDevice.uploaded ?? 0) });
+    try {
+      if (route === 'device-noise' && engine.memberRoute !== 'device') throw new Error(`the device route is not taken on ${o.provider} (see the ESOPT_MEMBER_ROUTE warning)`);
+      engine.setPopulation({ runSeed: 1, iteration: 0, sigma: 0.01, rank: 1, ...(noise ? { noise } : {}), members });
+      const r = rows(o.batch, o.prompt, o.newTokens, true);
+      await engine.generate(r);
+      const groups = new Set(r.map((row) => (row.member.kind === 'base' ? -1 : row.member.index))).size;
+      const t = engine.switchTransfer;
+      out.push(
+        t
+          ? { route, switches: t.switches, host_to_device_per_switch: t.switchHostToDevice / Math.max(1, t.switches), device_to_host_per_switch: t.switchDeviceToHost / Math.max(1, t.switches), theta_uploads: t.thetaUploads, theta_upload_bytes: t.thetaBytes }
+          : { route, switches: groups, host_to_device_per_switch: uploaded / groups, device_to_host_per_switch: 0, theta_uploads: 0, theta_upload_bytes: 0 },
+      );
+    } finally {
+      await engine.close();
+    }
+  }
+  return out;
 }

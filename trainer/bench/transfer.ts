@@ -22,7 +22,7 @@ import type { Log } from './benchmark.ts';
 import { int, ModelName } from './options.ts';
 import { ExecutionProvider } from '../../shared/execution-provider.ts';
 import { modelSpecFlag } from '../argv/model-flags.ts';
-import { measureTransfers, type MeasuredWay } from './transfer-measured.ts';
+import { measureMemberSwitches, measureTransfers, type MeasuredWay, type MemberSwitchRoute } from './transfer-measured.ts';
 
 export interface TransferShape {
   config: ModelConfig;
@@ -90,17 +90,20 @@ export async function run(o: z.output<typeof options>, log: Log) {
   log(`${o.model}: bytes per decode step of ${o.batch} rows at ${o.context} tokens of context (computed from the graph)`);
   const computed = { model: o.model, batch: o.batch, context: o.context, rank: o.rank, computed: true, ...stepTransfers(transferShape(o.model), o.batch, o.context, o.rank) };
   let measured: MeasuredWay[] | null = null;
+  let memberSwitch: MemberSwitchRoute[] | null = null;
   // where Dawn finds no adapter (CI), the computed figures stand alone and the result says why
   let measureError: string | null = null;
   if (o.measureOn !== 'none') {
     log(`${o.model} on ${o.measureOn}: measuring ${o.batch} rows of ${o.prompt} prompt tokens + ${o.newTokens} new, KV caches on the device and on the host, low-rank and full mode (θ as inputs)`);
     try {
       measured = await measureTransfers({ model: modelSpecFlag(o.model, 0), provider: o.measureOn, batch: o.batch, prompt: o.prompt, newTokens: o.newTokens, rank: o.rank });
+      log(`${o.model} on ${o.measureOn}: full mode's member switch, host route (esopt-noise) and device route (esopt-device-noise)`);
+      memberSwitch = await measureMemberSwitches({ model: modelSpecFlag(o.model, 0), provider: o.measureOn, batch: o.batch, prompt: o.prompt, newTokens: o.newTokens });
     } catch (err) {
       if (!/Failed to get a WebGPU adapter|No supported adapters/.test((err as Error).message)) throw err;
       measureError = (err as Error).message;
       log(`not measured: ${measureError}`);
     }
   }
-  return { ...computed, measured_on: o.measureOn, measured_prompt: o.prompt, measured_new_tokens: o.newTokens, measured, measure_error: measureError, date: new Date().toISOString() };
+  return { ...computed, measured_on: o.measureOn, measured_prompt: o.prompt, measured_new_tokens: o.newTokens, measured, member_switch: memberSwitch, measure_error: measureError, date: new Date().toISOString() };
 }

@@ -6,6 +6,7 @@
  * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
  * goes through exactly the same wiring.
  */
+import { noiseField } from '../../shared/noise-definition.ts';
 import { keys } from '../../shared/keys.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
@@ -68,7 +69,7 @@ export interface ServedModel {
 export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedModel> {
   const model = await resolveModelSpec(config.model, o.models);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   try {
     const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
     return {

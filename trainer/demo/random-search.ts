@@ -13,6 +13,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { EvaluationResult, Member, PolicyEndpoint, RunConfig, TaskRef } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { targetsAll } from '../../shared/targets.ts';
+import { noiseField } from '../../shared/noise-definition.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import type { Engine } from '../engine.ts';
 import { iterationRequests, requestedPairs } from '../fanout/iteration-requests.ts';
@@ -58,7 +59,7 @@ export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchRe
   const options = environment.optionsSchema.parse(config.environment.options);
   const members = ask(config.es);
   // Candidates perturb, and the winner moves, only the run's targeted tensors, as ES's members and update do.
-  const targeted = targetsAll(config.targets) ? {} : { targets: config.targets };
+  const targeted = { ...(targetsAll(config.targets) ? {} : { targets: config.targets }), ...noiseField(config.noise) };
   let best: Candidate | null = null;
   let episodes = 0;
   let failedEpisodes = 0;

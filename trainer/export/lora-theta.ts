@@ -32,6 +32,7 @@ export function loraTheta(model: LoadedModel, lora: LoraOptions, runSeed: number
     // nothing derived from θ is held here
     commitUpdate: async () => {},
     applyUpdate: async (u: EngineUpdate) => {
+      if (u.noise) throw new Error(`noise "${u.noise}" is for full mode; lora mode's updates use esopt-noise`);
       if (u.targets && !targetsAll(u.targets)) throw new Error('lora mode updates every adapter; run targets do not apply');
       applyDenseUpdate(segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
     },

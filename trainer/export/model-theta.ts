@@ -23,9 +23,10 @@ export function modelTheta(model: LoadedModel, mode: PerturbationMode): WeightHo
     // nothing derived from θ is held here
     commitUpdate: async () => {},
     applyUpdate: async (u: EngineUpdate) => {
+      if (targets && u.noise) throw new Error(`noise "${u.noise}" is for full mode; low-rank mode's updates use esopt-noise`);
       const selected = chosen.select(u.targets);
       if (targets) foldLowRankUpdate(model.weights, targets, u, selected);
-      else applyDenseUpdate(selected ? segments.filter((_, i) => selected.has(i)) : segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+      else applyDenseUpdate(selected ? segments.filter((_, i) => selected.has(i)) : segments, u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0, ...(u.noise ? { noise: u.noise } : {}) });
     },
   };
 }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { layoutSegments, type ParameterSegment } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import { NOISE_DEFINITION } from '../../shared/noise.ts';
+import { DEVICE_NOISE_DEFINITION } from '../../shared/device-noise.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, RUN_ARTIFACT_FORMAT, RunArtifact, type ArtifactUpdate, type LogEntry } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
@@ -73,6 +74,8 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
   const selected = new TargetTensors(model, perturbed, config.mode === 'lowrank' ? "low-rank mode's matrices" : "full mode's tensors").select(config.targets);
   const updated = (i: number) => perturbed.includes(i) && (selected === null || selected.has(i));
   const log = await readLog(store, run);
+  const noisy = log.find((e) => (e.noise ?? 'esopt-noise') !== (config.noise ?? 'esopt-noise'));
+  if (noisy) throw new Error(`run ${run}: iteration ${noisy.iteration}'s update draws ε from ${noisy.noise ?? 'esopt-noise'}, the config names ${config.noise ?? 'esopt-noise'}`);
   const stray = log.find((e) => JSON.stringify(e.targets ?? 'all') !== JSON.stringify(targetsAll(config.targets) ? 'all' : config.targets));
   if (stray) throw new Error(`run ${run}: iteration ${stray.iteration}'s update targets ${JSON.stringify(stray.targets ?? 'all')}, the config ${JSON.stringify(config.targets)}`);
   const artifact = RunArtifact.parse({
@@ -82,7 +85,7 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
     theta0Hash: first.thetaHash,
     mode: config.mode,
     rank: config.rank,
-    noise: { id: NOISE_DEFINITION.id, version: NOISE_DEFINITION.version },
+    noise: config.noise === 'esopt-device-noise' ? { id: DEVICE_NOISE_DEFINITION.id, version: DEVICE_NOISE_DEFINITION.version } : { id: NOISE_DEFINITION.id, version: NOISE_DEFINITION.version },
     layout: {
       params: theta0.reduce((a, s) => a + s.data.length, 0),
       tensors: theta0.map((s, i) => ({ name: s.name, dims: model.weights[i].dims, offset: s.offset, count: s.data.length, updated: updated(i) })),

@@ -129,11 +129,17 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   });
   // bytes uploaded since the last run's transfer was reported (the extra inputs, on the device route)
   let uploaded = 0;
+  // what `place` uploaded, the loop's to dispose; feeds already on the device are their owner's (full-device.ts)
+  const placed = new Set<ort.Tensor>();
   const place = async (feeds: Record<string, ort.Tensor>) => {
     if (!device) return feeds;
-    uploaded += Object.values(feeds).reduce((a, t) => a + (t.data as ArrayBufferView).byteLength, 0);
-    return device.upload(feeds);
+    const host = Object.fromEntries(Object.entries(feeds).filter(([, t]) => t.location !== 'gpu-buffer'));
+    uploaded += Object.values(host).reduce((a, t) => a + (t.data as ArrayBufferView).byteLength, 0);
+    const up = await device.upload(host);
+    for (const t of Object.values(up)) placed.add(t);
+    return { ...feeds, ...up };
   };
+  const ours = (m: Record<string, ort.Tensor>) => Object.values(m).filter((t) => placed.has(t));
   let shared: Record<string, ort.Tensor> = {};
   let perRow: Record<string, ort.Tensor> = {};
   const run = async (inputIds: ort.Tensor, positionIds: ort.Tensor) => {
@@ -240,7 +246,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
         next = BigInt64Array.from(staying, (j) => next[j]);
         nextPos = BigInt64Array.from(staying, (j) => nextPos[j]);
         if (ctx.rowFeeds) {
-          device!.dispose(Object.values(perRow));
+          device!.dispose(ours(perRow));
           perRow = await place(ctx.rowFeeds([...kv.batchRows]));
         }
       }
@@ -251,7 +257,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
 
     if (ran) await keepRows(ctx, rows, kv.batchRows.map((b, j) => [b, j]), kv, fed);
   } finally {
-    device?.dispose([...Object.values(kv.caches), ...Object.values(shared), ...Object.values(perRow)]);
+    device?.dispose([...Object.values(kv.caches), ...ours(shared), ...ours(perRow)]);
   }
 
   return rows.map((r, b) => {

@@ -9,6 +9,7 @@ import { keys } from '../../shared/keys.ts';
 import { EvaluationResult, IterationManifest, MetricsRow, UpdateRecord, type MemberRoutes } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { targetsAll } from '../../shared/targets.ts';
+import { noiseField } from '../../shared/noise-definition.ts';
 import { appendLog, pruneCheckpoints, writeCheckpoint } from './checkpoints.ts';
 import type { Classification } from './classify-records.ts';
 import { playEpisodes } from './episodes.ts';
@@ -23,7 +24,7 @@ export async function runIteration(ctx: LoopContext, k: number, evaluation: Eval
   const t0 = performance.now();
   const thetaHashBefore = hashTheta(weights.segments());
   const { manifest: m, routing } = await openIteration(ctx, k, thetaHashBefore);
-  ctx.population.setPopulation({ runSeed: m.runSeed, iteration: k, sigma: m.sigma, rank: m.rank, ...(m.targets ? { targets: m.targets } : {}), members: m.members });
+  ctx.population.setPopulation({ runSeed: m.runSeed, iteration: k, sigma: m.sigma, rank: m.rank, ...(m.targets ? { targets: m.targets } : {}), ...(m.noise ? { noise: m.noise } : {}), members: m.members });
   const tManifest = performance.now();
 
   const played = await playEpisodes(ctx, m, routing);
@@ -80,6 +81,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
     mode: config.mode,
     rank: config.lora?.rank ?? config.rank,
     ...(targetsAll(config.targets) ? {} : { targets: config.targets }),
+    ...noiseField(config.noise),
     ...(config.lora ? { lora: config.lora } : {}),
     members,
     tasks,

@@ -6,6 +6,7 @@ import { esAt } from '../../shared/schedule.ts';
 import { coefficients, type Coefficient, type TellResult } from '../../shared/es.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { targetsAll } from '../../shared/targets.ts';
+import { noiseField } from '../../shared/noise-definition.ts';
 import type { Engine } from '../engine.ts';
 import type { IterationManifest, LogEntry, Member, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 
@@ -34,6 +35,7 @@ export function logEntryFor(
     normalizedRewards: normalized.map((n) => n.value),
     // recorded where they are not all of θ, so a log of `all` reads as it always did
     ...(targetsAll(config.targets) ? {} : { targets: config.targets }),
+    ...noiseField(config.noise),
     thetaHashAfter,
   };
 }
@@ -56,7 +58,7 @@ export function coefficientsOf(entry: LogEntry): Coefficient[] {
  * mode) over the entry's targets, the noise regenerated from the entry's run seed and iteration.
  */
 export async function applyCoefficients(weights: Pick<Engine, 'applyUpdate'>, entry: LogEntry, coefs: Coefficient[], rank: number): Promise<void> {
-  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients: coefs, rank, decay: entry.alpha * entry.weightDecay, ...(entry.targets ? { targets: entry.targets } : {}) });
+  await weights.applyUpdate({ runSeed: entry.runSeed, iteration: entry.iteration, coefficients: coefs, rank, decay: entry.alpha * entry.weightDecay, ...(entry.targets ? { targets: entry.targets } : {}), ...(entry.noise ? { noise: entry.noise } : {}) });
 }
 
 /** Replays a logged (or recorded) update: its coefficients, computed once, applied. */

@@ -24,7 +24,9 @@ import { LoraServing } from './serving/lora.ts';
 import { loraMatrices, loraSegments } from './lora-matrices.ts';
 import { checkLoraTargets } from '../perturbation/lora-factors.ts';
 import { TargetTensors } from './target-tensors.ts';
-import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from './sessions.ts';
+import { createSession, INLINE_SESSION_LIMIT, keepsKvOnDevice, sessionOptionsFor } from './sessions.ts';
+import { FullDeviceServing } from './serving/full-device.ts';
+import { pieceInputs, weightPieces } from '../perturbation/weight-pieces.ts';
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   return createOnnxEngine(openModel(options.model), options);
@@ -58,6 +60,25 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     const serving = new LoraServing(session, targets, groups, layout, theta, segments, weights);
     return new OnnxEngine('lora', model, segments, serving, targetTensors, options, hasPositionIds, kv);
   }
+  const device = deviceRoute(model, options);
+  // which route serves full mode's members off the CPU, said once per engine
+  if (options.mode === 'full' && (options.executionProvider ?? 'cpu') !== 'cpu') {
+    const route = device === true ? 'θ stays on the device and each member is made there (noise esopt-device-noise)' : `each member is made on the host and uploaded (${device})`;
+    process.emitWarning(`${what}: full mode on ${options.executionProvider}: ${route}`, { code: 'ESOPT_MEMBER_ROUTE' });
+  }
+  if (device === true) {
+    const switcher = await PerturbationPool.create(0);
+    const targetTensors = new TargetTensors(model, model.weights.map((_, i) => i), "full mode's tensors");
+    const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
+    const pieces = weightPieces(theta.segments, options.devicePieceElements);
+    const session = await createSession(pieceInputs(weightsAsInputs(decoder, model.weights), model.weights, pieces), options, what);
+    const serving = await FullDeviceServing.create(theta, session, pieces).catch(async (err: Error) => {
+      await session.release();
+      await switcher.close();
+      throw err;
+    });
+    return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds, kv);
+  }
   const threads = switchThreads(options, model);
   const rebuild = options.fullModeWeights === 'rebuild-session';
   // θ moves into an ORT-format model when it fits one, and only with one switch thread: all of θ is then
@@ -80,6 +101,20 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
   const serving = rebuild ? new FullRebuildSessionServing(theta, session, newSession) : new FullInputsServing(theta, session);
   return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds, kv);
+}
+
+/**
+ * Whether full mode makes its members on the device (serving/full-device.ts): webgpu, the run's noise
+ * 'esopt-device-noise', θ as inputs, the caches kept there and fp32 weights; else why not.
+ */
+function deviceRoute(model: LoadedModel, options: EngineOptions): true | string {
+  if (options.mode !== 'full') return `${options.mode} mode`;
+  if (options.noise !== 'esopt-device-noise') return `the run's noise is ${options.noise ?? 'esopt-noise'}, which only the host makes`;
+  if (options.executionProvider !== 'webgpu') return `the ${options.executionProvider ?? 'cpu'} provider has no device route`;
+  if (options.fullModeWeights === 'rebuild-session') return "fullModeWeights 'rebuild-session' builds a session per member on the host";
+  if (!keepsKvOnDevice(options)) return 'kvOnDevice is false';
+  if (model.half) return 'an fp16 export feeds fp16 weights, and the device noise graph makes float32 ones';
+  return true;
 }
 
 /**

@@ -33,6 +33,7 @@ import { contextLength, eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
 import { keepsKvOnDevice } from './sessions.ts';
 import type { MemberServing } from './serving/member-serving.ts';
+import { FullDeviceServing, type SwitchTransfer } from './serving/full-device.ts';
 import type { TargetTensors } from './target-tensors.ts';
 import type { Targets } from '../../shared/targets.ts';
 
@@ -99,6 +100,7 @@ export class OnnxEngine implements Engine {
   }
 
   setPopulation(p: Population | null): void {
+    this.refuseNoise(p?.noise);
     this.population = p;
     this.serving.setPopulation(p);
     this.populationVersion++;
@@ -157,7 +159,13 @@ export class OnnxEngine implements Engine {
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
+    this.refuseNoise(u.noise);
     return this.exclusive(() => this.changingTheta(() => this.serving.applyUpdate(u)));
+  }
+
+  /** Low-rank and LoRA members draw their factors from 'esopt-noise' only (RunConfig refuses the rest at `noise`). */
+  private refuseNoise(noise: Population['noise']): void {
+    if (noise && this.mode !== 'full') throw new Error(`noise "${noise}" is for full mode; this engine runs ${this.mode} mode`);
   }
 
   /** Whose K/V a row computes: θ's version, and for a member the population's version and the member. */
@@ -184,6 +192,26 @@ export class OnnxEngine implements Engine {
       await this.serving.close();
       await (await this.device)?.release();
     });
+  }
+
+  /** How members are served: 'device' (θ on the device, members made there: serving/full-device.ts) or 'host'. */
+  get memberRoute(): 'device' | 'host' {
+    return this.serving instanceof FullDeviceServing ? 'device' : 'host';
+  }
+
+  /** The device route's strategy (its `withMember` times a switch alone: bench full); null on the host route. */
+  get deviceServing(): FullDeviceServing | null {
+    return this.serving instanceof FullDeviceServing ? this.serving : null;
+  }
+
+  /** The device route's bytes outside decode steps (θ's uploads, member switches); null on the host route. */
+  get switchTransfer(): SwitchTransfer | null {
+    return this.serving instanceof FullDeviceServing ? this.serving.transfer : null;
+  }
+
+  /** gpu-buffer tensors the device route holds (θ's pieces between calls); 0 on the host route. */
+  get liveRouteTensors(): number {
+    return this.serving instanceof FullDeviceServing ? this.serving.liveTensors : 0;
   }
 
   /** gpu-buffer tensors the decode loop holds (0 between calls: every cache is disposed when its batch ends). */

@@ -8,7 +8,7 @@
  * memory is the sparse list, measured as `fixupFraction`, stored compactly (fixup-list.ts).
  */
 import type { ParameterSegment } from '../../shared/es.ts';
-import { activeNoiseKernel, applyNoise, perturbExactWasm, switchExactWasm, type NoiseKernelName, type NoiseKey } from '../../shared/noise.ts';
+import { activeNoiseKernel, applyNoise, isDeviceKey, perturbExactWasm, switchExactWasm, type NoiseKernelName, type NoiseKey } from '../../shared/noise.ts';
 import { FixupReader, FixupWriter, type FixupList } from './fixup-list.ts';
 import { forEachNoiseWindow } from './noise-windows.ts';
 
@@ -61,7 +61,8 @@ export function perturb(segments: readonly ParameterSegment[], key: NoiseKey, c:
  */
 export function perturbWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], key: NoiseKey, c: number): Perturbation {
   const lists = segments.map(() => new FixupWriter());
-  if (kernel === 'wasm') segments.forEach((s, si) => perturbExactWasm(s.data, key, c, s.offset, 0, s.data.length, lists[si]));
+  // the wasm kernel makes only esopt-noise: a device-noise key takes the JavaScript rule, the same bits
+  if (kernel === 'wasm' && !isDeviceKey(key)) segments.forEach((s, si) => perturbExactWasm(s.data, key, c, s.offset, 0, s.data.length, lists[si]));
   else forEachNoiseWindow(segments, key, (si, from, eps, epsFrom, count) => {
     for (let k = 0; k < count; k++) perturbElement(segments[si].data, from + k, c * eps[epsFrom + k], lists[si]);
   });
@@ -86,7 +87,7 @@ export function switchPerturbation(segments: readonly ParameterSegment[], from: 
 /** `switchPerturbation` with the named noise kernel ('js' is the reference; tests cross-check the two). */
 export function switchPerturbationWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], from: Perturbation, c: number): Perturbation {
   const lists = segments.map(() => new FixupWriter());
-  if (kernel === 'wasm') segments.forEach((s, si) => switchExactWasm(s.data, from.key, s.offset, from.c, new FixupReader(from.fixups[si]), c, lists[si]));
+  if (kernel === 'wasm' && !isDeviceKey(from.key)) segments.forEach((s, si) => switchExactWasm(s.data, from.key, s.offset, from.c, new FixupReader(from.fixups[si]), c, lists[si]));
   else {
     const saved = from.fixups.map((f) => new FixupReader(f)); // per segment: the next saved element to write back
     forEachNoiseWindow(segments, from.key, (si, start, eps, epsFrom, count) => {

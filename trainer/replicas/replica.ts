@@ -89,7 +89,7 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
         continue;
       }
       if (manifest && live !== next && manifest.thetaHash === hashTheta(segments)) {
-        server.service.setPopulation({ runSeed: manifest.runSeed, iteration: next, sigma: manifest.sigma, rank: manifest.rank, ...(manifest.targets ? { targets: manifest.targets } : {}), members: manifest.members });
+        server.service.setPopulation({ runSeed: manifest.runSeed, iteration: next, sigma: manifest.sigma, rank: manifest.rank, ...(manifest.targets ? { targets: manifest.targets } : {}), ...(manifest.noise ? { noise: manifest.noise } : {}), members: manifest.members });
         live = next;
         o.onProgress?.({ kind: 'serving', iteration: next, thetaHash: manifest.thetaHash });
       }

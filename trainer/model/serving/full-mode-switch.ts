@@ -7,6 +7,7 @@
 import { applyDenseUpdate, type ParameterSegment } from '../../../shared/es.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { Targets } from '../../../shared/targets.ts';
+import type { NoiseKey } from '../../../shared/noise.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
 import type { Perturbation } from '../../perturbation/exact-perturbation.ts';
 import type { PerturbationPool } from '../../perturbation/perturbation-pool.ts';
@@ -60,6 +61,11 @@ function relink(t: FullModeTheta): void {
   pointWeightsAt(t.model, t.segments.map((s) => s.data));
 }
 
+/** The noise key of a population's member `noiseIndex`, in the population's noise definition. */
+function memberKey(p: Population, noiseIndex: number): NoiseKey {
+  return { runSeed: p.runSeed, iteration: p.iteration, member: noiseIndex, ...(p.noise ? { definition: p.noise } : {}) };
+}
+
 /** Calls `visit` once per member group with θ perturbed to that member (`perturbed` false: θ itself). */
 export async function forEachMember(
   t: FullModeTheta,
@@ -84,7 +90,7 @@ export async function forEachMember(
         else {
           if (current) await t.switcher.restore(segments, current);
           current = null; // θ is restored: a throw in perturb must not restore it twice
-          current = await t.switcher.perturb(segments, { runSeed: p!.runSeed, iteration: p!.iteration, member: member.noiseIndex }, c);
+          current = await t.switcher.perturb(segments, memberKey(p!, member.noiseIndex), c);
         }
       }
       relink(t);
@@ -98,5 +104,5 @@ export async function forEachMember(
 
 /** Full mode's update, the same for both strategies: θ ← (1 − decay)·θ + Σ coef·ε, in place over the targeted segments. */
 export function applyFullUpdate(t: FullModeTheta, u: EngineUpdate): void {
-  applyDenseUpdate(targeted(t, u.targets), u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0 });
+  applyDenseUpdate(targeted(t, u.targets), u.runSeed, u.iteration, u.coefficients, { decay: u.decay ?? 0, ...(u.noise ? { noise: u.noise } : {}) });
 }
