@@ -120,11 +120,12 @@ export class FullDeviceServing implements MemberServing {
         for (const piece of ps) {
           const block = Math.floor(piece.offset / BLOCK);
           const [k0, k1] = deviceNoiseKeys(key, block);
-          const feeds = { theta: theta[piece.input], offset: uint32(piece.offset - block * BLOCK), k0: uint32(k0), k1: uint32(k1), sigma };
-          const out = await this.noise.run(feeds);
+          const host = { offset: uint32(piece.offset - block * BLOCK), k0: uint32(k0), k1: uint32(k1), sigma };
+          const out = await this.noise.run({ theta: theta[piece.input], ...host });
           this.device.adopt([out.perturbed]);
           made[piece.input] = out.perturbed;
-          this.counts.switchHostToDevice += 16; // offset, k0, k1 and σ: four 4-byte scalars
+          // θ's piece is on the device already: what crosses is the host tensors' bytes
+          this.counts.switchHostToDevice += Object.values(host).reduce((a, t) => a + (t.data as Uint32Array | Float32Array).byteLength, 0);
         }
       }
     } catch (err) {
