@@ -179,6 +179,8 @@ describe('the device noise definition', () => {
     const want = perturbedWithDeviceNoise(theta, OFFSET, KEY, SIGMA);
     expect(differing(out.perturbed.data as Float32Array, want)).toBe(0);
     expect(differing(want, theta)).toBeGreaterThan(N * 0.99); // the noise did change θ
+    // each node is a pass over a θ-sized tensor on the device: the mixer must not cost more than the draft's 59
+    expect(deviceNoiseGraph().graph.node.length).toBeLessThanOrEqual(59);
     await s.release();
   });
 
