@@ -8,7 +8,9 @@
  * Element i of member (runSeed, iteration, member)'s stream: its block b = ⌊i / 2^32⌋ gives the two keys
  * (k0, k1), one Philox4x32-10 block of (member, iteration, b) made on the host once per block; within the
  * block, ε depends on i mod 2^32 and the keys only (`deviceNoiseAt`), so a device makes a tensor's ε from
- * its first element's index and the keys. S, a sum of four 16-bit halves of two mixed words, lies in
+ * its first element's index and the keys. Two mixed words come from six rounds of a nonlinear T-function
+ * and a 16-bit rotation, each a bijection of the word (`deviceNoiseWords`; docs/REPLAY.md states them
+ * exactly). S, a sum of the four 16-bit halves of the two words, lies in
  * [0, 4·65535]; ε = (S − 131070)·fl32(√3 / 65536), an Irwin–Hall(4) variable scaled to unit variance,
  * bounded by ±3.47: S − 131070 is an integer below 2^24, exact in float32, so ε's one rounding is the
  * multiplication. A member's weights are fl32(θ + fl32(σ·ε)), each operation correctly rounded (IEEE 754
@@ -31,13 +33,11 @@ export interface DeviceNoiseKey {
 export const BLOCK = 2 ** 32;
 
 export const GOLDEN = 0x9e3779b1;
-const MURMUR: ReadonlyArray<readonly [number, number]> = [
-  [16, 0x85ebca6b],
-  [13, 0xc2b2ae35],
-  [16, 0x27d4eb2f],
-];
-/** (shift, multiplier) of mix's six rounds (murmur3's finalizer constants, twice). */
-export const MIX_ROUNDS: ReadonlyArray<readonly [number, number]> = [...MURMUR, ...MURMUR];
+/**
+ * The odd constants C_r of mix's six rounds x ↦ rot16(x·(2x + C_r)): murmur3's and xxhash's multipliers.
+ * 2x² + C·x with C odd is a permutation polynomial mod 2^32, so each round is a bijection of the word.
+ */
+export const ROUND_CONSTANTS = [0x85ebca6b, 0xc2b2ae35, 0x27d4eb2f, 0x165667b1, 0xd3a2646d, 0xfd7046c5] as const;
 /** The centre of S, 4 · 65535 / 2. */
 export const CENTRE = 131070;
 /** √3 / 65536 in float32: Var(S) = 4·(65536² − 1)/12, so ε has variance 1 − 2^−32. */
@@ -54,18 +54,34 @@ export function deviceNoiseKeys(key: DeviceNoiseKey, block: number): [number, nu
   return [out[0], out[1]];
 }
 
-function mix(x: number): number {
-  for (const [shift, m] of MIX_ROUNDS) {
-    x = (x + (x >>> shift)) >>> 0;
-    x = Math.imul(x, m) >>> 0;
-  }
-  return x;
+/**
+ * One round: the T-function x·(2x + c) carries low bits upward through a product of the variable word with
+ * itself, and the 16-bit rotation ⌊y / 2^16⌋ + y·2^16 (mod 2^32) carries the high half down.
+ */
+function round(x: number, c: number): number {
+  const y = Math.imul((x + x + c) >>> 0, x) >>> 0;
+  return ((y >>> 16) + Math.imul(y, 65536)) >>> 0;
+}
+
+/**
+ * The two mixed words of element `index` of a block with keys (k0, k1): h0 = R3 R2 R1(R0(index·G + k0) + k1),
+ * h1 = R5 R4(h0 + k0), R_r the round with C_r. Three rounds follow every key and the index, enough for each
+ * input bit to flip each bit of h0 and h1 with probability ½ (test/model/device-noise.test.ts).
+ */
+export function deviceNoiseWords(index: number, k0: number, k1: number): [number, number] {
+  let x = (Math.imul(index, GOLDEN) + k0) >>> 0;
+  x = round(x, ROUND_CONSTANTS[0]);
+  x = (x + k1) >>> 0;
+  for (let r = 1; r < 4; r++) x = round(x, ROUND_CONSTANTS[r]);
+  const h0 = x;
+  x = (h0 + k0) >>> 0;
+  for (let r = 4; r < 6; r++) x = round(x, ROUND_CONSTANTS[r]);
+  return [h0, x];
 }
 
 /** ε of element `index` (i mod 2^32) of a block with keys (k0, k1). */
 export function deviceNoiseAt(index: number, k0: number, k1: number): number {
-  const h0 = mix((Math.imul(index, GOLDEN) + k0) >>> 0);
-  const h1 = mix((h0 + k1) >>> 0);
+  const [h0, h1] = deviceNoiseWords(index, k0, k1);
   const s = (h0 >>> 16) + (h0 & 0xffff) + (h1 >>> 16) + (h1 & 0xffff);
   return Math.fround((s - CENTRE) * SCALE);
 }

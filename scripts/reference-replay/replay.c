@@ -1,6 +1,7 @@
 /*
  * Reference replay of an esopt run, written from docs/REPLAY.md alone: plain C99 and libm (sqrt, floor,
- * fabs), no other dependency. It regenerates every member's noise from its seeds and applies the run's
+ * fabs), no other dependency. It regenerates every member's noise from its seeds (the Gaussian stream or,
+ * for a run whose noise is esopt-device-noise, the device definition) and applies the run's
  * updates to θ_0, reaching the trainer's θ_K bit for bit, and checks each θ_k against the run's hashes.
  *
  *   cc -O2 -std=c99 -ffp-contract=off -o replay replay.c -lm
@@ -11,6 +12,9 @@
  *                                                print ε[OFFSET, OFFSET+COUNT) of one member: per line the
  *                                                fp32 bits in hex and the ziggurat path (f fast, w wedge or
  *                                                retry, t tail)
+ *   replay device-noise RUNSEED ITERATION MEMBER OFFSET COUNT
+ *                                                the same under the device noise definition (REPLAY.md
+ *                                                §11): per line the fp32 bits in hex
  *   replay math exp|log                          per stdin line a float64's bits in hex, its exp or log out
  *   replay sha256                                the θ hash of stdin's bytes
  *
@@ -309,6 +313,71 @@ static void noise_range(NoiseKey key, uint64_t pos, uint64_t n, float *eps, char
   }
 }
 
+/* ---------------------------------------------------------------- the device noise definition (REPLAY.md §11) */
+
+#define DEVICE_SALT 0xD1CE0001u
+#define DEVICE_GOLDEN 0x9E3779B1u
+#define DEVICE_BLOCK 4294967296ull
+#define DEVICE_CENTRE 131070
+static const uint32_t DEVICE_ROUNDS[6] = {0x85EBCA6Bu, 0xC2B2AE35u, 0x27D4EB2Fu, 0x165667B1u, 0xD3A2646Du, 0xFD7046C5u};
+
+/* Which definition the run's noise is (run.txt's `noise` line); `replay noise` is the Gaussian stream. */
+static int device_noise;
+
+/* Block `block`'s keys: Philox4x32-10 of counter (member, iteration, block, salt), key (runSeed, 0), words 0 and 1. */
+static void device_keys(NoiseKey key, uint32_t block, uint32_t *k0, uint32_t *k1) {
+  uint32_t counter[4], out[4];
+  counter[0] = key.member;
+  counter[1] = key.iteration;
+  counter[2] = block;
+  counter[3] = DEVICE_SALT;
+  philox4x32_10(counter, key.runSeed, 0, out);
+  *k0 = out[0];
+  *k1 = out[1];
+}
+
+/* u32 product mod 2^32, through uint64 so no promotion to a signed int can overflow. */
+static uint32_t mul32(uint32_t a, uint32_t b) { return (uint32_t)((uint64_t)a * b); }
+
+/* One round: x·(2x + c), then the 16-bit rotation. */
+static uint32_t device_round(uint32_t x, uint32_t c) {
+  uint32_t y = mul32(x + x + c, x);
+  return (y >> 16) | (y << 16);
+}
+
+/* ε of element `index` (within its block) of a block with keys (k0, k1). */
+static float device_noise_at(uint32_t index, uint32_t k0, uint32_t k1) {
+  const float scale = 0x1.bb67aep-16f; /* fl32(√3 / 65536) */
+  uint32_t x = mul32(index, DEVICE_GOLDEN) + k0, h0, s;
+  int r;
+  x = device_round(x, DEVICE_ROUNDS[0]);
+  x += k1;
+  for (r = 1; r < 4; r++) x = device_round(x, DEVICE_ROUNDS[r]);
+  h0 = x;
+  x = h0 + k0;
+  for (r = 4; r < 6; r++) x = device_round(x, DEVICE_ROUNDS[r]);
+  s = (h0 >> 16) + (h0 & 0xFFFFu) + (x >> 16) + (x & 0xFFFFu);
+  return (float)((int32_t)s - DEVICE_CENTRE) * scale; /* the integer is exact in float; one rounding */
+}
+
+/* eps[k] = ε_key[pos + k] for k < n under the device definition. */
+static void device_noise_range(NoiseKey key, uint64_t pos, uint64_t n, float *eps) {
+  uint64_t k = 0;
+  while (k < n) {
+    uint64_t at = pos + k, block = at / DEVICE_BLOCK, stop = (block + 1) * DEVICE_BLOCK;
+    uint32_t k0, k1;
+    if (block > 0xFFFFFFFFu) die(1, "device noise offsets end at 2^64%s", "");
+    device_keys(key, (uint32_t)block, &k0, &k1);
+    for (; k < n && pos + k < stop; k++) eps[k] = device_noise_at((uint32_t)(pos + k - block * DEVICE_BLOCK), k0, k1);
+  }
+}
+
+/* The run's noise: the Gaussian stream or the device definition. */
+static void run_noise(NoiseKey key, uint64_t pos, uint64_t n, float *eps) {
+  if (device_noise) device_noise_range(key, pos, n, eps);
+  else noise_range(key, pos, n, eps, NULL);
+}
+
 /* ---------------------------------------------------------------- SHA-256 and the θ hash (REPLAY.md §7) */
 
 typedef struct {
@@ -480,7 +549,11 @@ static void read_artifact(const char *path, Artifact *a) {
   if (!text_in) die(1, "cannot open %s", path);
   expect_word("esopt-run/2");
   expect_word("noise");
-  if (strcmp(next_token(), "esopt-noise") != 0 || next_uint("noise version") != 1) die(1, "run.txt: this replay implements noise esopt-noise version 1 only%s", "");
+  next_token();
+  if (strcmp(token, "esopt-noise") == 0) device_noise = 0;
+  else if (strcmp(token, "esopt-device-noise") == 0) device_noise = 1;
+  else die(1, "run.txt: unknown noise definition %s (this replay implements esopt-noise and esopt-device-noise)", token);
+  if (next_uint("noise version") != 1) die(1, "run.txt: this replay implements version 1 of %s only", device_noise ? "esopt-device-noise" : "esopt-noise");
   expect_word("mode");
   next_token();
   if (strcmp(token, "full") == 0) a->lowrank = 0;
@@ -563,7 +636,7 @@ static void full_update(float *theta, const Artifact *a, const Update *u) {
       for (c = 0; c < u->ncoef; c++) {
         NoiseKey key;
         key.runSeed = u->runSeed, key.iteration = u->iteration, key.member = u->coefs[c].noiseIndex;
-        noise_range(key, pos, n, eps, NULL);
+        run_noise(key, pos, n, eps);
         for (i = 0; i < n; i++) acc[i] += u->coefs[c].coef * (double)eps[i];
       }
       for (i = 0; i < n; i++) theta[pos + i] = (float)((double)theta[pos + i] * keep + acc[i]);
@@ -593,8 +666,8 @@ static void lowrank_update(float *theta, const Artifact *a, const Update *u) {
       key.runSeed = u->runSeed, key.iteration = u->iteration, key.member = u->coefs[c].noiseIndex;
       A[c] = alloc(m * r, sizeof(float));
       B[c] = alloc(n * r, sizeof(float));
-      noise_range(key, tg->offset, m * r, A[c], NULL);
-      noise_range(key, tg->offset + m * r, n * r, B[c], NULL);
+      run_noise(key, tg->offset, m * r, A[c]);
+      run_noise(key, tg->offset + m * r, n * r, B[c]);
       scale[c] = u->coefs[c].coef / sqrt((double)r);
     }
     /* Not transposed: row i of W (m×n) is Σ A[i,k]·B[:,k]. Transposed (W stored n×m): row v is Σ B[v,k]·A[:,k]. */
@@ -710,6 +783,25 @@ static int cmd_noise(char **argv) {
   return 0;
 }
 
+static int cmd_device_noise(char **argv) {
+  NoiseKey key;
+  uint64_t offset, count, i;
+  float *eps;
+  key.runSeed = arg_u32(argv[0], "RUNSEED");
+  key.iteration = arg_u32(argv[1], "ITERATION");
+  key.member = arg_u32(argv[2], "MEMBER");
+  offset = arg_u64(argv[3], "OFFSET");
+  count = arg_u64(argv[4], "COUNT");
+  eps = alloc(count, sizeof(float));
+  device_noise_range(key, offset, count, eps);
+  for (i = 0; i < count; i++) {
+    uint32_t b;
+    memcpy(&b, &eps[i], 4);
+    printf("%08lx\n", (unsigned long)b);
+  }
+  return 0;
+}
+
 static int cmd_math(const char *fn) {
   char line[64];
   int isExp = strcmp(fn, "exp") == 0;
@@ -737,8 +829,9 @@ int main(int argc, char **argv) {
   ziggurat_tables();
   if (argc == 5 && strcmp(argv[1], "run") == 0) return cmd_run(argv[2], argv[3], argv[4]);
   if (argc == 7 && strcmp(argv[1], "noise") == 0) return cmd_noise(argv + 2);
+  if (argc == 7 && strcmp(argv[1], "device-noise") == 0) return cmd_device_noise(argv + 2);
   if (argc == 3 && strcmp(argv[1], "math") == 0) return cmd_math(argv[2]);
   if (argc == 2 && strcmp(argv[1], "sha256") == 0) return cmd_sha256();
-  fprintf(stderr, "usage: replay run RUN.txt THETA0.bin OUT.bin | noise RUNSEED ITERATION MEMBER OFFSET COUNT | math exp|log | sha256\n");
+  fprintf(stderr, "usage: replay run RUN.txt THETA0.bin OUT.bin | noise RUNSEED ITERATION MEMBER OFFSET COUNT | device-noise RUNSEED ITERATION MEMBER OFFSET COUNT | math exp|log | sha256\n");
   return 1;
 }

@@ -8,7 +8,7 @@
  *           sigma float32 [1]
  *   output  perturbed float32 [n]
  */
-import { CENTRE, GOLDEN, MIX_ROUNDS, SCALE } from '../../shared/device-noise.ts';
+import { CENTRE, GOLDEN, ROUND_CONSTANTS, SCALE } from '../../shared/device-noise.ts';
 import { GraphBuilder } from '../onnx/graph-builder.ts';
 import { DataType, type ModelProto } from '../onnx/proto.ts';
 
@@ -21,25 +21,27 @@ export function deviceNoiseGraph(): ModelProto {
   // one initializer per value: onnxruntime would merge duplicates and warn about the ones left unused
   const consts = new Map<number, string>();
   const u32 = (v: number) => consts.get(v) ?? consts.set(v, g.uint32Const([v])).get(v)!;
-  const mix = (start: string) => {
-    let x = start;
-    for (const [shift, m] of MIX_ROUNDS) {
-      // x >>> shift is an exact unsigned division by 2^shift (BitShift has no WebGPU kernel)
-      x = g.op1('Add', [x, g.op1('Div', [x, u32(2 ** shift)])]);
-      x = g.op1('Mul', [x, u32(m)]);
-    }
-    return x;
+  const add = (x: string, y: string) => g.op1('Add', [x, y]);
+  const mul = (x: string, y: string) => g.op1('Mul', [x, y]);
+  // rot16(x·(2x + c)); ⌊y / 2^16⌋ is an exact unsigned division (BitShift has no WebGPU kernel) and
+  // y·2^16 wraps mod 2^32 as the reference's, keeping y's low half only
+  const round = (x: string, c: number) => {
+    const y = mul(add(add(x, x), u32(c)), x);
+    return add(g.op1('Div', [y, u32(65536)]), mul(y, u32(65536)));
   };
   const n = g.op1('Cast', [g.op1('Squeeze', [g.op1('Shape', [theta]), g.int64Const([0])])], { to: DataType.INT32 });
   const range = g.op1('Range', [g.int32Scalar(0), n, g.int32Scalar(1)]);
   const index = g.op1('Add', [g.op1('Cast', [range], { to: DataType.UINT32 }), offset]);
-  const h0 = mix(g.op1('Add', [g.op1('Mul', [index, u32(GOLDEN)]), keys[0]]));
-  const h1 = mix(g.op1('Add', [h0, keys[1]]));
-  const halves = [h0, h1].flatMap((h) => {
-    const hi = g.op1('Div', [h, u32(65536)]);
-    return [hi, g.op1('Sub', [h, g.op1('Mul', [hi, u32(65536)])])];
-  });
-  const sum = halves.slice(1).reduce((a, h) => g.op1('Add', [a, h]), halves[0]);
+  let x = round(add(mul(index, u32(GOLDEN)), keys[0]), ROUND_CONSTANTS[0]);
+  x = add(x, keys[1]);
+  for (let r = 1; r < 4; r++) x = round(x, ROUND_CONSTANTS[r]);
+  const h0 = x;
+  x = add(h0, keys[0]);
+  for (let r = 4; r < 6; r++) x = round(x, ROUND_CONSTANTS[r]);
+  const h1 = x;
+  // S = h0 + h1 − 65535·(⌊h0/2^16⌋ + ⌊h1/2^16⌋), the sum of the four halves: exact mod 2^32, and S < 2^18
+  const highs = add(g.op1('Div', [h0, u32(65536)]), g.op1('Div', [h1, u32(65536)]));
+  const sum = g.op1('Sub', [add(h0, h1), mul(highs, u32(65535))]);
   const centred = g.op1('Sub', [g.op1('Cast', [sum], { to: DataType.FLOAT }), g.floatScalar(CENTRE)]);
   const eps = g.op1('Mul', [centred, g.floatScalar(SCALE)]);
   const out = g.op1('Add', [theta, g.op1('Mul', [eps, sigma])]);
