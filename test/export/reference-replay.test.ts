@@ -146,6 +146,8 @@ describe.each([
   // targeted runs: the updated flags skip tensors whose stream places stay where they are
   { name: 'full-targeted', mode: 'full' as const, overrides: { targets: { include: ['q_proj', 'down_proj'], exclude: ['layers\\.0\\.'] } } },
   { name: 'lowrank-targeted', mode: 'lowrank' as const, overrides: { mode: 'lowrank' as const, rank: 3, model: { dir: TIED_MODEL }, targets: { include: 'all-linear' as const, exclude: ['self_attn'] } } },
+  // the device noise definition (docs/REPLAY.md §11) in place of the Gaussian stream
+  { name: 'full-device-noise', mode: 'full' as const, overrides: { noise: 'esopt-device-noise' as const } },
 ])('a $name run replayed in C', ({ name, mode, overrides }) => {
   const run = `replay-${name}`;
   let trained: Awaited<ReturnType<typeof trainAndReplay>>;
@@ -167,7 +169,8 @@ describe.each([
     if (name === 'lowrank') expect(artifact.lowRankTargets?.some((t) => t.transposed)).toBe(true);
     // updated: what the run's targets select among the tensors the mode perturbs
     const updated = artifact.layout.tensors.filter((t) => t.updated).map((t) => t.name);
-    if (name === 'full') expect(updated).toHaveLength(artifact.layout.tensors.length);
+    if (name === 'full' || name === 'full-device-noise') expect(updated).toHaveLength(artifact.layout.tensors.length);
+    expect(artifact.noise).toEqual(name === 'full-device-noise' ? { id: 'esopt-device-noise', version: 1 } : { id: 'esopt-noise', version: 1 });
     if (name === 'lowrank') expect(updated).toEqual(artifact.lowRankTargets!.map((t) => artifact.layout.tensors[t.tensor].name));
     if (name === 'full-targeted') expect(updated).toEqual(['model.layers.1.self_attn.q_proj.weight', 'model.layers.1.mlp.down_proj.weight']);
     if (name === 'lowrank-targeted') {
