@@ -79,11 +79,35 @@ export function deviceNoiseWords(index: number, k0: number, k1: number): [number
   return [h0, x];
 }
 
+const [C0, C1, C2, C3, C4, C5] = ROUND_CONSTANTS.map((c) => c | 0);
+
+/**
+ * S, the sum of h0's and h1's 16-bit halves, computed as `deviceNoiseWords` defines them with the rounds
+ * written out in int32 arithmetic (the same low 32 bits; the rotation's two halves never overlap, so its
+ * addition is an OR): no tuple, no loop over the table, no uint32 value a double must hold, which is what
+ * makes the host's updates and members fast. test/model/device-noise.test.ts holds it to the words.
+ */
+export function deviceNoiseSum(index: number, k0: number, k1: number): number {
+  let x = (Math.imul(index | 0, GOLDEN) + k0) | 0;
+  let y = Math.imul((x + x + C0) | 0, x);
+  x = (((y >>> 16) | (y << 16)) + k1) | 0;
+  y = Math.imul((x + x + C1) | 0, x);
+  x = (y >>> 16) | (y << 16);
+  y = Math.imul((x + x + C2) | 0, x);
+  x = (y >>> 16) | (y << 16);
+  y = Math.imul((x + x + C3) | 0, x);
+  const h0 = (y >>> 16) | (y << 16);
+  x = (h0 + k0) | 0;
+  y = Math.imul((x + x + C4) | 0, x);
+  x = (y >>> 16) | (y << 16);
+  y = Math.imul((x + x + C5) | 0, x);
+  const h1 = (y >>> 16) | (y << 16);
+  return (h0 >>> 16) + (h0 & 0xffff) + (h1 >>> 16) + (h1 & 0xffff);
+}
+
 /** ε of element `index` (i mod 2^32) of a block with keys (k0, k1). */
 export function deviceNoiseAt(index: number, k0: number, k1: number): number {
-  const [h0, h1] = deviceNoiseWords(index, k0, k1);
-  const s = (h0 >>> 16) + (h0 & 0xffff) + (h1 >>> 16) + (h1 & 0xffff);
-  return Math.fround((s - CENTRE) * SCALE);
+  return Math.fround((deviceNoiseSum(index, k0, k1) - CENTRE) * SCALE);
 }
 
 /** Calls `each(block, from, count)` for the runs of [offset, offset + count) that stay in one key block. */

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CENTRE, type DeviceNoiseKey, deviceNoiseAt, deviceNoiseKeys, deviceNoiseWords, perturbedWithDeviceNoise, SCALE } from '../../shared/device-noise.ts';
+import { CENTRE, type DeviceNoiseKey, deviceNoiseAt, deviceNoiseKeys, deviceNoiseSum, deviceNoiseWords, perturbedWithDeviceNoise, SCALE } from '../../shared/device-noise.ts';
 import { philox4x32 } from '../../shared/philox.ts';
 import { draftDeviceNoiseWords } from '../../scripts/device-noise-draft.ts';
 import { DeviceTensors } from '../../trainer/generation/device-tensors.ts';
@@ -171,6 +171,24 @@ describe('the device noise definition', () => {
     const a = avalanche(draftDeviceNoiseWords, AVALANCHE.samples);
     expect(a.maxZ).toBeGreaterThan(AVALANCHE.maxZ);
     expect(a.meanZ2).toBeGreaterThan(AVALANCHE.meanZ2);
+  });
+
+  it('the host kernel’s int32 sum equals the sum of the mixed words’ halves, at random and at the edges of uint32', () => {
+    const halves = (i: number, k0: number, k1: number) => {
+      const [h0, h1] = deviceNoiseWords(i, k0, k1);
+      return (h0 >>> 16) + (h0 & 0xffff) + (h1 >>> 16) + (h1 & 0xffff);
+    };
+    const words = new Uint32Array(3);
+    const edges = [0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff];
+    let checked = 0;
+    for (let t = 0; t < 200_000; t++) {
+      philox4x32(t, 0, 0, 0x5eed, 7, 0, words);
+      const [i, k0, k1] = t < edges.length ** 3 ? [edges[t % 6], edges[Math.floor(t / 6) % 6], edges[Math.floor(t / 36)]] : words;
+      if (deviceNoiseSum(i, k0, k1) !== halves(i, k0, k1)) throw new Error(`deviceNoiseSum(${i}, ${k0}, ${k1}) = ${deviceNoiseSum(i, k0, k1)}, the words give ${halves(i, k0, k1)}`);
+      checked++;
+    }
+    expect(checked).toBe(200_000);
+    expect(deviceNoiseAt(5, 6, 7)).toBe(Math.fround((halves(5, 6, 7) - CENTRE) * SCALE));
   });
 
   it('its graph gives the reference’s bits on the CPU provider', async () => {

@@ -49,14 +49,19 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const c = 0.01;
   // One warm-up each so the JIT has compiled both loops before anything is timed.
   const noiseOnce = (r: number) => applyNoise(theta, { runSeed: 1, iteration: r, member: 0 }, c);
+  // the run noise a GPU can make (shared/device-noise.ts), which full mode's updates then make on the host
+  const deviceOnce = (r: number) => applyNoise(theta, { runSeed: 1, iteration: r, member: 0, definition: 'esopt-device-noise' }, c);
   const addOnce = () => { for (let i = 0; i < n; i++) theta[i] += c * src[i]; };
   noiseOnce(1000);
+  deviceOnce(1000);
   addOnce();
   const ours: number[] = [];
+  const device: number[] = [];
   const add: number[] = [];
-  log(`single thread: ${repeats} rounds of noise and plain add, interleaved, n = ${n}`);
+  log(`single thread: ${repeats} rounds of noise, device noise and plain add, interleaved, n = ${n}`);
   for (let r = 0; r < repeats; r++) {
     ours.push(await timeMs(() => noiseOnce(r)));
+    device.push(await timeMs(() => deviceOnce(r)));
     add.push(await timeMs(addOnce));
   }
   log('numpy (python3) …');
@@ -91,6 +96,8 @@ export async function run(o: z.output<typeof options>, log: Log) {
     plain_add_params_per_s: plain,
     ratio_vs_numpy: numpy ? params / numpy : null,
     ratio_vs_add: params / plain,
+    device_noise_params_per_s: rate(median(device)),
+    device_noise_ratio_vs_noise: rate(median(device)) / params,
     params_per_s_threads: paramsT,
     plain_add_params_per_s_threads: plainT,
     ratio_vs_numpy_threads: numpy ? paramsT / numpy : null,
