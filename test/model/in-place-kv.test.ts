@@ -74,13 +74,13 @@ describe('greedy tokens with and without the in-place caches', () => {
     ['tiny', 'low-rank mode', { mode: 'lowrank' }],
     ['small', 'full mode, θ as inputs', { mode: 'full', fullModeWeights: 'inputs' }],
     ['small', 'low-rank mode, 4 rows a batch', { mode: 'lowrank', maxBatch: 4 }],
-  ] as Array<[PresetName, string, Partial<EngineOptions>]>)('%s, %s', { timeout: 20_000 }, async (preset, _, options) => {
+  ] as Array<[PresetName, string, Partial<EngineOptions>]>)('%s, %s', { timeout: 60_000 }, async (preset, _, options) => {
     // at small, fewer rows (and in full mode, which switches θ per member, two members) keep the case fast
     const who = preset === 'tiny' ? everyone : options.mode === 'full' ? [everyone[0], everyone[2], everyone[3]] : everyone.slice(0, 4);
     await sameTokens(() => buildPreset(preset, 3), options, who);
   });
 
-  it('buffers that grow as rows decode past their first length, rows finishing apart', { timeout: 20_000 }, async () => {
+  it('buffers that grow as rows decode past their first length, rows finishing apart', { timeout: 60_000 }, async () => {
     const fused = await engineOf(buildPreset('tiny', 6), { mode: 'lowrank', inPlaceKv: true });
     const plain = await engineOf(buildPreset('tiny', 6), { mode: 'lowrank', inPlaceKv: false });
     const long = rows([member(0), { kind: 'base' }, member(3)]).map((r, i) => ({ ...r, maxNewTokens: [150, 20, 90][i] }));
@@ -89,7 +89,7 @@ describe('greedy tokens with and without the in-place caches', () => {
     expect(a.map((r) => r.completionTokens)).toEqual([150, 20, 90]);
   });
 
-  it('grouped-query attention (2 KV heads for 4) with a tied head, both modes', { timeout: 20_000 }, async () => {
+  it('grouped-query attention (2 KV heads for 4) with a tied head, both modes', { timeout: 60_000 }, async () => {
     const config = { ...PRESETS.tiny, num_key_value_heads: 2, tie_word_embeddings: true };
     const model = (): LoadedModel => {
       const weights = initDecoderWeights(config, 7);
@@ -100,7 +100,7 @@ describe('greedy tokens with and without the in-place caches', () => {
     for (const mode of ['lowrank', 'full'] as const) await sameTokens(model, { mode }, everyone);
   });
 
-  it('a graph whose head computes every position (no logits-last cut): each row read at its own last', { timeout: 20_000 }, async () => {
+  it('a graph whose head computes every position (no logits-last cut): each row read at its own last', { timeout: 60_000 }, async () => {
     const model = (): LoadedModel => {
       const config = PRESETS.tiny;
       const weights = initDecoderWeights(config, 8);
@@ -116,7 +116,7 @@ describe('greedy tokens with and without the in-place caches', () => {
     ['lowrank', 'three rows'],
     ['full', 'three rows'],
     ['lowrank', 'one row'],
-  ] as const)('multi-turn conversations from the prefix cache decode the same, %s mode, %s', { timeout: 20_000 }, async (mode, count) => {
+  ] as const)('multi-turn conversations from the prefix cache decode the same, %s mode, %s', { timeout: 60_000 }, async (mode, count) => {
     {
       const fused = await engineOf(buildPreset('tiny', 5), { mode, inPlaceKv: true });
       const plain = await engineOf(buildPreset('tiny', 5), { mode, inPlaceKv: false, prefixCacheBytes: 0 });
@@ -151,7 +151,7 @@ describe('the qwen3-0.6b-shape graph fuses', () => {
 });
 
 describe('the fused step', () => {
-  it('returns only the tokens it fed, which land in the buffers fed as the past at each row’s slots', { timeout: 20_000 }, async () => {
+  it('returns only the tokens it fed, which land in the buffers fed as the past at each row’s slots', { timeout: 60_000 }, async () => {
     const model = buildPreset('tiny', 2);
     const fused = fuseAttention(model.graph, model.config);
     if (!fused.fused) throw new Error(fused.reason);
@@ -195,7 +195,7 @@ describe('the fused step', () => {
 });
 
 describe('falls back to the unfused graph, saying why', () => {
-  it('a PyTorch export, a head_dim the kernel does not take, or when turned off', { timeout: 20_000 }, async () => {
+  it('a PyTorch export, a head_dim the kernel does not take, or when turned off', { timeout: 60_000 }, async () => {
     const torch = loadModelDir('test/fixtures/torch-llama-tied');
     const why = fuseAttention(torch.graph, torch.config);
     expect(why.fused).toBe(false);
