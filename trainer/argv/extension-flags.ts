@@ -18,12 +18,11 @@ export const extensionUsage = '[--iterations N] [--max-cost-usd X] [--max-episod
 
 /** A number as the flag's text; the range is RunConfig's to judge, with the field's path. */
 const number = z.string().regex(/^-?\d+(\.\d+)?([eE][-+]?\d+)?$/, 'is not a number').transform(Number);
-const limitOrNone = z.union([z.literal('none').transform(() => null), number]);
 
 /** The extension the flags ask for; null when none of them is given. */
 export function extensionFromFlags(values: Parsed['values']): RunExtension | null {
   if (Object.keys(extensionFlags).every((name) => values[name] === undefined)) return null;
-  const limit = (name: string) => (values[name] === undefined ? undefined : flag(values, name, limitOrNone));
+  const limit = (name: string) => (values[name] === undefined ? undefined : values[name] === 'none' ? null : flag(values, name, number));
   const budget = { maxCostUsd: limit('max-cost-usd'), maxEpisodes: limit('max-episodes'), maxHours: limit('max-hours') };
   const given = Object.fromEntries(Object.entries(budget).filter(([, v]) => v !== undefined));
   return {
