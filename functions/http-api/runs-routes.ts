@@ -1,9 +1,10 @@
-/** /runs: start a run (RunConfig), list and inspect runs, stop one, follow its events. */
+/** /runs: start a run (RunConfig), list and inspect runs, stop one, resume one, follow its events. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
-import { CheckpointList, Created, IdParam, MetricsSeries, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
+import { RunExtension } from '../../shared/run-extension.ts';
+import { CheckpointList, Created, IdParam, MetricsSeries, ResumeAccepted, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { hostChoiceIssues } from './host-choices.ts';
 import { pinRequestModel } from './model-pin.ts';
@@ -13,6 +14,7 @@ import { newId } from './ids.ts';
 import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
 import { advanceCursor, formatEventId, parseEventId, runEvents } from './run-events.ts';
 import { listRunIds, readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
+import { readyResume } from './run-resume.ts';
 import { writeJson } from './store-json.ts';
 
 const tags = ['runs'];
@@ -106,6 +108,34 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       }
       await deps.runs.stop(id);
       return c.json({ id, state, stopRequested: true as const }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/runs/{id}/resume',
+      tags,
+      security: secured,
+      summary: 'Go on with a run that ended, with more iterations or a larger budget',
+      description:
+        'For a run that is stopped (at its budget or on request), failed or finished. The body (optional) replaces `iterations` (the length in all, not added) and any of the `budget` limits (null lifts one); the config is re-validated and stored, and the run handed to the launcher, which goes on from its checkpoint and log: θ continues exactly.',
+      request: { params: IdParam, headers: idempotencyHeader, body: { content: { 'application/json': { schema: RunExtension } }, required: false } },
+      responses: { 202: json(ResumeAccepted, 'The config is updated and the run handed to the launcher'), 400: errors[400], 401: errors[401], 404: errors[404], 409: errors[409], 422: errors[422] },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const readied = await readyResume(store, id, c.req.valid('json'));
+      try {
+        await deps.runs.start(id);
+      } catch (err) {
+        const now = new Date().toISOString();
+        await writeJson(store, keys.runStatus(id), { ...readied.status, state: 'failed', error: (err as Error).message.slice(0, 4000), finishedAt: now, updatedAt: now });
+        throw err;
+      }
+      const { config, completed, changes } = readied;
+      const state = (await readStatus(store, id))?.state ?? readied.status.state;
+      return c.json({ id, state, completedIterations: completed, iterations: config.iterations, budget: config.budget, changes }, 202);
     },
   );
 

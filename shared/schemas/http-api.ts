@@ -276,3 +276,17 @@ export type EvaluationList = z.infer<typeof EvaluationList>;
 
 export const StopAccepted = z.object({ id: RunId, state: RunState, stopRequested: z.literal(true) }).meta({ id: 'StopAccepted' });
 export type StopAccepted = z.infer<typeof StopAccepted>;
+
+export const ResumeAccepted = z
+  .object({
+    id: RunId,
+    state: RunState,
+    /** Updates the run's log has committed: it goes on from θ after these. */
+    completedIterations: z.number().int().min(0),
+    iterations: z.number().int().min(1),
+    budget: RunConfig.shape.budget.unwrap(),
+    /** What the request changed in the stored config, one `field before → after` a change. */
+    changes: z.array(z.string()),
+  })
+  .meta({ id: 'ResumeAccepted' });
+export type ResumeAccepted = z.infer<typeof ResumeAccepted>;

@@ -1,5 +1,5 @@
 /**
- * The API commands of the esopt CLI against a real local API: runs start|list|show|watch|stop and
+ * The API commands of the esopt CLI against a real local API: runs start|list|show|watch|stop|resume and
  * evals start|show, each with --json, token from ESOPT_TOKEN, --api naming the server.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -93,6 +93,15 @@ describe('esopt runs', () => {
     expect(base.code, base.err).toBe(0);
     const past = await esopt('runs', 'model', id, '--out', join(dir, 'past.tar'), '--iteration', '9');
     expect([past.code, past.err]).toEqual([1, expect.stringContaining('iteration: run')]);
+
+    // A finished run goes on only with more iterations: the server's 400 names the field.
+    const same = await esopt('runs', 'resume', id);
+    expect([same.code, same.err]).toEqual([1, expect.stringContaining('HTTP 400: iterations: run')]);
+    const resumed = await esopt('runs', 'resume', id, '--iterations', '4', '--max-episodes', '50');
+    expect(resumed.code, resumed.err).toBe(0);
+    expect(resumed.out).toMatch(/resumed after 3 of 4 iterations \((requested|running)\); iterations 3 → 4, budget\.maxEpisodes none → 50/);
+    await api.runs.settled();
+    expect(JSON.parse((await esopt('runs', 'show', id, '--json')).out)).toMatchObject({ state: 'finished', completedIterations: 4, iterations: 4 });
   });
 
   it('bad usage exits 2 naming the problem; a missing token is a usage error', async () => {

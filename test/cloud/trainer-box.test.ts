@@ -160,6 +160,22 @@ describe('runs through the cloud API and the trainer box', () => {
     expect((await detail(run)).state).toBe('finished');
   }, 30_000);
 
+  it('POST /runs/{id}/resume queues a finished run again: its old claim cleared, the box goes on from its checkpoint', async () => {
+    const thetaBefore = (await detail(run)).latest!.thetaHashAfter;
+    const res = await call('POST', `/runs/${run}/resume`, { iterations: 3 });
+    expect(res).toMatchObject({ status: 202, body: { id: run, state: 'requested', completedIterations: 2, iterations: 3, changes: ['iterations 2 → 3'] } });
+    expect(await cloud.store.get(keys.workClaim('run', run))).toBeNull();
+    expect(await cloud.store.list(keys.workQueue())).toEqual([keys.queuedWork('run', run)]);
+    expect(await poller().pollOnce()).toEqual([{ kind: 'run', id: run }]);
+    const shown = await detail(run);
+    expect(shown).toMatchObject({ state: 'finished', completedIterations: 3, iterations: 3 });
+    // θ_2 was not retrained: the log's first two entries are the ones the first start wrote
+    const log = new TextDecoder().decode((await cloud.store.get(keys.log(run)))!).trim().split('\n').map((l) => JSON.parse(l) as { iteration: number; thetaHashAfter: string });
+    expect(log.map((e) => e.iteration)).toEqual([0, 1, 2]);
+    expect(log[1].thetaHashAfter).toBe(thetaBefore);
+    expect(await cloud.store.list(keys.workQueue())).toEqual([]);
+  }, 60_000);
+
   it('two boxes polling the same queue run a run once', async () => {
     const post = await call('POST', '/runs', tinyRunConfig({ name: 'raced', iterations: 1, evalInterval: 1 }));
     expect(post.status).toBe(201);

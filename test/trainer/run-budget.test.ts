@@ -50,11 +50,10 @@ describe('a run budget', () => {
     const row1 = JSON.parse(readFileSync(join(store, keys.metricsRow('cut', 1)), 'utf8')) as { spent: { episodes: number } };
     expect(row1.spent.episodes).toBe(24);
     expect(JSON.parse(readFileSync(join(store, keys.checkpointMeta('cut', 2)), 'utf8'))).toMatchObject({ iteration: 2 });
-    // a larger budget: the stored config is the run's, so the resume reads it from a new config with the same run
-    const configKey = join(store, keys.config('cut'));
-    const stored = JSON.parse(readFileSync(configKey, 'utf8'));
-    writeFileSync(configKey, JSON.stringify({ ...stored, budget: {} }));
-    const resumed = report(await esopt(['train', '--resume', 'cut', '--store', store, '--json']));
+    // a larger budget from the flags: the stored config is updated, then the run goes on from its checkpoint
+    const resumed = report(await esopt(['train', '--resume', 'cut', '--max-episodes', '1000', '--store', store, '--json'])) as ReturnType<typeof report> & { changes: string[] };
+    expect(resumed.changes).toEqual(['budget.maxEpisodes 30 → 1000']);
+    expect(JSON.parse(readFileSync(join(store, keys.config('cut')), 'utf8')).budget).toEqual({ maxEpisodes: 1000 });
     expect(resumed.stoppedBy).toBeNull();
     expect(resumed.thetaHash).toBe(full.thetaHash);
   }, 90_000);

@@ -23,6 +23,7 @@ export const registry: CommandEntry[] = [
   { name: 'runs list', summary: "list the runs in the API's store", load: async () => (await import('./commands/runs-list.ts')).command },
   { name: 'runs show', summary: 'a run: state, iteration, latest metrics', load: async () => (await import('./commands/runs-show.ts')).command },
   { name: 'runs stop', summary: 'stop a run after its current iteration', load: async () => (await import('./commands/runs-stop.ts')).command },
+  { name: 'runs resume', summary: 'go on with a run that ended, with more --iterations or a larger budget', load: async () => (await import('./commands/runs-resume.ts')).command },
   { name: 'runs model', summary: "download a run's model after K updates as a tarball (ONNX or safetensors)", load: async () => (await import('./commands/runs-model.ts')).command },
   { name: 'runs watch', summary: 'follow a run live until it ends', load: async () => (await import('./commands/runs-watch.ts')).command },
   { name: 'evals start', summary: 'start a pay-per-episode evaluation', load: async () => (await import('./commands/evals-start.ts')).command },

@@ -8,6 +8,9 @@
  * was asked for (by this process, or a stop.json another API instance wrote) that hook throws
  * StopRequested, so train() ends there: the iteration is complete in the store and the run can be resumed.
  * A run whose stop.json is there before it starts is marked stopped without training.
+ *
+ * Resume: a run that ended and is `requested` again (functions/http-api/run-resume.ts) starts like a new
+ * one; the loop finds its checkpoint and log in the store and goes on from there.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -70,7 +73,13 @@ export class LocalRunLauncher implements RunLauncher {
   }
 
   async start(run: string): Promise<void> {
-    if (this.running.has(run)) return;
+    const ending = this.running.get(run);
+    if (ending) {
+      // `requested` while its job is still here: resumed (POST /runs/{id}/resume) as that job was ending.
+      if ((await this.readStatus(run))?.state !== 'requested') return;
+      await ending;
+      if (this.running.has(run)) return;
+    }
     const config = await readRunConfig(this.o.store, run);
     if (!config) throw new Error(`run ${run} has no config in the store`);
     const status = await this.readStatus(run);

@@ -265,6 +265,7 @@ export class TrainerBox {
     for (const entry of entries) {
       if (this.closing) break;
       const work = { kind: entry.kind, id: entry.id };
+      let ranHere = false;
       try {
         if (!(await this.claim(work))) {
           // A run another box process claimed and died with stays `running` for ever unless someone says so.
@@ -277,11 +278,14 @@ export class TrainerBox {
           else if (work.kind === 'evaluation') await this.gated(() => this.runEvaluation(work.id, entry.apiKey));
           else await this.runExport(work.id, entry.export);
           ran.push(work);
+          ranHere = true;
           this.log.info(work, 'done');
         }
         // A run interrupted by this box (a new artifact, the service stopping) keeps its entry: the next box
-        // start claims it again and resumes it. One stopped by request, or over, is done with.
-        if (!(work.kind === 'run' && (this.handingOverTo || this.closing) && (await this.requeueInterrupted(work.id)))) await this.store.delete(entry.key);
+        // start claims it again and resumes it. So does one resumed over the API while it was ending here.
+        // One stopped by request, or over, is done with.
+        const keep = work.kind === 'run' && (((this.handingOverTo || this.closing) && (await this.requeueInterrupted(work.id))) || (ranHere && (await this.resumedMeanwhile(work.id))));
+        if (!keep) await this.store.delete(entry.key);
       } catch (err) {
         // A store error leaves the entry for the next poll; the claim (if written) keeps it from running twice.
         this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
@@ -351,6 +355,19 @@ export class TrainerBox {
     await writeJson(this.store, keys.runStatus(run), RunStatus.parse({ ...status, state: 'requested', finishedAt: null, stopReason: null, updatedAt: now }));
     await this.store.delete(keys.workClaim('run', run));
     this.log.info({ run, to: this.handingOverTo }, this.handingOverTo ? 'run handed over: back in the queue, resumed by the new artifact' : 'run interrupted by the service stopping: back in the queue, resumed at the next start');
+    return true;
+  }
+
+  /**
+   * A run that is `requested` again once this box is done with it was resumed (POST /runs/{id}/resume)
+   * after its status said it ended and before its entry went: the entry is the resume's, so it stays, and
+   * the claim goes, so that the next poll claims and resumes it.
+   */
+  private async resumedMeanwhile(run: string): Promise<boolean> {
+    const status = await readJson(this.store, keys.runStatus(run), RunStatus);
+    if (status?.state !== 'requested') return false;
+    await this.store.delete(keys.workClaim('run', run));
+    this.log.info({ run }, 'run resumed while it ended here: left in the queue');
     return true;
   }
 

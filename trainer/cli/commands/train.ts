@@ -14,6 +14,10 @@ import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
 import type { Command, CommandIo } from '../../argv/command.ts';
 import { UsageError } from '../../argv/usage-error.ts';
 import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
+import { keys } from '../../../shared/keys.ts';
+import { extendRunConfig } from '../../../shared/run-extension.ts';
+import { readCommittedUpdates } from '../../../functions/http-api/run-reader.ts';
+import { extensionFlags, extensionFromFlags, extensionUsage, flagOfPath } from '../../argv/extension-flags.ts';
 
 /** A run config from a JSON file; a bad one is a UsageError listing every failing field path. */
 export function readConfigFile(path: string): RunConfig {
@@ -64,20 +68,33 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     ...storeFlags,
     ...servingFlags,
     replicas: { type: 'string' },
+    ...extensionFlags,
   });
   const replicaCount = p.values.replicas === undefined ? 1 : flag(p.values, 'replicas', z.coerce.number().int().min(1).max(64));
   if ((p.values.config === undefined) === (p.values.resume === undefined)) throw new UsageError('give exactly one of --config FILE or --resume RUN');
+  const extension = extensionFromFlags(p.values);
+  if (extension && p.values.resume === undefined) throw new UsageError('--iterations and the --max-* flags are for --resume RUN; a new run takes them from its --config file');
   const { host, port } = servingFromFlags(p, { publicUrl: 'optional' });
   const token = process.env.ESOPT_TOKEN || undefined;
   const choice = chooseTarget(p, token);
   let config: RunConfig;
   let run: string;
+  let changes: string[] | undefined;
   try {
     if (p.values.resume !== undefined) {
       run = flag(p.values, 'resume', Id);
       const stored = await readRunConfig(choice.store, run);
       if (!stored) throw new UsageError(`--resume: no run ${run} in ${choice.where} (${p.values.cloud ? 'is ESOPT_BUCKET right?' : 'is --store right?'})`);
       config = stored;
+      if (extension) {
+        const extended = extendRunConfig(stored, extension, await readCommittedUpdates(choice.store, run));
+        if (!extended.ok) throw new UsageError(`--resume ${run}: ${extended.issues.map((i) => `${flagOfPath(i.path)}: ${i.message}`).join('; ')}`);
+        config = extended.config;
+        changes = extended.changes;
+        // The stored config is the run's: the loop resumes only with exactly the one in the store.
+        if (changes.length) await choice.store.put(keys.config(run), JSON.stringify(config), { contentType: 'application/json' });
+        if (!p.json) io.stdout(`run ${run}: ${changes.length ? changes.join(', ') : 'nothing changed'} (its stored config)`);
+      }
     } else {
       config = readConfigFile(flag(p.values, 'config', z.string().min(1)));
       run = p.values.run === undefined ? defaultRunId(config) : flag(p.values, 'run', Id);
@@ -119,7 +136,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     await local?.close();
   }
   if (p.json) {
-    io.stdout(JSON.stringify(report));
+    io.stdout(JSON.stringify(changes ? { ...report, changes } : report));
   } else {
     const first = report.evaluationFirst;
     const last = report.evaluationLast;
@@ -127,7 +144,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
     io.stdout(
       [
         `run ${report.run}: ${report.iterations} iterations, θ ${report.thetaHash}`,
-        ...(report.stoppedBy ? [`stopped after iteration ${report.stoppedBy.afterIteration} at its ${report.stoppedBy.detail} (checkpointed: resume with --resume ${report.run} and a larger budget)`] : []),
+        ...(report.stoppedBy ? [`stopped after iteration ${report.stoppedBy.afterIteration} at its ${report.stoppedBy.detail} (checkpointed: go on with --resume ${report.run} and a larger --max-cost-usd, --max-episodes or --max-hours)`] : []),
         `evaluation success: ${pct(first)} → ${pct(last)}`,
         `mean reward: ${report.rewardFirst ?? 'n/a'} → ${report.rewardLast ?? 'n/a'}`,
         `report: ${report.files.report}`,
@@ -141,7 +158,8 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
 export const command: Command = {
   name: 'train',
   usage:
-    'esopt train (--config configs/<name>.json [--run ID] | --resume RUN) [--store DIR | --cloud --public-url URL] [--host H] [--port P] [--replicas N] [--json]\n' +
+    `esopt train (--config configs/<name>.json [--run ID] | --resume RUN ${extensionUsage}) [--store DIR | --cloud --public-url URL] [--host H] [--port P] [--replicas N] [--json]\n` +
+    '  --resume RUN: go on from its checkpoint and log; --iterations N (its length in all) and --max-cost-usd/--max-episodes/--max-hours (none: no limit) update its stored config first\n' +
     '  --replicas N: the members\' inference over N trainer replicas (N−1 `esopt replica` processes here; with --cloud, the stack\'s replica boxes)\n' +
     '  --cloud: S3 store + Lambda fan-out from ESOPT_BUCKET, ESOPT_EPISODE_FUNCTION, AWS_REGION (overrides: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_LAMBDA); needs ESOPT_TOKEN',
   run: trainCommand,

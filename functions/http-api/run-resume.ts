@@ -1,0 +1,42 @@
+/**
+ * A run that ended made ready to go on (POST /runs/{id}/resume): its config extended and written back,
+ * and what its last start left that would end it again at once cleared — the stop request, which the
+ * launchers honour before a single iteration, and the trainer box's claim, which keeps a run from being
+ * claimed twice — then its status `requested` again. The launcher it is handed to then resumes it from
+ * its checkpoint and log, exactly as a restarted trainer does.
+ */
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { extendRunConfig, type RunExtension } from '../../shared/run-extension.ts';
+import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
+import { ApiProblem, invalidProblem } from './errors.ts';
+import { readCommittedUpdates, readConfig, readStatus } from './run-reader.ts';
+import { writeJson } from './store-json.ts';
+
+const ACTIVE = new Set<RunStatus['state']>(['requested', 'running', 'stopping']);
+
+export interface ReadiedRun {
+  config: RunConfig;
+  status: RunStatus;
+  completed: number;
+  changes: string[];
+}
+
+export async function readyResume(store: ObjectStore, run: string, extension: RunExtension): Promise<ReadiedRun> {
+  const config = await readConfig(store, run);
+  const status = await readStatus(store, run);
+  if (status && ACTIVE.has(status.state)) throw new ApiProblem(409, 'run_active', `run ${run} is ${status.state}: stop it first, or wait until it ends`);
+  const completed = await readCommittedUpdates(store, run);
+  const extended = extendRunConfig(config, extension, completed);
+  if (!extended.ok) throw invalidProblem(extended.issues);
+  if (completed >= extended.config.iterations && status?.state === 'finished') {
+    throw invalidProblem([{ path: 'iterations', message: `run ${run} has finished all its ${completed} iterations: give more to extend it` }]);
+  }
+  if (extended.changes.length) await writeJson(store, keys.config(run), extended.config);
+  await store.delete(keys.stopRequest(run));
+  await store.delete(keys.workClaim('run', run));
+  const now = new Date().toISOString();
+  const next = RunStatus.parse({ run, requestedAt: now, startedAt: null, ...status, state: 'requested', finishedAt: null, error: null, stopReason: null, updatedAt: now });
+  await writeJson(store, keys.runStatus(run), next);
+  return { config: extended.config, status: next, completed, changes: extended.changes };
+}
