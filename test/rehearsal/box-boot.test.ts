@@ -74,11 +74,12 @@ beforeAll(async () => {
   client.destroy();
 });
 
+// Removing five boxes' installs (node_modules, node) takes a while on a loaded machine.
 afterAll(async () => {
   store?.destroy();
   await Promise.all([s3?.close(), ssm?.close()]);
   rmSync(scratch, { recursive: true, force: true });
-});
+}, 180_000);
 
 describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
   it('installs the deploy\'s artifact into an empty directory and writes `ready`; the unit runs the CLI with the stack\'s environment', async () => {
