@@ -17,6 +17,12 @@ import { DataType, type ModelProto } from '../onnx/proto.ts';
 /** The most elements one graph run covers: its indices are an int32 Range. */
 export const MAX_NOISE_ELEMENTS = 2 ** 31 - 1;
 
+/**
+ * Outputs a Split node has at most: with its input, 8 storage buffers, the least a WebGPU device must allow
+ * a shader stage (onnxruntime's WebGPU Split binds them all in one shader; its Concat batches its inputs).
+ */
+export const SPLIT_FAN_OUT = 7;
+
 /** The scalar inputs both forms take: θ[0]'s index mod 2^32, the block's keys and σ. */
 function scalarInputs(g: GraphBuilder) {
   return {
@@ -69,22 +75,34 @@ export function deviceNoiseGraph(): ModelProto {
 /**
  * The noise over m pieces of lengths `lengths` whose stream indices follow one another in one key block:
  * inputs theta.0 … theta.{m−1} float32 [lengths[j]] and the scalar inputs above (offset: theta.0[0]'s index
- * mod 2^32), outputs perturbed.0 … perturbed.{m−1}. The lengths are fixed in the graph (the Split's sizes are
- * an initializer), so nothing but the scalars is fed from the host.
+ * mod 2^32), outputs perturbed.0 … perturbed.{m−1}. The Split's sizes are an initializer, so nothing but the
+ * scalars is fed from the host.
  */
+/** `flat` cut into parts of `lengths`: Splits of at most SPLIT_FAN_OUT outputs, each splitting a run of consecutive parts further. */
+function splitTree(g: GraphBuilder, flat: string, lengths: readonly number[]): string[] {
+  if (lengths.length === 1) return [flat];
+  const runs: number[][] = [];
+  const per = Math.ceil(lengths.length / SPLIT_FAN_OUT);
+  for (let j = 0; j < lengths.length; j += per) runs.push(lengths.slice(j, j + per));
+  const sums = runs.map((r) => r.reduce((a, l) => a + l, 0));
+  const outs = g.op('Split', [flat, g.int64Const(sums)], { axis: 0 }, runs.length);
+  return runs.flatMap((r, k) => splitTree(g, outs[k], r));
+}
+
 export function groupedDeviceNoiseGraph(lengths: readonly number[]): ModelProto {
   if (lengths.length < 2) throw new RangeError(`a grouped noise graph joins at least 2 pieces, got ${lengths.length}`);
   for (const [j, l] of lengths.entries()) if (!Number.isInteger(l) || l < 1) throw new RangeError(`lengths[${j}] must be a positive integer, got ${l}`);
   const total = lengths.reduce((a, l) => a + l, 0);
   if (total > MAX_NOISE_ELEMENTS) throw new RangeError(`a group covers at most ${MAX_NOISE_ELEMENTS} elements (an int32 Range), got ${total}`);
   const g = new GraphBuilder();
-  const pieces = lengths.map((l, j) => g.input(`theta.${j}`, DataType.FLOAT, [l]));
+  // symbolic lengths: fixed ones would let onnxruntime fold the Range into an int32 initializer of the group's size
+  const pieces = lengths.map((_, j) => g.input(`theta.${j}`, DataType.FLOAT, [`n${j}`]));
   const scalars = scalarInputs(g);
   const joined = g.op1('Concat', pieces, { axis: 0 });
-  const parts = g.op('Split', [noiseNodes(g, joined, scalars), g.int64Const([...lengths])], { axis: 0 }, lengths.length);
+  const parts = splitTree(g, noiseNodes(g, joined, scalars), lengths);
   parts.forEach((p, j) => {
     g.nameOutput(p, `perturbed.${j}`);
-    g.output(`perturbed.${j}`, DataType.FLOAT, [lengths[j]]);
+    g.output(`perturbed.${j}`, DataType.FLOAT, [`n${j}`]);
   });
   return g.model('device-noise-grouped');
 }
