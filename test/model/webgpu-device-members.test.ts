@@ -35,6 +35,7 @@ const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tin
 const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
 
 const PIECE = 5000; // smaller than most of tiny's tensors: they are fed as several pieces, joined in the graph
+const GROUP = 24_000; // a few pieces a group, so the engine's members come from several grouped graph runs
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 1, noise: 'esopt-device-noise', members: ask({ population: 4, antithetic: true }) };
 
 /** Elements where `got` and `want` differ in any bit. */
@@ -120,7 +121,7 @@ describe.skipIf(noAdapter !== null)(`full mode's device route${skipped}`, () => 
     let cpu: OnnxEngine;
     beforeAll(async () => {
       const options = { model: { preset: 'tiny' as const, seed: 0 }, mode: 'full' as const, noise: 'esopt-device-noise' as const, prefixCacheBytes: 0 };
-      device = await createOnnxEngine(buildPreset('tiny', 0), { ...options, executionProvider: 'webgpu', devicePieceElements: PIECE });
+      device = await createOnnxEngine(buildPreset('tiny', 0), { ...options, executionProvider: 'webgpu', devicePieceElements: PIECE, deviceGroupElements: GROUP });
       cpu = await createOnnxEngine(buildPreset('tiny', 0), { ...options, executionProvider: 'cpu' });
     });
     afterAll(async () => {
@@ -140,9 +141,12 @@ describe.skipIf(noAdapter !== null)(`full mode's device route${skipped}`, () => 
       expect(device.liveDeviceTensors).toBe(0);
       expect(device.liveRouteTensors).toBe(pieceCount);
       expect(device.switchTransfer).toMatchObject({ switches: 4, switchDeviceToHost: 0, thetaUploads: 1 });
-      // tiny's θ is under a group's default size: one graph run, 16 host bytes, a switch
-      expect(device.switchTransfer!.noiseRuns).toBe(4);
-      expect(device.switchTransfer!.switchHostToDevice).toBe(4 * 16);
+      // θ's pieces made in groups of up to GROUP elements: a graph run and 16 host bytes a group, a switch
+      const groups = noiseGroups(weightPieces(layoutSegments(buildPreset('tiny', 0).weights), PIECE), GROUP).length;
+      expect(groups).toBeGreaterThan(4);
+      expect(groups).toBeLessThan(pieceCount / 2);
+      expect(device.switchTransfer!.noiseRuns).toBe(4 * groups);
+      expect(device.switchTransfer!.switchHostToDevice).toBe(4 * 16 * groups);
 
       const update = { runSeed: 5, iteration: 2, coefficients: [{ noiseIndex: 0, coef: 0.25 }, { noiseIndex: 1, coef: -0.2 }], rank: 1, noise: 'esopt-device-noise' as const };
       for (const e of [device, cpu]) await e.applyUpdate(update);
