@@ -2,7 +2,7 @@
  * Full mode on a WebGPU device with the run's noise 'esopt-device-noise': θ is uploaded to the device once
  * per θ version (at load, and after each update or refresh: the update itself runs on the host, then one
  * upload), and a member's weights are made there by the device noise graph (device-noise-graph.ts) from θ's
- * pieces, each piece's first stream index and its key block's two keys, so a member switch moves keys and
+ * pieces, each group's first stream index and its key block's two keys, so a member switch moves keys and
  * scalars, never θ. The base row feeds θ itself; a member's tensors are released when its rows finish. The
  * device holds θ and one member's weights (2×θ); the host keeps its own θ, which the updates write.
  * The decoder takes its weights as pieces (weight-pieces.ts), the form the noise graph makes them in; the
