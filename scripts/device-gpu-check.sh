@@ -9,7 +9,8 @@
 # the other (GPU ÷ CPU), sampling nvidia-smi meanwhile. Writes OUTDIR/device-gpu-check.json (each step's
 # command, result or failure, the GPU ÷ CPU ratios and the issue's goals: webgpu ÷ CPU base tokens/s at
 # B = 32 ≥ 3, member switch ÷ 32-token episode ≤ 0.05 on the host route and with the device noise (θ kept
-# on the device, `bench full`'s device_noise, with its member tokens/s), decode-step bytes ÷ logits + token ids),
+# on the device, `bench full`'s device_noise, with its member tokens/s, its graph runs and nodes a switch, and
+# the same switch with a graph run per piece beside it), decode-step bytes ÷ logits + token ids),
 # OUTDIR/smi.csv (the samples) and OUTDIR/steps.tar.gz (each step's output and log). Setup steps fail
 # fast, naming the step; each benchmark is bounded by its own limit and by the whole run's deadline
 # (ESOPT_DEADLINE_S, default 450 s, so the run ends within about 8 minutes), recorded as failed or skipped,
@@ -78,7 +79,7 @@ summary() {
       webgpu_over_cpu_base_tokens_per_s_b32: { value: b32?.base_tokens_per_s ?? null, goal: ">= 3" },
       member_switch_over_32_token_episode_webgpu: { value: fw?.switch_with_upload_ratio ?? null, host_switch_only: fw?.switch_ratio ?? null, theta_upload_ms: fw?.theta_upload_ms ?? null, episode_tokens: fw?.episode_tokens ?? null, goal: "<= 0.05" },
       // full mode with the run noise esopt-device-noise: θ stays on the device, each member is made there
-      member_switch_over_32_token_episode_webgpu_device_noise: { value: fw?.device_noise?.switch_ratio ?? null, switch_ms: fw?.device_noise?.switch_ms ?? null, episode_ms: fw?.device_noise?.episode_ms ?? null, member_tokens_per_s: fw?.device_noise?.member_tokens_per_s ?? null, switch_host_to_device_bytes: fw?.device_noise?.switch_host_to_device_bytes ?? null, goal: "<= 0.05" },
+      member_switch_over_32_token_episode_webgpu_device_noise: { value: fw?.device_noise?.switch_ratio ?? null, switch_ms: fw?.device_noise?.switch_ms ?? null, episode_ms: fw?.device_noise?.episode_ms ?? null, member_tokens_per_s: fw?.device_noise?.member_tokens_per_s ?? null, switch_host_to_device_bytes: fw?.device_noise?.switch_host_to_device_bytes ?? null, graph_runs_per_switch: fw?.device_noise?.graph_runs_per_switch ?? null, graph_nodes_per_switch: fw?.device_noise?.graph_nodes_per_switch ?? null, per_piece: fw?.device_noise?.per_piece ?? null, goal: "<= 0.05" },
       member_switch_bytes: tr?.member_switch ?? null,
       decode_step_bytes: tr?.measured ? { goal_bytes: tr.measured[0].goal_bytes, lowrank_device: step("lowrank", true)?.decode_step.total_bytes, lowrank_host: step("lowrank", false)?.decode_step.total_bytes, full_inputs_device: step("full-inputs", true)?.decode_step.total_bytes, full_inputs_host: step("full-inputs", false)?.decode_step.total_bytes, goal: "logits + token ids" } : null,
     };

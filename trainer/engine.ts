@@ -208,6 +208,11 @@ export interface EngineOptions {
   noise?: NoiseDefinitionName;
   /** The device route's most elements per noise-graph call (default 2^31 − 1); smaller cuts θ's tensors into more pieces. */
   devicePieceElements?: number;
+  /**
+   * The device route's most elements one noise-graph run makes (default 2^24; at most 2^31 − 1): consecutive
+   * targeted pieces are made together up to it, bounding the run's temporary tensors; 1 makes a run per piece.
+   */
+  deviceGroupElements?: number;
   /** Called after every decode step with the bytes of host tensors it fed and fetched (`esopt bench transfer`). */
   onDecodeStep?: (t: StepTransfer) => void;
 }

@@ -4,7 +4,7 @@
  * `perturbedWithDeviceNoise` bit for bit (tensors cut into several pieces, read back through a session),
  * untargeted tensors feed θ; greedy tokens of a population (base row, ± members) equal a CPU engine's on the
  * same noise, before and after an update, and after the update the device serves the new θ; a member switch
- * feeds only keys and scalars, θ is uploaded once per θ version, and no member tensor outlives its rows.
+ * feeds only keys and scalars (one set a group of pieces made by one graph run), θ is uploaded once per θ version, and no member tensor outlives its rows.
  * Skipped, saying so, where Dawn finds no Vulkan adapter.
  */
 import * as ort from 'onnxruntime-node';
@@ -21,6 +21,7 @@ import { FullDeviceServing } from '../../trainer/model/serving/full-device.ts';
 import { createSession, sessionOptionsFor } from '../../trainer/model/sessions.ts';
 import { TargetTensors } from '../../trainer/model/target-tensors.ts';
 import { PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
+import { noiseGroups } from '../../trainer/perturbation/noise-groups.ts';
 import { pieceInputs, weightPieces } from '../../trainer/perturbation/weight-pieces.ts';
 import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts';
 import { layoutSegments } from '../../shared/es.ts';
@@ -34,6 +35,7 @@ const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tin
 const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
 
 const PIECE = 5000; // smaller than most of tiny's tensors: they are fed as several pieces, joined in the graph
+const GROUP = 24_000; // a few pieces a group, so the engine's members come from several grouped graph runs
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 1, noise: 'esopt-device-noise', members: ask({ population: 4, antithetic: true }) };
 
 /** Elements where `got` and `want` differ in any bit. */
@@ -99,7 +101,11 @@ describe.skipIf(noAdapter !== null)(`full mode's device route${skipped}`, () => 
       expect(serving.liveTensors).toBe(pieces.flat().length); // θ's pieces only: the member's were released
       const t = serving.transfer;
       expect(t.switches).toBe(1);
-      expect(t.switchHostToDevice).toBe(16 * [...chosen].reduce((a, si) => a + pieces[si].length, 0));
+      // per group of pieces made by one graph run (all of a run of targeted tensors here): offset, keys and σ
+      const groups = noiseGroups(pieces.map((ps, si) => (chosen.has(si) ? ps : null)));
+      expect(groups.length).toBeLessThan([...chosen].reduce((a, si) => a + pieces[si].length, 0));
+      expect(t.noiseRuns).toBe(groups.length);
+      expect(t.switchHostToDevice).toBe(16 * groups.length);
       expect(t.switchDeviceToHost).toBe(0);
       expect(t.thetaUploads).toBe(1);
       // a population on the default noise has no device route here
@@ -115,7 +121,7 @@ describe.skipIf(noAdapter !== null)(`full mode's device route${skipped}`, () => 
     let cpu: OnnxEngine;
     beforeAll(async () => {
       const options = { model: { preset: 'tiny' as const, seed: 0 }, mode: 'full' as const, noise: 'esopt-device-noise' as const, prefixCacheBytes: 0 };
-      device = await createOnnxEngine(buildPreset('tiny', 0), { ...options, executionProvider: 'webgpu', devicePieceElements: PIECE });
+      device = await createOnnxEngine(buildPreset('tiny', 0), { ...options, executionProvider: 'webgpu', devicePieceElements: PIECE, deviceGroupElements: GROUP });
       cpu = await createOnnxEngine(buildPreset('tiny', 0), { ...options, executionProvider: 'cpu' });
     });
     afterAll(async () => {
@@ -135,7 +141,12 @@ describe.skipIf(noAdapter !== null)(`full mode's device route${skipped}`, () => 
       expect(device.liveDeviceTensors).toBe(0);
       expect(device.liveRouteTensors).toBe(pieceCount);
       expect(device.switchTransfer).toMatchObject({ switches: 4, switchDeviceToHost: 0, thetaUploads: 1 });
-      expect(device.switchTransfer!.switchHostToDevice).toBe(4 * 16 * pieceCount);
+      // θ's pieces made in groups of up to GROUP elements: a graph run and 16 host bytes a group, a switch
+      const groups = noiseGroups(weightPieces(layoutSegments(buildPreset('tiny', 0).weights), PIECE), GROUP).length;
+      expect(groups).toBeGreaterThan(4);
+      expect(groups).toBeLessThan(pieceCount / 2);
+      expect(device.switchTransfer!.noiseRuns).toBe(4 * groups);
+      expect(device.switchTransfer!.switchHostToDevice).toBe(4 * 16 * groups);
 
       const update = { runSeed: 5, iteration: 2, coefficients: [{ noiseIndex: 0, coef: 0.25 }, { noiseIndex: 1, coef: -0.2 }], rank: 1, noise: 'esopt-device-noise' as const };
       for (const e of [device, cpu]) await e.applyUpdate(update);

@@ -3,6 +3,8 @@
  * and makes each member there (model/serving/full-device.ts, run noise 'esopt-device-noise'). A member
  * switch (its weights made by the noise graph, waited for by a 4-byte read-back that follows them in the
  * device's queue) ÷ one base episode of `episodeTokens` tokens (goal ≤ 0.05), and a member's tokens/s per batch.
+ * The switch is timed twice in the same rounds: with the targeted pieces made in groups (the engine's default)
+ * and with a graph run per piece (deviceGroupElements 1), each with its graph runs and nodes a switch.
  */
 import * as ort from 'onnxruntime-node';
 import { ask } from '../../shared/es.ts';
@@ -25,6 +27,11 @@ export interface DeviceNoiseFull {
   switch_host_to_device_bytes: number;
   theta_upload_bytes: number;
   member_tokens_per_s: Array<{ batch: number; tokens_per_s: number }>;
+  /** Noise graph runs a switch and the graph nodes they ran (each a kernel dispatch or more). */
+  graph_runs_per_switch: number;
+  graph_nodes_per_switch: number;
+  /** The same switch with a graph run per piece, the route before groups. */
+  per_piece: { switch_ms: number; graph_runs_per_switch: number; graph_nodes_per_switch: number };
 }
 
 /** ReduceSum of one float32 vector, to the host: run after a switch, it returns once the device has made it. */
@@ -47,28 +54,54 @@ function rows(batch: number, promptTokens: number, newTokens: number, member: bo
   }));
 }
 
-export async function measureDeviceNoiseFull(o: { model: LocalModelSpec; batches: number[]; promptTokens: number; newTokens: number; episodeTokens: number; repeats: number; sigma: number; threads?: number }, log: Log): Promise<DeviceNoiseFull> {
-  const engine = await createOnnxEngine(openModel(o.model), { model: o.model, executionProvider: 'webgpu', mode: 'full', noise: 'esopt-device-noise', prefixCacheBytes: 0, ...(o.threads ? { threads: o.threads } : {}) });
-  const sync = await ort.InferenceSession.create(syncGraph(), { executionProviders: ['webgpu'] });
-  try {
-    const serving = engine.deviceServing;
-    if (!serving) throw new Error('the device route was not taken (see the ESOPT_MEMBER_ROUTE warning)');
-    const members = ask({ population: 4, antithetic: true });
-    engine.setPopulation({ runSeed: 1, iteration: 0, sigma: o.sigma, rank: 1, noise: 'esopt-device-noise', members });
-    log(`device noise: a member switch (weights made on the device) vs a ${o.episodeTokens}-token base episode, ${o.repeats} rounds`);
-    const switchOnce = (m: number) => serving.withMember(members[m % members.length], async (feeds) => {
+type Engine = Awaited<ReturnType<typeof createOnnxEngine>>;
+
+/** A member switch on `engine`'s device route, waited for by `sync`; its graph runs and nodes a switch so far. */
+function switcher(engine: Engine, sync: ort.InferenceSession, members: ReturnType<typeof ask>) {
+  const serving = engine.deviceServing;
+  if (!serving) throw new Error('the device route was not taken (see the ESOPT_MEMBER_ROUTE warning)');
+  return {
+    once: (m: number) => serving.withMember(members[m % members.length], async (feeds) => {
       const smallest = Object.values(feeds).reduce((a, t) => (t.dims[0] < a.dims[0] ? t : a));
       await sync.run({ x: smallest });
-    });
-    await switchOnce(0); // warm-up: the noise graph's first run compiles its shaders
+    }),
+    perSwitch: () => {
+      const t = engine.switchTransfer!;
+      return { graph_runs_per_switch: t.noiseRuns / Math.max(1, t.switches), graph_nodes_per_switch: t.noiseNodes / Math.max(1, t.switches) };
+    },
+  };
+}
+
+export async function measureDeviceNoiseFull(o: { model: LocalModelSpec; batches: number[]; promptTokens: number; newTokens: number; episodeTokens: number; repeats: number; sigma: number; threads?: number }, log: Log): Promise<DeviceNoiseFull> {
+  const options = { model: o.model, executionProvider: 'webgpu' as const, mode: 'full' as const, noise: 'esopt-device-noise' as const, prefixCacheBytes: 0, ...(o.threads ? { threads: o.threads } : {}) };
+  const engine = await createOnnxEngine(openModel(o.model), options);
+  let perPieceEngine: Engine | null = null;
+  const sync = await ort.InferenceSession.create(syncGraph(), { executionProviders: ['webgpu'] });
+  try {
+    perPieceEngine = await createOnnxEngine(openModel(o.model), { ...options, deviceGroupElements: 1 });
+    const members = ask({ population: 4, antithetic: true });
+    const population = { runSeed: 1, iteration: 0, sigma: o.sigma, rank: 1, noise: 'esopt-device-noise' as const, members };
+    engine.setPopulation(population);
+    perPieceEngine.setPopulation(population);
+    log(`device noise: a member switch (weights made on the device, in groups and per piece) vs a ${o.episodeTokens}-token base episode, ${o.repeats} rounds`);
+    const grouped = switcher(engine, sync, members);
+    const perPiece = switcher(perPieceEngine, sync, members);
+    await grouped.once(0); // warm-up: the noise graphs' first runs compile their shaders
+    await perPiece.once(0);
     const episode = rows(1, o.promptTokens, o.episodeTokens, false);
     await engine.generate(episode);
     const switchMs: number[] = [];
+    const perPieceMs: number[] = [];
     const episodeMs: number[] = [];
     for (let r = 0; r < o.repeats; r++) {
-      switchMs.push(await timeMs(() => switchOnce(r + 1)));
+      switchMs.push(await timeMs(() => grouped.once(r + 1)));
+      perPieceMs.push(await timeMs(() => perPiece.once(r + 1)));
       episodeMs.push(await timeMs(() => engine.generate(episode)));
     }
+    const perPieceResult = { switch_ms: median(perPieceMs), ...perPiece.perSwitch() };
+    await perPieceEngine.close();
+    perPieceEngine = null;
+    log(`  device noise switch: ${median(switchMs).toFixed(1)} ms in groups, ${perPieceResult.switch_ms.toFixed(1)} ms per piece`);
     const memberTokens: DeviceNoiseFull['member_tokens_per_s'] = [];
     for (const batch of o.batches) {
       const batchRows = rows(batch, o.promptTokens, o.newTokens, true);
@@ -89,9 +122,12 @@ export async function measureDeviceNoiseFull(o: { model: LocalModelSpec; batches
       switch_host_to_device_bytes: t.switchHostToDevice / Math.max(1, t.switches),
       theta_upload_bytes: t.thetaBytes / Math.max(1, t.thetaUploads),
       member_tokens_per_s: memberTokens,
+      ...grouped.perSwitch(),
+      per_piece: perPieceResult,
     };
   } finally {
     await sync.release();
+    await perPieceEngine?.close();
     await engine.close();
   }
 }

@@ -7,17 +7,34 @@
  *   inputs  theta float32 [n], offset uint32 [1] (θ[0]'s index mod 2^32), k0 uint32 [1], k1 uint32 [1],
  *           sigma float32 [1]
  *   output  perturbed float32 [n]
+ * Its grouped form (`groupedDeviceNoiseGraph`) takes m pieces whose stream indices follow one another,
+ * joins them, runs the same nodes once over the join and splits the result: one run's dispatches for m pieces.
  */
 import { CENTRE, GOLDEN, ROUND_CONSTANTS, SCALE } from '../../shared/device-noise.ts';
 import { GraphBuilder } from '../onnx/graph-builder.ts';
 import { DataType, type ModelProto } from '../onnx/proto.ts';
 
-export function deviceNoiseGraph(): ModelProto {
-  const g = new GraphBuilder();
-  const theta = g.input('theta', DataType.FLOAT, ['n']);
-  const offset = g.input('offset', DataType.UINT32, [1]);
-  const keys = [g.input('k0', DataType.UINT32, [1]), g.input('k1', DataType.UINT32, [1])];
-  const sigma = g.input('sigma', DataType.FLOAT, [1]);
+/** The most elements one graph run covers: its indices are an int32 Range. */
+export const MAX_NOISE_ELEMENTS = 2 ** 31 - 1;
+
+/**
+ * Outputs a Split node has at most: with its input, 8 storage buffers, the least a WebGPU device must allow
+ * a shader stage (onnxruntime's WebGPU Split binds them all in one shader; its Concat batches its inputs).
+ */
+export const SPLIT_FAN_OUT = 7;
+
+/** The scalar inputs both forms take: θ[0]'s index mod 2^32, the block's keys and σ. */
+function scalarInputs(g: GraphBuilder) {
+  return {
+    offset: g.input('offset', DataType.UINT32, [1]),
+    keys: [g.input('k0', DataType.UINT32, [1]), g.input('k1', DataType.UINT32, [1])] as const,
+    sigma: g.input('sigma', DataType.FLOAT, [1]),
+  };
+}
+
+/** The nodes making fl32(θ + fl32(σ·ε)) from flat `theta`, element j's index being offset + j; returns the result's name. */
+function noiseNodes(g: GraphBuilder, theta: string, s: ReturnType<typeof scalarInputs>): string {
+  const { offset, keys, sigma } = s;
   // one initializer per value: onnxruntime would merge duplicates and warn about the ones left unused
   const consts = new Map<number, string>();
   const u32 = (v: number) => consts.get(v) ?? consts.set(v, g.uint32Const([v])).get(v)!;
@@ -44,8 +61,48 @@ export function deviceNoiseGraph(): ModelProto {
   const sum = g.op1('Sub', [add(h0, h1), mul(highs, u32(65535))]);
   const centred = g.op1('Sub', [g.op1('Cast', [sum], { to: DataType.FLOAT }), g.floatScalar(CENTRE)]);
   const eps = g.op1('Mul', [centred, g.floatScalar(SCALE)]);
-  const out = g.op1('Add', [theta, g.op1('Mul', [eps, sigma])]);
-  g.nameOutput(out, 'perturbed');
+  return g.op1('Add', [theta, g.op1('Mul', [eps, sigma])]);
+}
+
+export function deviceNoiseGraph(): ModelProto {
+  const g = new GraphBuilder();
+  const theta = g.input('theta', DataType.FLOAT, ['n']);
+  g.nameOutput(noiseNodes(g, theta, scalarInputs(g)), 'perturbed');
   g.output('perturbed', DataType.FLOAT, ['n']);
   return g.model('device-noise');
+}
+
+/**
+ * The noise over m pieces of lengths `lengths` whose stream indices follow one another in one key block:
+ * inputs theta.0 … theta.{m−1} float32 [lengths[j]] and the scalar inputs above (offset: theta.0[0]'s index
+ * mod 2^32), outputs perturbed.0 … perturbed.{m−1}. The Split's sizes are an initializer, so nothing but the
+ * scalars is fed from the host.
+ */
+/** `flat` cut into parts of `lengths`: Splits of at most SPLIT_FAN_OUT outputs, each splitting a run of consecutive parts further. */
+function splitTree(g: GraphBuilder, flat: string, lengths: readonly number[]): string[] {
+  if (lengths.length === 1) return [flat];
+  const runs: number[][] = [];
+  const per = Math.ceil(lengths.length / SPLIT_FAN_OUT);
+  for (let j = 0; j < lengths.length; j += per) runs.push(lengths.slice(j, j + per));
+  const sums = runs.map((r) => r.reduce((a, l) => a + l, 0));
+  const outs = g.op('Split', [flat, g.int64Const(sums)], { axis: 0 }, runs.length);
+  return runs.flatMap((r, k) => splitTree(g, outs[k], r));
+}
+
+export function groupedDeviceNoiseGraph(lengths: readonly number[]): ModelProto {
+  if (lengths.length < 2) throw new RangeError(`a grouped noise graph joins at least 2 pieces, got ${lengths.length}`);
+  for (const [j, l] of lengths.entries()) if (!Number.isInteger(l) || l < 1) throw new RangeError(`lengths[${j}] must be a positive integer, got ${l}`);
+  const total = lengths.reduce((a, l) => a + l, 0);
+  if (total > MAX_NOISE_ELEMENTS) throw new RangeError(`a group covers at most ${MAX_NOISE_ELEMENTS} elements (an int32 Range), got ${total}`);
+  const g = new GraphBuilder();
+  // symbolic lengths: fixed ones would let onnxruntime fold the Range into an int32 initializer of the group's size
+  const pieces = lengths.map((_, j) => g.input(`theta.${j}`, DataType.FLOAT, [`n${j}`]));
+  const scalars = scalarInputs(g);
+  const joined = g.op1('Concat', pieces, { axis: 0 });
+  const parts = splitTree(g, noiseNodes(g, joined, scalars), lengths);
+  parts.forEach((p, j) => {
+    g.nameOutput(p, `perturbed.${j}`);
+    g.output(`perturbed.${j}`, DataType.FLOAT, [`n${j}`]);
+  });
+  return g.model('device-noise-grouped');
 }

@@ -2,10 +2,12 @@
  * Full mode on a WebGPU device with the run's noise 'esopt-device-noise': θ is uploaded to the device once
  * per θ version (at load, and after each update or refresh: the update itself runs on the host, then one
  * upload), and a member's weights are made there by the device noise graph (device-noise-graph.ts) from θ's
- * pieces, each piece's first stream index and its key block's two keys, so a member switch moves keys and
+ * pieces, each group's first stream index and its key block's two keys, so a member switch moves keys and
  * scalars, never θ. The base row feeds θ itself; a member's tensors are released when its rows finish. The
  * device holds θ and one member's weights (2×θ); the host keeps its own θ, which the updates write.
- * The decoder takes its weights as pieces (weight-pieces.ts), the form the noise graph makes them in.
+ * The decoder takes its weights as pieces (weight-pieces.ts), the form the noise graph makes them in; the
+ * targeted pieces are made in groups (perturbation/noise-groups.ts), one graph run a group, since each of
+ * the graph's nodes is a kernel dispatch of its own whatever its tensor's size.
  */
 import * as ort from 'onnxruntime-node';
 import { BLOCK, deviceNoiseKeys } from '../../../shared/device-noise.ts';
@@ -13,7 +15,8 @@ import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../../engine.ts';
 import { DeviceTensors } from '../../generation/device-tensors.ts';
 import { encodeModel } from '../../onnx/proto.ts';
-import { deviceNoiseGraph } from '../../perturbation/device-noise-graph.ts';
+import { deviceNoiseGraph, groupedDeviceNoiseGraph } from '../../perturbation/device-noise-graph.ts';
+import { DEFAULT_GROUP_ELEMENTS, type NoiseGroup, noiseGroups } from '../../perturbation/noise-groups.ts';
 import type { WeightPiece } from '../../perturbation/weight-pieces.ts';
 import { applyFullUpdate, type FullModeTheta } from './full-mode-switch.ts';
 import type { DecodeRows, MemberServing } from './member-serving.ts';
@@ -29,6 +32,15 @@ export interface SwitchTransfer {
   /** θ's uploads (one per θ version) and their bytes. */
   thetaUploads: number;
   thetaBytes: number;
+  /** Noise graph runs, and the graph nodes they ran (each node one kernel dispatch or more, on the WebGPU provider). */
+  noiseRuns: number;
+  noiseNodes: number;
+}
+
+/** A noise graph's session and its node count. */
+interface NoiseSession {
+  session: ort.InferenceSession;
+  nodes: number;
 }
 
 const uint32 = (v: number) => new ort.Tensor('uint32', Uint32Array.of(v), [1]);
@@ -37,22 +49,32 @@ export class FullDeviceServing implements MemberServing {
   private population: Population | null = null;
   /** θ on the device, by piece input; null until uploaded. */
   private theta: Record<string, ort.Tensor> | null = null;
-  private readonly counts: SwitchTransfer = { switches: 0, switchHostToDevice: 0, switchDeviceToHost: 0, thetaUploads: 0, thetaBytes: 0 };
+  private readonly counts: SwitchTransfer = { switches: 0, switchHostToDevice: 0, switchDeviceToHost: 0, thetaUploads: 0, thetaBytes: 0, noiseRuns: 0, noiseNodes: 0 };
+  /** Grouped noise sessions by their pieces' lengths, made once per engine. */
+  private readonly grouped = new Map<string, Promise<NoiseSession>>();
+  /** The groups of each population's targets, by the targeted segments. */
+  private readonly groupsByTargets = new Map<string, NoiseGroup[]>();
 
   private constructor(
     private readonly t: FullModeTheta,
     /** The decoder, its weights as pieces. */
     private readonly session: ort.InferenceSession,
-    private readonly noise: ort.InferenceSession,
+    /** The one-piece graph: a group of one piece runs it. */
+    private readonly noise: NoiseSession,
     /** θ's and the members' gpu-buffer tensors, counted until disposed. */
     private readonly device: DeviceTensors,
     /** Per θ segment, its pieces. */
     private readonly pieces: WeightPiece[][],
+    /** The most elements one graph run makes (noise-groups.ts). */
+    private readonly groupElements: number,
   ) {}
 
-  static async create(t: FullModeTheta, session: ort.InferenceSession, pieces: WeightPiece[][]): Promise<FullDeviceServing> {
-    const noise = await ort.InferenceSession.create(encodeModel(deviceNoiseGraph()), { executionProviders: ['webgpu'], preferredOutputLocation: { perturbed: 'gpu-buffer' } });
-    const serving = new FullDeviceServing(t, session, noise, await DeviceTensors.create({ layers: 0 }), pieces);
+  /** `groupElements`: the most elements a group of pieces made by one graph run (1: a run per piece). */
+  static async create(t: FullModeTheta, session: ort.InferenceSession, pieces: WeightPiece[][], groupElements = DEFAULT_GROUP_ELEMENTS): Promise<FullDeviceServing> {
+    noiseGroups([], groupElements); // its range is checked before anything is made
+    const graph = deviceNoiseGraph();
+    const noise = { session: await ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: { perturbed: 'gpu-buffer' } }), nodes: graph.graph.node.length };
+    const serving = new FullDeviceServing(t, session, noise, await DeviceTensors.create({ layers: 0 }), pieces, groupElements);
     await serving.upload();
     return serving;
   }
@@ -115,24 +137,53 @@ export class FullDeviceServing implements MemberServing {
     const sigma = new ort.Tensor('float32', Float32Array.of(member.sign * p.sigma), [1]);
     const made: Record<string, ort.Tensor> = {};
     try {
-      for (const [si, ps] of this.pieces.entries()) {
-        if (chosen && !chosen.has(si)) continue;
-        for (const piece of ps) {
-          const block = Math.floor(piece.offset / BLOCK);
-          const [k0, k1] = deviceNoiseKeys(key, block);
-          const host = { offset: uint32(piece.offset - block * BLOCK), k0: uint32(k0), k1: uint32(k1), sigma };
-          const out = await this.noise.run({ theta: theta[piece.input], ...host });
-          this.device.adopt([out.perturbed]);
-          made[piece.input] = out.perturbed;
-          // θ's piece is on the device already: what crosses is the host tensors' bytes
-          this.counts.switchHostToDevice += Object.values(host).reduce((a, t) => a + (t.data as Uint32Array | Float32Array).byteLength, 0);
-        }
+      for (const group of this.groupsOf(chosen)) {
+        const block = Math.floor(group.offset / BLOCK);
+        const [k0, k1] = deviceNoiseKeys(key, block);
+        const host = { offset: uint32(group.offset - block * BLOCK), k0: uint32(k0), k1: uint32(k1), sigma };
+        const one = group.pieces.length === 1;
+        const noise = one ? this.noise : await this.groupedSession(group);
+        const thetas = one ? { theta: theta[group.pieces[0].input] } : Object.fromEntries(group.pieces.map((p, j) => [`theta.${j}`, theta[p.input]]));
+        const out = await noise.session.run({ ...thetas, ...host });
+        const outputs = one ? [out.perturbed] : group.pieces.map((_, j) => out[`perturbed.${j}`]);
+        this.device.adopt(outputs);
+        group.pieces.forEach((p, j) => (made[p.input] = outputs[j]));
+        this.counts.noiseRuns++;
+        this.counts.noiseNodes += noise.nodes;
+        // θ's pieces are on the device already and the Split's sizes are in the graph: what crosses is the host tensors' bytes
+        this.counts.switchHostToDevice += Object.values(host).reduce((a, t) => a + (t.data as Uint32Array | Float32Array).byteLength, 0);
       }
     } catch (err) {
       this.device.dispose(Object.values(made));
       throw err;
     }
     this.counts.switches++;
+    return made;
+  }
+
+  /** The groups of the targeted segments' pieces (`chosen` null: all of them), computed once per target set. */
+  private groupsOf(chosen: ReadonlySet<number> | null): NoiseGroup[] {
+    const id = chosen ? [...chosen].sort((a, b) => a - b).join(',') : 'all';
+    let groups = this.groupsByTargets.get(id);
+    if (!groups) {
+      groups = noiseGroups(this.pieces.map((ps, si) => (chosen && !chosen.has(si) ? null : ps)), this.groupElements);
+      this.groupsByTargets.set(id, groups);
+    }
+    return groups;
+  }
+
+  /** The grouped graph for the group's piece lengths, its session made on first use and kept. */
+  private groupedSession(group: NoiseGroup): Promise<NoiseSession> {
+    const lengths = group.pieces.map((p) => p.count);
+    const id = lengths.join(',');
+    let made = this.grouped.get(id);
+    if (!made) {
+      const graph = groupedDeviceNoiseGraph(lengths);
+      made = ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer' }).then((session) => ({ session, nodes: graph.graph.node.length }));
+      // a failed creation is not kept: the next switch tries again
+      made.catch(() => this.grouped.delete(id));
+      this.grouped.set(id, made);
+    }
     return made;
   }
 
@@ -155,7 +206,9 @@ export class FullDeviceServing implements MemberServing {
     if (this.theta) this.device.dispose(Object.values(this.theta));
     this.theta = null;
     await this.device.release();
-    await this.noise.release();
+    await this.noise.session.release();
+    for (const made of this.grouped.values()) await made.then((n) => n.session.release(), () => undefined);
+    this.grouped.clear();
     await this.t.switcher.close();
     await this.session.release();
   }
