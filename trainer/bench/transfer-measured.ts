@@ -121,6 +121,8 @@ export interface MemberSwitchRoute {
   /** θ's uploads outside the switches (the device route: one per θ version) and their bytes. */
   theta_uploads: number;
   theta_upload_bytes: number;
+  /** Device route: runs of the noise graph per switch (one a group of pieces, each run's offset, keys and σ fed); host route: 0. */
+  noise_runs_per_switch: number;
 }
 
 /**
@@ -144,8 +146,8 @@ export async function measureMemberSwitches(o: { model: LocalModelSpec; provider
       const t = engine.switchTransfer;
       out.push(
         t
-          ? { route, switches: t.switches, host_to_device_per_switch: t.switchHostToDevice / Math.max(1, t.switches), device_to_host_per_switch: t.switchDeviceToHost / Math.max(1, t.switches), theta_uploads: t.thetaUploads, theta_upload_bytes: t.thetaBytes }
-          : { route, switches: groups, host_to_device_per_switch: uploaded / groups, device_to_host_per_switch: 0, theta_uploads: 0, theta_upload_bytes: 0 },
+          ? { route, switches: t.switches, host_to_device_per_switch: t.switchHostToDevice / Math.max(1, t.switches), device_to_host_per_switch: t.switchDeviceToHost / Math.max(1, t.switches), theta_uploads: t.thetaUploads, theta_upload_bytes: t.thetaBytes, noise_runs_per_switch: t.noiseRuns / Math.max(1, t.switches) }
+          : { route, switches: groups, host_to_device_per_switch: uploaded / groups, device_to_host_per_switch: 0, theta_uploads: 0, theta_upload_bytes: 0, noise_runs_per_switch: 0 },
       );
     } finally {
       await engine.close();
