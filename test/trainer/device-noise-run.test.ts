@@ -58,11 +58,11 @@ beforeAll(async () => {
 
 const model = { preset: 'tiny', seed: 2 } as const;
 
-async function trainIn(dir: string, config: RunConfig, faults?: Parameters<typeof train>[0]['faults']) {
+async function trainIn(dir: string, config: RunConfig, faults?: Parameters<typeof train>[0]['faults'], before?: (iteration: number) => Promise<void>) {
   const store = new FsObjectStore(join(root, dir));
   const engine = await createEngine({ model, mode: 'full' });
   try {
-    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
+    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store, before), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
     return { result, store, theta: engine.segments().map((s) => s.data.slice()) };
   } finally {
     await engine.close();
@@ -130,6 +130,10 @@ describe("a full-mode run on 'esopt-device-noise'", () => {
     // perturbed exactly with −σ·ε of the device stream.
     const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
     let probe: Promise<{ during: string; want: string }> | undefined;
+    // iteration 1's episodes wait until the replica serves it, so it never skips from θ_1's manifest to its update
+    let servedOne!: () => void;
+    const servingOne = new Promise<void>((resolve) => (servedOne = resolve));
+    const before = (k: number) => (k === 1 ? servingOne : Promise.resolve());
     const starting = startReplica({
       store, run: 'r', id: 'replica-a', pollMs: 10,
       onProgress: (e) => {
@@ -141,10 +145,11 @@ describe("a full-mode run on 'esopt-device-noise'", () => {
         probe = engine
           .generate([{ promptIds: [256, 72, 105], member: { kind: 'member', iteration: 1, index: 1 }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 2, stop: [], ignoreEos: true, onText: () => void (during ??= hashTheta(engine.segments())) }])
           .then(() => ({ during: during!, want: hashTheta(theta1) }));
+        servedOne();
       },
     });
     void starting.then((r) => (holder.replica = r));
-    const { result } = await trainIn('replica', config);
+    const { result } = await trainIn('replica', config, undefined, before);
     const replica = await starting;
     try {
       expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });

@@ -59,12 +59,12 @@ async function loraEngine() {
 }
 
 /** One train() call on a fresh engine in `dir` (resuming whatever the store holds there). */
-async function trainIn(dir: string, faults?: Parameters<typeof train>[0]['faults']) {
+async function trainIn(dir: string, faults?: Parameters<typeof train>[0]['faults'], before?: (iteration: number) => Promise<void>) {
   const store = new FsObjectStore(join(root, dir));
   const { engine, model } = await loraEngine();
   const baseHash = hashTheta(model.weights);
   try {
-    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
+    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store, before), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
     return { result, store, baseUnchanged: hashTheta(model.weights) === baseHash };
   } finally {
     await engine.close();
@@ -112,15 +112,20 @@ describe('a lora run', () => {
     const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
     let served: Promise<number[][]> | undefined;
     const rows = [greedy({ kind: 'base' }), ...[0, 1, 2, 3].map((index) => greedy({ kind: 'member', iteration: 1, index }))];
+    // iteration 1's episodes wait until the replica serves it, so it never skips from θ_1's manifest to its update
+    let servedOne!: () => void;
+    const servingOne = new Promise<void>((resolve) => (servedOne = resolve));
+    const before = (k: number) => (k === 1 ? servingOne : Promise.resolve());
     const starting = startReplica({
       store, run: 'r', id: 'replica-a', pollMs: 10,
       onProgress: (e) => {
         if (e.kind !== 'serving' || e.iteration !== 1 || served) return;
         served = holder.replica!.served.engine.generate(rows).then((out) => out.map((r) => r.tokenIds));
+        servedOne();
       },
     });
     void starting.then((r) => (holder.replica = r));
-    const { result } = await trainIn('replica');
+    const { result } = await trainIn('replica', undefined, before);
     const replica = await starting;
     try {
       expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });

@@ -52,11 +52,11 @@ beforeAll(async () => {
 });
 
 /** One train() call on a fresh engine in `dir` (resuming whatever the store holds there). */
-async function trainIn(dir: string, config: RunConfig, faults?: Parameters<typeof train>[0]['faults']) {
+async function trainIn(dir: string, config: RunConfig, faults?: Parameters<typeof train>[0]['faults'], before?: (iteration: number) => Promise<void>) {
   const store = new FsObjectStore(join(root, dir));
   const engine = await createEngine({ model: config.model as { preset: 'tiny'; seed: number }, mode: config.mode });
   try {
-    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
+    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store, before), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
     return { result, segments: engine.segments().map((s) => ({ name: s.name, hash: hashTheta([s]) })), store };
   } finally {
     await engine.close();
@@ -130,6 +130,10 @@ describe('with a replica, and with a bad pattern', () => {
     // perturbs θ in place) differs from θ_1 in the targeted tensors only.
     const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
     let probe: Promise<{ moved: string[] }> | undefined;
+    // iteration 1's episodes wait until the replica serves it, so it never skips from θ_1's manifest to its update
+    let servedOne!: () => void;
+    const servingOne = new Promise<void>((resolve) => (servedOne = resolve));
+    const gate = (k: number) => (k === 1 ? servingOne : Promise.resolve());
     const starting = startReplica({
       store, run: 'r', id: 'replica-a', pollMs: 10,
       onProgress: (e) => {
@@ -141,10 +145,11 @@ describe('with a replica, and with a bad pattern', () => {
         probe = engine
           .generate([{ promptIds: [256, 72, 105], member: { kind: 'member', iteration: 1, index: 1 }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 4, stop: [], ignoreEos: true, onText: snapshot }])
           .then(() => ({ moved: engine.segments().filter((_, i) => during![i] !== before[i]).map((s) => s.name) }));
+        servedOne();
       },
     });
     void starting.then((r) => (holder.replica = r));
-    const { result } = await trainIn('replica', config);
+    const { result } = await trainIn('replica', config, undefined, gate);
     const replica = await starting;
     try {
       expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });

@@ -3,10 +3,14 @@ import type { DispatchOutcome, Fanout } from '../../../shared/ports/fanout.ts';
 import type { EpisodeRequest, RewardRecord } from '../../../shared/schemas/index.ts';
 import type { FsObjectStore } from '../../../shared/store/fs.ts';
 
-/** Writes each request's record at once: a member's reward depends on it and its task, base rows get 0. */
-export function scriptedFanout(store: FsObjectStore): Fanout {
+/**
+ * Writes each request's record at once: a member's reward depends on it and its task, base rows get 0.
+ * `before(iteration)` is awaited first: a test holds an iteration open until a replica has served it.
+ */
+export function scriptedFanout(store: FsObjectStore, before?: (iteration: number) => Promise<void>): Fanout {
   return {
     async dispatch(requests) {
+      for (const k of new Set(requests.map((r) => r.iteration))) await before?.(k);
       return Promise.all(
         requests.map(async (request: EpisodeRequest): Promise<DispatchOutcome> => {
           const { run, iteration, member } = request;
