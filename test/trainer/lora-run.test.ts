@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
-import { CheckpointMeta, IterationManifest, RunConfig } from '../../shared/schemas/index.ts';
+import { CheckpointMeta, IterationManifest } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
@@ -22,27 +22,16 @@ import { loraMatrices } from '../../trainer/model/lora-matrices.ts';
 import { openModel } from '../../trainer/model/open-model.ts';
 import { readLog } from '../../trainer/loop/checkpoints.ts';
 import { restoreFromLog } from '../../trainer/loop/restore.ts';
-import { train } from '../../trainer/loop/training.ts';
 import { startReplica } from '../../trainer/replicas/replica.ts';
-import { scriptedFanout } from './helpers/scripted-fanout.ts';
+import { iterationGate, scriptedRunConfig, trainScripted } from './helpers/scripted-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-lora-run-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const config = RunConfig.parse({
-  environment: { name: 'sudoku', options: { size: 4, blanks: 4 } },
-  tasks: { seed: 3, trainPerIteration: 2, evalCount: 1 },
-  model: { preset: 'tiny', seed: 2 },
+const config = scriptedRunConfig({
   mode: 'lora',
   lora: { rank: 4, alpha: 8, targets: { include: 'all-linear', exclude: ['mlp'] } },
   es: { population: 4, sigma: 0.3, alpha: { schedule: 'cosine', initial: 0.2, final: 0.05 }, weightDecay: 0.1 },
-  iterations: 3,
-  evalInterval: 10,
-  checkpointInterval: 2,
-  policy: 'scripted:random',
-  workers: 1,
-  deadlineMs: 60_000,
-  seed: 11,
 });
 const spec = config.model as { preset: 'tiny'; seed: number };
 
@@ -59,12 +48,12 @@ async function loraEngine() {
 }
 
 /** One train() call on a fresh engine in `dir` (resuming whatever the store holds there). */
-async function trainIn(dir: string, faults?: Parameters<typeof train>[0]['faults'], before?: (iteration: number) => Promise<void>) {
+async function trainIn(dir: string, faults?: Parameters<typeof trainScripted>[0]['faults'], before?: (iteration: number) => Promise<void>) {
   const store = new FsObjectStore(join(root, dir));
   const { engine, model } = await loraEngine();
   const baseHash = hashTheta(model.weights);
   try {
-    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store, before), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
+    const result = await trainScripted({ store, config, engine, environment: sudoku, faults, before });
     return { result, store, baseUnchanged: hashTheta(model.weights) === baseHash };
   } finally {
     await engine.close();
@@ -112,20 +101,17 @@ describe('a lora run', () => {
     const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
     let served: Promise<number[][]> | undefined;
     const rows = [greedy({ kind: 'base' }), ...[0, 1, 2, 3].map((index) => greedy({ kind: 'member', iteration: 1, index }))];
-    // iteration 1's episodes wait until the replica serves it, so it never skips from θ_1's manifest to its update
-    let servedOne!: () => void;
-    const servingOne = new Promise<void>((resolve) => (servedOne = resolve));
-    const before = (k: number) => (k === 1 ? servingOne : Promise.resolve());
+    const gate = iterationGate(1);
     const starting = startReplica({
       store, run: 'r', id: 'replica-a', pollMs: 10,
       onProgress: (e) => {
         if (e.kind !== 'serving' || e.iteration !== 1 || served) return;
         served = holder.replica!.served.engine.generate(rows).then((out) => out.map((r) => r.tokenIds));
-        servedOne();
+        gate.open();
       },
     });
     void starting.then((r) => (holder.replica = r));
-    const { result } = await trainIn('replica', undefined, before);
+    const { result } = await trainIn('replica', undefined, gate.before);
     const replica = await starting;
     try {
       expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });

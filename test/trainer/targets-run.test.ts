@@ -19,32 +19,15 @@ import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import { createEngine } from '../../trainer/model/create-engine.ts';
 import { readLog } from '../../trainer/loop/checkpoints.ts';
 import { restoreFromLog } from '../../trainer/loop/restore.ts';
-import { train } from '../../trainer/loop/training.ts';
 import { startReplica } from '../../trainer/replicas/replica.ts';
 import { thetaAtIteration } from '../../trainer/export/theta-at-iteration.ts';
 import { buildRunArtifact } from '../../trainer/export/run-artifact.ts';
-import { scriptedFanout } from './helpers/scripted-fanout.ts';
+import { iterationGate, scriptedRunConfig, trainScripted } from './helpers/scripted-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-targets-run-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const configFor = (mode: 'full' | 'lowrank', targets: RunConfigInput['targets']) =>
-  RunConfig.parse({
-    environment: { name: 'sudoku', options: { size: 4, blanks: 4 } },
-    tasks: { seed: 3, trainPerIteration: 2, evalCount: 1 },
-    model: { preset: 'tiny', seed: 2 },
-    mode,
-    rank: 2,
-    targets,
-    es: { population: 4, sigma: 0.05, alpha: { schedule: 'cosine', initial: 0.08, final: 0.02 }, weightDecay: 0.1 },
-    iterations: 3,
-    evalInterval: 10,
-    checkpointInterval: 2,
-    policy: 'scripted:random',
-    workers: 1,
-    deadlineMs: 60_000,
-    seed: 11,
-  });
+const configFor = (mode: 'full' | 'lowrank', targets: RunConfigInput['targets']) => scriptedRunConfig({ mode, rank: 2, targets });
 
 let sudoku: EnvironmentDefinition;
 beforeAll(async () => {
@@ -52,11 +35,11 @@ beforeAll(async () => {
 });
 
 /** One train() call on a fresh engine in `dir` (resuming whatever the store holds there). */
-async function trainIn(dir: string, config: RunConfig, faults?: Parameters<typeof train>[0]['faults'], before?: (iteration: number) => Promise<void>) {
+async function trainIn(dir: string, config: RunConfig, faults?: Parameters<typeof trainScripted>[0]['faults'], before?: (iteration: number) => Promise<void>) {
   const store = new FsObjectStore(join(root, dir));
   const engine = await createEngine({ model: config.model as { preset: 'tiny'; seed: number }, mode: config.mode });
   try {
-    const result = await train({ run: 'r', config, store, fanout: scriptedFanout(store, before), weights: engine, population: engine, policy: { baseUrl: 'scripted:random' }, environment: sudoku, pollMs: 10, faults });
+    const result = await trainScripted({ store, config, engine, environment: sudoku, faults, before });
     return { result, segments: engine.segments().map((s) => ({ name: s.name, hash: hashTheta([s]) })), store };
   } finally {
     await engine.close();
@@ -130,10 +113,7 @@ describe('with a replica, and with a bad pattern', () => {
     // perturbs θ in place) differs from θ_1 in the targeted tensors only.
     const holder: { replica?: Awaited<ReturnType<typeof startReplica>> } = {};
     let probe: Promise<{ moved: string[] }> | undefined;
-    // iteration 1's episodes wait until the replica serves it, so it never skips from θ_1's manifest to its update
-    let servedOne!: () => void;
-    const servingOne = new Promise<void>((resolve) => (servedOne = resolve));
-    const gate = (k: number) => (k === 1 ? servingOne : Promise.resolve());
+    const gate = iterationGate(1);
     const starting = startReplica({
       store, run: 'r', id: 'replica-a', pollMs: 10,
       onProgress: (e) => {
@@ -145,11 +125,11 @@ describe('with a replica, and with a bad pattern', () => {
         probe = engine
           .generate([{ promptIds: [256, 72, 105], member: { kind: 'member', iteration: 1, index: 1 }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: 4, stop: [], ignoreEos: true, onText: snapshot }])
           .then(() => ({ moved: engine.segments().filter((_, i) => during![i] !== before[i]).map((s) => s.name) }));
-        servedOne();
+        gate.open();
       },
     });
     void starting.then((r) => (holder.replica = r));
-    const { result } = await trainIn('replica', config, undefined, gate);
+    const { result } = await trainIn('replica', config, undefined, gate.before);
     const replica = await starting;
     try {
       expect(await replica.done).toEqual({ iterations: 3, thetaHash: result.thetaHash });
