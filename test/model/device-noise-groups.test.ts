@@ -21,7 +21,7 @@ import { GraphBuilder } from '../../trainer/onnx/graph-builder.ts';
 import { DataType, encodeModel } from '../../trainer/onnx/proto.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
 import { FullDeviceServing } from '../../trainer/model/serving/full-device.ts';
-import { createSession, sessionOptionsFor } from '../../trainer/model/sessions.ts';
+import { createSession } from '../../trainer/model/sessions.ts';
 import { TargetTensors } from '../../trainer/model/target-tensors.ts';
 import { groupedDeviceNoiseGraph, SPLIT_FAN_OUT } from '../../trainer/perturbation/device-noise-graph.ts';
 import { noiseGroups } from '../../trainer/perturbation/noise-groups.ts';
@@ -29,26 +29,11 @@ import { PerturbationPool } from '../../trainer/perturbation/perturbation-pool.t
 import { pieceInputs, weightPieces } from '../../trainer/perturbation/weight-pieces.ts';
 import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts';
 import { ask } from '../../shared/es.ts';
-
-const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
-  .then(async (s) => (await s.release(), null))
-  .catch((err: Error) => {
-    if (/Failed to get a WebGPU adapter|No supported adapters/.test(err.message)) return err.message.slice(err.message.indexOf('Failed to get'));
-    throw err;
-  });
-const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
+import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
+import { differing } from './helpers/float-bits.ts';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-/** Elements where `got` and `want` differ in any bit. */
-function differing(got: Float32Array, want: Float32Array): number {
-  const a = new Uint32Array(got.buffer, got.byteOffset, got.length);
-  const b = new Uint32Array(want.buffer, want.byteOffset, want.length);
-  let n = 0;
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) n++;
-  return n + Math.abs(a.length - b.length);
-}
 
 const seg = (name: string, length: number, offset: number): ParameterSegment => ({ name, data: new Float32Array(length), offset });
 

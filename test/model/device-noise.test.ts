@@ -15,18 +15,10 @@ import { CENTRE, type DeviceNoiseKey, deviceNoiseAt, deviceNoiseKeys, deviceNois
 import { philox4x32 } from '../../shared/philox.ts';
 import { draftDeviceNoiseWords } from '../../scripts/device-noise-draft.ts';
 import { DeviceTensors } from '../../trainer/generation/device-tensors.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { sessionOptionsFor } from '../../trainer/model/sessions.ts';
 import { encodeModel } from '../../trainer/onnx/proto.ts';
 import { deviceNoiseGraph } from '../../trainer/perturbation/device-noise-graph.ts';
-
-const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
-  .then(async (s) => (await s.release(), null))
-  .catch((err: Error) => {
-    if (/Failed to get a WebGPU adapter|No supported adapters/.test(err.message)) return err.message.slice(err.message.indexOf('Failed to get'));
-    throw err;
-  });
-const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
+import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
+import { differing } from './helpers/float-bits.ts';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -46,15 +38,6 @@ function feeds(): Record<string, ort.Tensor> {
     k1: new ort.Tensor('uint32', Uint32Array.of(keys[1]), [1]),
     sigma: new ort.Tensor('float32', Float32Array.of(SIGMA), [1]),
   };
-}
-
-/** Elements where `got` and `want` differ in any bit. */
-function differing(got: Float32Array, want: Float32Array): number {
-  const a = new Uint32Array(got.buffer, got.byteOffset, got.length);
-  const b = new Uint32Array(want.buffer, want.byteOffset, want.length);
-  let n = 0;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++;
-  return n;
 }
 
 type Words = (index: number, k0: number, k1: number) => [number, number];

@@ -10,7 +10,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
 import type { EngineOptions, GenerateRow, MemberSelector, Population, StepTransfer } from '../../trainer/engine.ts';
@@ -22,22 +21,13 @@ import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
 import { saveModelDir } from '../../trainer/model/model-dir.ts';
 import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
-import { sessionOptionsFor } from '../../trainer/model/sessions.ts';
 import { PRESETS } from '../../trainer/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { encodeModel } from '../../trainer/onnx/proto.ts';
 import { toHalfExport } from './helpers/exporter-style.ts';
+import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 
-const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
-  .then(async (s) => (await s.release(), null))
-  .catch((err: Error) => {
-    if (/Failed to get a WebGPU adapter|No supported adapters/.test(err.message)) return err.message.slice(err.message.indexOf('Failed to get'));
-    throw err;
-  });
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
 
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 2, members: ask({ population: 4, antithetic: true }) };
 const member = (index: number): MemberSelector => ({ kind: 'member', iteration: 2, index });

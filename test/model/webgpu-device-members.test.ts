@@ -18,34 +18,19 @@ import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
 import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
 import { FullDeviceServing } from '../../trainer/model/serving/full-device.ts';
-import { createSession, sessionOptionsFor } from '../../trainer/model/sessions.ts';
+import { createSession } from '../../trainer/model/sessions.ts';
 import { TargetTensors } from '../../trainer/model/target-tensors.ts';
 import { PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
 import { noiseGroups } from '../../trainer/perturbation/noise-groups.ts';
 import { pieceInputs, weightPieces } from '../../trainer/perturbation/weight-pieces.ts';
 import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts';
 import { layoutSegments } from '../../shared/es.ts';
-
-const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
-  .then(async (s) => (await s.release(), null))
-  .catch((err: Error) => {
-    if (/Failed to get a WebGPU adapter|No supported adapters/.test(err.message)) return err.message.slice(err.message.indexOf('Failed to get'));
-    throw err;
-  });
-const skipped = noAdapter ? ` — SKIPPED, no Vulkan adapter here (${noAdapter})` : '';
+import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
+import { differing } from './helpers/float-bits.ts';
 
 const PIECE = 5000; // smaller than most of tiny's tensors: they are fed as several pieces, joined in the graph
 const GROUP = 24_000; // a few pieces a group, so the engine's members come from several grouped graph runs
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 1, noise: 'esopt-device-noise', members: ask({ population: 4, antithetic: true }) };
-
-/** Elements where `got` and `want` differ in any bit. */
-function differing(got: Float32Array, want: Float32Array): number {
-  const a = new Uint32Array(got.buffer, got.byteOffset, got.length);
-  const b = new Uint32Array(want.buffer, want.byteOffset, want.length);
-  let n = 0;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++;
-  return n + Math.abs(a.length - b.length);
-}
 
 /** Identity per input with outputs on the host: how a gpu-buffer tensor's data comes back (getData aborts onnxruntime-node 1.30). */
 async function readBack(tensors: Record<string, ort.Tensor>): Promise<Record<string, Float32Array>> {

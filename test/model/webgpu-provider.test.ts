@@ -1,18 +1,9 @@
-import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { buildPreset } from '../../trainer/model/open-model.ts';
 import { providerParity } from '../../trainer/bench/provider-parity.ts';
-import { sessionOptionsFor } from '../../trainer/model/sessions.ts';
-import { encodeModel } from '../../trainer/onnx/proto.ts';
+import { noAdapter } from './helpers/webgpu-adapter.ts';
 
 // Dawn (inside onnxruntime-node) needs a Vulkan adapter; CI has none, a machine with lavapipe or a GPU
 // driver does (docs/MODEL.md, "GPU"). Only "no adapter" skips: any other failure of the provider fails.
-const noAdapter = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
-  .then(async (s) => (await s.release(), null))
-  .catch((err: Error) => {
-    if (/Failed to get a WebGPU adapter|No supported adapters/.test(err.message)) return err.message.slice(err.message.indexOf('Failed to get'));
-    throw err;
-  });
 
 describe('the webgpu execution provider', () => {
   it.skipIf(noAdapter !== null)(
