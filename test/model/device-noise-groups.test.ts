@@ -17,8 +17,7 @@ import { BLOCK, deviceNoiseKeys, perturbedWithDeviceNoise } from '../../shared/d
 import { layoutSegments, type ParameterSegment } from '../../shared/es.ts';
 import type { Population } from '../../trainer/engine.ts';
 import { DeviceTensors } from '../../trainer/generation/device-tensors.ts';
-import { GraphBuilder } from '../../trainer/onnx/graph-builder.ts';
-import { DataType, encodeModel } from '../../trainer/onnx/proto.ts';
+import { encodeModel } from '../../trainer/onnx/proto.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
 import { FullDeviceServing } from '../../trainer/model/serving/full-device.ts';
 import { createSession } from '../../trainer/model/sessions.ts';
@@ -31,6 +30,7 @@ import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts
 import { ask } from '../../shared/es.ts';
 import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 import { differing } from './helpers/float-bits.ts';
+import { readBack } from './helpers/webgpu-read-back.ts';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -92,24 +92,6 @@ describe('noise groups', () => {
 });
 
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 1, noise: 'esopt-device-noise', members: ask({ population: 4, antithetic: true }) };
-
-/** Identity per input with outputs on the host: how a gpu-buffer tensor's data comes back (getData aborts onnxruntime-node 1.30). */
-async function readBack(tensors: Record<string, ort.Tensor>): Promise<Record<string, Float32Array>> {
-  const g = new GraphBuilder();
-  const names = Object.keys(tensors).sort();
-  names.forEach((name, i) => {
-    g.input(`in${i}`, DataType.FLOAT, [tensors[name].dims[0]]);
-    g.nameOutput(g.op1('Identity', [`in${i}`]), `out${i}`);
-    g.output(`out${i}`, DataType.FLOAT, [tensors[name].dims[0]]);
-  });
-  const s = await ort.InferenceSession.create(encodeModel(g.model('read-back')), { executionProviders: ['webgpu'] });
-  try {
-    const out = await s.run(Object.fromEntries(names.map((n, i) => [`in${i}`, tensors[n]])));
-    return Object.fromEntries(names.map((n, i) => [n, out[`out${i}`].data as Float32Array]));
-  } finally {
-    await s.release();
-  }
-}
 
 describe.skipIf(noAdapter !== null)(`grouped device noise on webgpu${skipped}`, () => {
   it('runs every θ-sized node, Concat and Split included, on the WebGPU provider, with nothing copied', async () => {

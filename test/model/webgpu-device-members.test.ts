@@ -7,13 +7,10 @@
  * feeds only keys and scalars (one set a group of pieces made by one graph run), θ is uploaded once per θ version, and no member tensor outlives its rows.
  * Skipped, saying so, where Dawn finds no Vulkan adapter.
  */
-import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perturbedWithDeviceNoise } from '../../shared/device-noise.ts';
 import { ask } from '../../shared/es.ts';
 import type { GenerateRow, Population } from '../../trainer/engine.ts';
-import { GraphBuilder } from '../../trainer/onnx/graph-builder.ts';
-import { DataType, encodeModel } from '../../trainer/onnx/proto.ts';
 import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
 import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/model/open-model.ts';
@@ -27,28 +24,11 @@ import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts
 import { layoutSegments } from '../../shared/es.ts';
 import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 import { differing } from './helpers/float-bits.ts';
+import { readBack } from './helpers/webgpu-read-back.ts';
 
 const PIECE = 5000; // smaller than most of tiny's tensors: they are fed as several pieces, joined in the graph
 const GROUP = 24_000; // a few pieces a group, so the engine's members come from several grouped graph runs
 const population: Population = { runSeed: 5, iteration: 2, sigma: 0.3, rank: 1, noise: 'esopt-device-noise', members: ask({ population: 4, antithetic: true }) };
-
-/** Identity per input with outputs on the host: how a gpu-buffer tensor's data comes back (getData aborts onnxruntime-node 1.30). */
-async function readBack(tensors: Record<string, ort.Tensor>): Promise<Record<string, Float32Array>> {
-  const g = new GraphBuilder();
-  const names = Object.keys(tensors).sort();
-  names.forEach((name, i) => {
-    g.input(`in${i}`, DataType.FLOAT, [tensors[name].dims[0]]);
-    g.nameOutput(g.op1('Identity', [`in${i}`]), `out${i}`);
-    g.output(`out${i}`, DataType.FLOAT, [tensors[name].dims[0]]);
-  });
-  const s = await ort.InferenceSession.create(encodeModel(g.model('read-back')), { executionProviders: ['webgpu'] });
-  try {
-    const out = await s.run(Object.fromEntries(names.map((n, i) => [`in${i}`, tensors[n]])));
-    return Object.fromEntries(names.map((n, i) => [n, out[`out${i}`].data as Float32Array]));
-  } finally {
-    await s.release();
-  }
-}
 
 function rows(): GenerateRow[] {
   return Array.from({ length: 5 }, (_, k) => ({
