@@ -77,7 +77,7 @@ export default $config({
       ESOPT_ARTIFACT_DAYS: z.coerce.number().int().min(7).max(3650).default(90),
       /**
        * JSON of CostPrices fields to override (e.g. `{"gpuUsdPerHour":1.2}`); the rest are list prices and the
-       * GPU share measured for the instance type (configs/decode-throughput.json, trainer/pricing/measured-prices.ts).
+       * GPU share measured for the instance type (configs/decode-throughput.json, trainer/jobs/measured-prices.ts).
        */
       ESOPT_COST_PRICES: z
         .string()
@@ -117,7 +117,7 @@ export default $config({
     // What an episode costs, one JSON for the functions (ESOPT_COST_PRICES) and the box (stack/prices.json in
     // the bucket, read at start, so new prices never replace the instance): the instance type's measured decode
     // rate when recorded, else the default measurement, which the `costBasis` output names.
-    const { measuredPrices, throughputBasis } = await import('./trainer/pricing/measured-prices.ts');
+    const { measuredPrices, throughputBasis } = await import('./trainer/jobs/measured-prices.ts');
     let prices;
     try {
       prices = measuredPrices(cfg.ESOPT_COST_PRICES, cfg.ESOPT_TRAINER_INSTANCE_TYPE);
@@ -189,7 +189,7 @@ export default $config({
     // Session Manager is the way onto a box (no key pair, no SSH port): AWS's managed policy for its agent.
     const sessionManagerPolicy = $interpolate`arn:${aws.getPartitionOutput({}).partition}:iam::aws:policy/AmazonSSMManagedInstanceCore`;
     new aws.iam.RolePolicyAttachment('TrainerSessionManager', { role: trainerRole.name, policyArn: sessionManagerPolicy });
-    // The boxes' service logs (pino lines, shipped by the service itself: trainer/hosting/cloudwatch-log-stream.ts),
+    // The boxes' service logs (pino lines, shipped by the service itself: trainer/cloud/box/cloudwatch-log-stream.ts),
     // one stream per box; each box may only create streams and put events in this group.
     const boxLogs = new aws.cloudwatch.LogGroup('BoxLogs', { name: `/esopt/${$app.stage}/boxes`, retentionInDays: cfg.ESOPT_LOG_DAYS });
     const boxLogsPolicy = $jsonStringify({
@@ -274,8 +274,8 @@ export default $config({
     });
 
     // What the box runs is what this deploy uploads: the tree being deployed as a tarball named and checked
-    // by its SHA-256 (trainer/hosting/box-artifact.ts); its dependencies are the lock file's, integrity-checked by npm ci.
-    const { buildBoxArtifact } = await import('./trainer/hosting/box-artifact.ts');
+    // by its SHA-256 (trainer/cloud/box/box-artifact.ts); its dependencies are the lock file's, integrity-checked by npm ci.
+    const { buildBoxArtifact } = await import('./trainer/cloud/box/box-artifact.ts');
     const artifact = buildBoxArtifact(process.cwd());
     new aws.s3.BucketObjectv2('CostPrices', { bucket: bucket.name, key: 'stack/prices.json', content: pricesJson, contentType: 'application/json' });
     const artifactObject = new aws.s3.BucketObjectv2('TrainerArtifact', {
@@ -292,10 +292,10 @@ export default $config({
       content: $jsonStringify({ key: artifactObject.key, sha256: artifact.sha256 }),
       contentType: 'application/json',
     });
-    // A box's boot is trainer/hosting/box-boot.sh (retries, the pinned Node, its state in boxes/<box>/boot.json),
+    // A box's boot is trainer/cloud/box/box-boot.sh (retries, the pinned Node, its state in boxes/<box>/boot.json),
     // carried whole in the user data after the variables that name this stack; the rehearsal runs the same text.
     const { readFileSync } = await import('node:fs');
-    const bootScript = readFileSync('trainer/hosting/box-boot.sh', 'utf8').replace(/^#![^\n]*\n/, '');
+    const bootScript = readFileSync('trainer/cloud/box/box-boot.sh', 'utf8').replace(/^#![^\n]*\n/, '');
     /** Single-quoted for bash: the values are names, keys, URLs and flags, never a quote. */
     const bootVariable = (name: string, value: SstInput<string>) => $interpolate`ESOPT_BOOT_${name}='${value}'\n`;
     const userDataFor = (box: string, service: string, description: string, args: SstInput<string>) =>
@@ -355,7 +355,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
             // pushed model the run names (manifest and files, `esopt models push`), and the artifact it boots from.
             { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/runs/*`, $interpolate`${bucket.arn}/trainer/active-run.json`, $interpolate`${bucket.arn}/models/*`, $interpolate`${bucket.arn}/artifacts/*`, $interpolate`${bucket.arn}/stack/artifact.json`] },
             { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
-            // Its own announcement and θ reports, and its own boot state (trainer/hosting/box-boot.sh).
+            // Its own announcement and θ reports, and its own boot state (trainer/cloud/box/box-boot.sh).
             { Effect: 'Allow', Action: ['s3:PutObject'], Resource: [$interpolate`${bucket.arn}/runs/*/replicas/${r.id}.json`, $interpolate`${bucket.arn}/runs/*/replica-reports/*/${r.id}.json`, $interpolate`${bucket.arn}/boxes/${r.id}/boot.json`] },
             { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
           ],
@@ -400,7 +400,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       // that serves it (./dashboard/ of dashboard-routes.ts, and of bundle.mjs at the package's root), and
       // the uPlot and Swagger UI files it resolves with require.resolve, copied to the same paths under
       // node_modules so that the same resolution finds them (only these files: swagger-ui-dist would also
-      // install @scarf/scarf, whose install script reports to a third party). trainer/rehearsal/sst-build.ts
+      // install @scarf/scarf, whose install script reports to a third party). trainer/dev/rehearsal/sst-build.ts
       // builds the package and test/cloud/sst-build.test.ts serves every page and asset from it.
       copyFiles: [
         { from: 'functions/http-api/dashboard', to: 'dashboard' },

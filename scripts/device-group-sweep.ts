@@ -6,12 +6,12 @@
  */
 import * as ort from 'onnxruntime-node';
 import { ask } from '../shared/es.ts';
-import { modelSpecFlag } from '../trainer/argv/model-flags.ts';
-import { createOnnxEngine } from '../trainer/compose/engine.ts';
-import { openModel } from '../trainer/model/open-model.ts';
-import { GraphBuilder } from '../trainer/onnx/graph-builder.ts';
-import { DataType, encodeModel } from '../trainer/onnx/proto.ts';
-import { median, timeMs } from '../trainer/bench/measure.ts';
+import { modelSpecFlag } from '../trainer/cli/argv/model-flags.ts';
+import { createOnnxEngine } from '../trainer/assembly/engine.ts';
+import { openModel } from '../trainer/engine/model/open-model.ts';
+import { GraphBuilder } from '../trainer/engine/onnx/graph-builder.ts';
+import { DataType, encodeModel } from '../trainer/engine/onnx/proto.ts';
+import { median, timeMs } from '../trainer/studies/bench/measure.ts';
 
 const [name, repeatsArg, ...sizes] = process.argv.slice(2);
 if (!name || !repeatsArg || sizes.length === 0) throw new Error('usage: device-group-sweep.ts MODEL REPEATS SIZE…');

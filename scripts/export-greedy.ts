@@ -5,15 +5,15 @@
  *
  *   npx tsx scripts/export-greedy.ts --store DIR --run RUN --out DIR [--format safetensors] [--iteration K] --prompts test/fixtures/torch-llama-tied/greedy.json
  */
-import { resolveModelSpec } from '../trainer/model-store/resolve-model.ts';
+import { resolveModelSpec } from '../trainer/training/model-store/resolve-model.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FsObjectStore } from '../shared/store/fs.ts';
 import { ExportFormat } from '../shared/schemas/index.ts';
-import { exportModel } from '../trainer/export/export-model.ts';
-import { thetaAtIteration } from '../trainer/export/theta-at-iteration.ts';
-import { createOnnxEngine } from '../trainer/compose/engine.ts';
+import { exportModel } from '../trainer/training/export/export-model.ts';
+import { thetaAtIteration } from '../trainer/training/export/theta-at-iteration.ts';
+import { createOnnxEngine } from '../trainer/assembly/engine.ts';
 
 const { values } = parseArgs({ options: { store: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, format: { type: 'string', default: 'safetensors' }, iteration: { type: 'string' }, prompts: { type: 'string' } } });
 if (!values.store || !values.run || !values.out || !values.prompts) throw new Error('usage: --store DIR --run RUN --out DIR --prompts greedy.json [--format F] [--iteration K]');

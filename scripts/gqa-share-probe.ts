@@ -5,8 +5,8 @@
  * attention? Prints one line per check; exits 1 on a mismatch.
  */
 import * as ort from 'onnxruntime-node';
-import { GraphBuilder } from '../trainer/onnx/graph-builder.ts';
-import { DataType, encodeModel } from '../trainer/onnx/proto.ts';
+import { GraphBuilder } from '../trainer/engine/onnx/graph-builder.ts';
+import { DataType, encodeModel } from '../trainer/engine/onnx/proto.ts';
 
 // head_size must be a multiple of 8 for the CPU kernel
 const B = 2, H = 2, KV = 1, hd = 8, M = 8;

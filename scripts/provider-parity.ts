@@ -1,14 +1,14 @@
 /**
  * `node --import tsx scripts/provider-parity.ts [--provider webgpu] [--model small] [--rows 4] [--new-tokens 32] [--kv-on-host]`:
  * greedy decoding on the provider against the CPU, token for token, in each way the engine serves θ
- * (trainer/bench/provider-parity.ts), the KV caches on the device (--kv-on-host: the host route). Prints the result as JSON; exits 0 when every row is equal,
+ * (trainer/studies/bench/provider-parity.ts), the KV caches on the device (--kv-on-host: the host route). Prints the result as JSON; exits 0 when every row is equal,
  * 3 when some differ (where they start is in the JSON), 1 when a provider fails, 2 on bad flags.
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ExecutionProvider } from '../shared/execution-provider.ts';
-import { modelSpecFlag } from '../trainer/argv/model-flags.ts';
-import { providerParity } from '../trainer/bench/provider-parity.ts';
+import { modelSpecFlag } from '../trainer/cli/argv/model-flags.ts';
+import { providerParity } from '../trainer/studies/bench/provider-parity.ts';
 
 const Flags = z.object({
   provider: ExecutionProvider.default('webgpu'),

@@ -2,7 +2,7 @@
  * A second noise definition, made to be generated on a GPU by a graph of the 32-bit integer ops that
  * onnxruntime's WebGPU provider runs there (uint32 Mul, Add, Sub, Div and Cast, int32 Range; its Bitwise*,
  * BitShift and Mod fall back to the CPU, so Philox's XORs and the ziggurat's table walk with exp/log cannot
- * be expressed on the device). This file is its reference; trainer/perturbation/device-noise-graph.ts is
+ * be expressed on the device). This file is its reference; trainer/engine/perturbation/device-noise-graph.ts is
  * the graph, equal to it bit for bit.
  *
  * Element i of member (runSeed, iteration, member)'s stream: its block b = ⌊i / 2^32⌋ gives the two keys

@@ -20,7 +20,7 @@
  *   claims/{run|evaluation}/{id}.json                       ← the box that took it (create-only: one per work item)
  *   trainer/certificate.json                                ← the box's TLS certificate, which the Episode function pins
  *   trainer/active-run.json                                 ← the run the coordinator box trains now (replica boxes follow it)
- *   boxes/{box}/boot.json                                   ← a box's boot state (trainer/hosting/box-boot.sh writes it)
+ *   boxes/{box}/boot.json                                   ← a box's boot state (trainer/cloud/box/box-boot.sh writes it)
  *   models/blobs/sha256/{hex}                               ← a pushed model's file, by its content's sha256 (create-only)
  *   models/manifests/sha256/{hex}.json                      ← a model's manifest, by its own sha256 (create-only): what runs pin
  *   models/names/{name}.json                                ← the manifest a name points at now (written last by a push)

@@ -277,7 +277,7 @@ export function applyNoise(theta: Float32Array | Float64Array, key: NoiseKey, c:
  * Full mode's exact perturbation of θ[start:end] (stream offset `offset` as in `applyNoise`) in the
  * WebAssembly kernel: each element becomes a float32 next to θ + c·ε from which θ comes back as
  * fl32(t − c·ε); elements with none go to `fixups` (index into θ, value before). The rule itself and
- * its JavaScript reference live in trainer/perturbation/exact-perturbation.ts, which calls this where
+ * its JavaScript reference live in trainer/engine/perturbation/exact-perturbation.ts, which calls this where
  * `activeNoiseKernel` is 'wasm'.
  */
 export function perturbExactWasm(theta: Float32Array, key: NoiseKey, c: number, offset: number, start: number, end: number, fixups: FixupSink): void {

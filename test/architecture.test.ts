@@ -2,7 +2,7 @@
  * The import graph of trainer/, functions/, environments/ and shared/ (static, dynamic and type-only
  * imports alike) keeps the project's order: no circle between files or between folders, the top folders
  * point toward shared/ (trainer → functions → environments → shared), and the model runtime's layers
- * (docs/MODEL.md, the first comment of trainer/model/onnx-engine.ts) each import only from layers below.
+ * (docs/MODEL.md, the first comment of trainer/engine/model/onnx-engine.ts) each import only from layers below.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -17,17 +17,17 @@ const TOP_FOLDERS = ['shared', 'environments', 'functions', 'trainer']; // each 
 
 /** The model runtime's layers, lowest first; a file takes the first prefix it matches, later entries are lower. */
 const RUNTIME_LAYERS: Array<{ layer: number; prefix: string }> = [
-  { layer: Infinity, prefix: 'trainer/model/model-policy.ts' }, // users of the runtime, not part of it
-  { layer: 7, prefix: 'trainer/model/create-engine.ts' },
-  { layer: 6, prefix: 'trainer/model/onnx-engine.ts' },
-  { layer: 5, prefix: 'trainer/model/serving/' },
-  { layer: 4, prefix: 'trainer/model/sessions.ts' },
-  { layer: 4, prefix: 'trainer/model/ort-format.ts' },
-  { layer: 3, prefix: 'trainer/model/' }, // the model and θ: export directories, the decoder, weights, tokenizers
-  { layer: 2, prefix: 'trainer/perturbation/' },
-  { layer: 2, prefix: 'trainer/generation/' },
-  { layer: 1, prefix: 'trainer/onnx/' },
-  { layer: 0, prefix: 'trainer/engine.ts' },
+  { layer: Infinity, prefix: 'trainer/engine/model/model-policy.ts' }, // users of the runtime, not part of it
+  { layer: 7, prefix: 'trainer/engine/model/create-engine.ts' },
+  { layer: 6, prefix: 'trainer/engine/model/onnx-engine.ts' },
+  { layer: 5, prefix: 'trainer/engine/members/' },
+  { layer: 4, prefix: 'trainer/engine/model/sessions.ts' },
+  { layer: 4, prefix: 'trainer/engine/model/ort-format.ts' },
+  { layer: 3, prefix: 'trainer/engine/model/' }, // the model and θ: export directories, the decoder, weights, tokenizers
+  { layer: 2, prefix: 'trainer/engine/perturbation/' },
+  { layer: 2, prefix: 'trainer/engine/generation/' },
+  { layer: 1, prefix: 'trainer/engine/onnx/' },
+  { layer: 0, prefix: 'trainer/engine/engine.ts' },
 ];
 
 function sourceFiles(dir: string): string[] {
@@ -89,7 +89,7 @@ function circles(graph: ImportGraph): string[][] {
   return found;
 }
 
-/** The graph between folders: a file's node is its folder two levels down (trainer/model), or itself above that. */
+/** The graph between folders: a file's node is its folder two levels down (trainer/engine/model), or itself above that. */
 function folderGraph(graph: ImportGraph): ImportGraph {
   const folder = (f: string) => (f.split('/').length > 2 ? f.split('/').slice(0, 2).join('/') : f);
   const out: ImportGraph = new Map();
@@ -116,17 +116,17 @@ function arrowsUp(graph: ImportGraph, rank: (file: string) => number | undefined
 
 /**
  * Arrows no file may draw, whatever the layering: the ES loop is given its engine, server and target by the
- * composition root (trainer/compose/) and builds none of them; only the root and the commands import the root.
+ * composition root (trainer/assembly/) and builds none of them; only the root and the commands import the root.
  */
 const FORBIDDEN: Array<{ from: RegExp; to: RegExp; why: string }> = [
   { from: /^trainer\/loop\//, to: /^trainer\/(server\/|model\/create-engine\.ts|compose\/|hosting\/|fanout\/(local|cloud)-target\.ts)/, why: 'the loop is handed its engine, server and target' },
   { from: /^(shared|functions|environments)\/|^trainer\/(loop|model|generation|perturbation|onnx|server|fanout)\//, to: /^trainer\/compose\//, why: 'only entry points use the composition root' },
-  // Engines too: commands, benchmarks and hosts get theirs from the root (compose/engine.ts).
+  // Engines too: commands, benchmarks and hosts get theirs from the root (assembly/engine.ts).
   { from: /^(?!trainer\/(model|compose)\/)/, to: /^trainer\/model\/create-engine\.ts$/, why: 'engines come from the composition root' },
-  // A run's target is chosen by the root (compose/wirings.ts: embeddedTarget, cloudTarget).
+  // A run's target is chosen by the root (assembly/wirings.ts: embeddedTarget, cloudTarget).
   { from: /^(?!trainer\/(compose|fanout)\/)/, to: /^trainer\/fanout\/local-target\.ts$/, why: 'targets come from the composition root' },
-  // Outside the loop, its public face (loop/index.ts): not its steps, its collector or its classification.
-  { from: /^(?!trainer\/loop\/)/, to: /^trainer\/loop\/(?!index\.ts$)/, why: "the loop's public face is loop/index.ts" },
+  // Outside the loop, its public face (training/loop/index.ts): not its steps, its collector or its classification.
+  { from: /^(?!trainer\/loop\/)/, to: /^trainer\/loop\/(?!index\.ts$)/, why: "the loop's public face is training/loop/index.ts" },
 ];
 
 /** Source that resolves the CLI's entry point as a path to run (a URL or a join), not a mere mention. */
@@ -170,35 +170,35 @@ describe('the checks themselves', () => {
     expect(circles(folderGraph(g))).toEqual([['trainer/x', 'trainer/y']]);
   });
   it('place the runtime layers by the first matching prefix', () => {
-    expect(runtimeRank('trainer/model/serving/lowrank.ts')).toBe(5);
-    expect(runtimeRank('trainer/model/weights.ts')).toBe(3);
+    expect(runtimeRank('trainer/engine/members/lowrank.ts')).toBe(5);
+    expect(runtimeRank('trainer/engine/model/weights.ts')).toBe(3);
     expect(runtimeRank('shared/es.ts')).toBe(-1);
-    expect(runtimeRank('trainer/model/model-policy.ts')).toBeUndefined();
-    expect(runtimeRank('trainer/loop/training.ts')).toBeUndefined();
-    expect(arrowsUp(new Map([['trainer/onnx/proto.ts', ['trainer/model/weights.ts', 'shared/es.ts']]]), runtimeRank)).toEqual(['trainer/onnx/proto.ts → trainer/model/weights.ts']);
+    expect(runtimeRank('trainer/engine/model/model-policy.ts')).toBeUndefined();
+    expect(runtimeRank('trainer/training/loop/training.ts')).toBeUndefined();
+    expect(arrowsUp(new Map([['trainer/engine/onnx/proto.ts', ['trainer/engine/model/weights.ts', 'shared/es.ts']]]), runtimeRank)).toEqual(['trainer/engine/onnx/proto.ts → trainer/engine/model/weights.ts']);
   });
   it('find each forbidden arrow: the loop building its server or engine, the runtime reaching the root, an engine built past the root', () => {
     const planted: ImportGraph = new Map([
-      ['trainer/loop/training.ts', ['trainer/server/server.ts', 'trainer/model/create-engine.ts', 'trainer/loop/iteration.ts', 'trainer/engine.ts']],
-      ['trainer/loop/iteration.ts', ['trainer/compose/run.ts', 'trainer/fanout/local-target.ts', 'trainer/fanout/run-target.ts']],
-      ['trainer/model/onnx-engine.ts', ['trainer/compose/wirings.ts']],
-      ['trainer/cli/commands/train.ts', ['trainer/compose/run.ts', 'trainer/server/server.ts']],
-      ['trainer/demo/random-search.ts', ['trainer/loop/collect.ts', 'trainer/loop/index.ts']],
-      ['trainer/grpo/grpo.ts', ['trainer/fanout/local-target.ts', 'trainer/compose/wirings.ts']],
-      ['trainer/bench/full.ts', ['trainer/model/create-engine.ts', 'trainer/compose/engine.ts']],
+      ['trainer/training/loop/training.ts', ['trainer/serving/server.ts', 'trainer/engine/model/create-engine.ts', 'trainer/training/loop/iteration.ts', 'trainer/engine/engine.ts']],
+      ['trainer/training/loop/iteration.ts', ['trainer/assembly/run.ts', 'trainer/fanout/local-target.ts', 'trainer/fanout/run-target.ts']],
+      ['trainer/engine/model/onnx-engine.ts', ['trainer/assembly/wirings.ts']],
+      ['trainer/cli/commands/train.ts', ['trainer/assembly/run.ts', 'trainer/serving/server.ts']],
+      ['trainer/studies/demo/random-search.ts', ['trainer/training/loop/collect.ts', 'trainer/training/loop/index.ts']],
+      ['trainer/studies/grpo/grpo.ts', ['trainer/fanout/local-target.ts', 'trainer/assembly/wirings.ts']],
+      ['trainer/studies/bench/full.ts', ['trainer/engine/model/create-engine.ts', 'trainer/assembly/engine.ts']],
     ]);
     expect(forbiddenArrows(planted).map((a) => a.split(' (')[0])).toEqual([
-      'trainer/loop/training.ts → trainer/server/server.ts',
-      'trainer/loop/training.ts → trainer/model/create-engine.ts',
-      'trainer/loop/training.ts → trainer/model/create-engine.ts',
-      'trainer/loop/iteration.ts → trainer/compose/run.ts',
-      'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
-      'trainer/loop/iteration.ts → trainer/compose/run.ts',
-      'trainer/loop/iteration.ts → trainer/fanout/local-target.ts',
-      'trainer/model/onnx-engine.ts → trainer/compose/wirings.ts',
-      'trainer/demo/random-search.ts → trainer/loop/collect.ts',
-      'trainer/grpo/grpo.ts → trainer/fanout/local-target.ts',
-      'trainer/bench/full.ts → trainer/model/create-engine.ts',
+      'trainer/training/loop/training.ts → trainer/serving/server.ts',
+      'trainer/training/loop/training.ts → trainer/engine/model/create-engine.ts',
+      'trainer/training/loop/training.ts → trainer/engine/model/create-engine.ts',
+      'trainer/training/loop/iteration.ts → trainer/assembly/run.ts',
+      'trainer/training/loop/iteration.ts → trainer/fanout/local-target.ts',
+      'trainer/training/loop/iteration.ts → trainer/assembly/run.ts',
+      'trainer/training/loop/iteration.ts → trainer/fanout/local-target.ts',
+      'trainer/engine/model/onnx-engine.ts → trainer/assembly/wirings.ts',
+      'trainer/studies/demo/random-search.ts → trainer/training/loop/collect.ts',
+      'trainer/studies/grpo/grpo.ts → trainer/fanout/local-target.ts',
+      'trainer/studies/bench/full.ts → trainer/engine/model/create-engine.ts',
     ]);
   });
 });
@@ -207,8 +207,8 @@ describe('the import graph', () => {
   const graph = readImportGraph(TOP_FOLDERS);
 
   it('is read from every folder, through type-only and dynamic imports', () => {
-    expect(graph.get('trainer/model/create-engine.ts')).toContain('trainer/model/onnx-engine.ts');
-    expect(graph.get('trainer/model/serving/member-serving.ts')).toContain('trainer/engine.ts'); // import type
+    expect(graph.get('trainer/engine/model/create-engine.ts')).toContain('trainer/engine/model/onnx-engine.ts');
+    expect(graph.get('trainer/engine/members/member-serving.ts')).toContain('trainer/engine/engine.ts'); // import type
     expect(TOP_FOLDERS.every((top) => [...graph.keys()].some((f) => f.startsWith(`${top}/`)))).toBe(true);
     expect(graph.size).toBeGreaterThan(200);
   });
@@ -233,8 +233,8 @@ describe('the import graph', () => {
     expect(forbiddenArrows(graph)).toEqual([]);
   });
 
-  it('starts esopt processes in one place (compose/esopt-process.ts), never by the path of the CLI elsewhere', () => {
-    expect(cliLaunches([...graph.keys()])).toEqual(['trainer/compose/esopt-process.ts']);
+  it('starts esopt processes in one place (assembly/esopt-process.ts), never by the path of the CLI elsewhere', () => {
+    expect(cliLaunches([...graph.keys()])).toEqual(['trainer/assembly/esopt-process.ts']);
     // the check finds a planted launch
     expect(cliLaunchIn("const BIN = fileURLToPath(new URL('../cli/bin.js', import.meta.url));")).toBe(true);
     expect(cliLaunchIn("spawn(process.execPath, [join(root, 'trainer/cli/bin.js'), 'replica'])")).toBe(true);

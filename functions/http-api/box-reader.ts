@@ -1,5 +1,5 @@
 /**
- * The boxes' boot states in the bucket (`boxes/<box>/boot.json`, written by trainer/hosting/box-boot.sh),
+ * The boxes' boot states in the bucket (`boxes/<box>/boot.json`, written by trainer/cloud/box/box-boot.sh),
  * for GET /boxes and `esopt cloud status`. A state that does not parse is reported by key, not thrown: a
  * status page shows what it can.
  */

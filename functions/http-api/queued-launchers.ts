@@ -1,7 +1,7 @@
 /**
  * Launchers for a deployment where nothing may run after the response (Lambda): the API has written the
  * run's config or the evaluation's request already, and starting it means leaving a QueuedWork entry at
- * `keys.queuedWork(kind, id)` for the trainer box, whose poller (trainer/hosting/trainer-box.ts) claims
+ * `keys.queuedWork(kind, id)` for the trainer box, whose poller (trainer/cloud/box/trainer-box.ts) claims
  * and runs it (a model export too, on its own lane there). A run stays `requested` and an evaluation `queued` until then. A stop needs nothing
  * more: stop.json, which the route wrote, is the request the box watches for.
  *

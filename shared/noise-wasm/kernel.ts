@@ -284,7 +284,7 @@ function emitApply(m: ModuleBuilder, target: 'f32' | 'f64'): void {
 /**
  * exactElement(at, d) → 1 if θ needs a fix-up: full mode's exact perturbation of one float32 θ at byte
  * address `at` by d = c·ε (f64), the same operations in the same order as the JavaScript reference in
- * trainer/perturbation/exact-perturbation.ts: t = RN(θ + d), kept if fl32(t − d) = θ; else its upper, then
+ * trainer/engine/perturbation/exact-perturbation.ts: t = RN(θ + d), kept if fl32(t − d) = θ; else its upper, then
  * its lower float32 neighbour, whichever maps back to θ; else t, and the caller saves θ.
  */
 function emitExactElement(m: ModuleBuilder): void {

@@ -1,7 +1,7 @@
 /**
  * The secret store port: short-lived secrets (an evaluation's endpoint key) that must never be written to
  * the object store. SSM Parameter Store SecureStrings on AWS (shared/secrets/ssm.ts); on one machine the
- * same adapter talks to the dev SSM endpoint (functions/local-cloud/ssm-endpoint.ts).
+ * same adapter talks to the dev SSM endpoint (trainer/dev/local-cloud/ssm-endpoint.ts).
  */
 export interface SecretStore {
   /**

@@ -1,5 +1,5 @@
 /**
- * A box's boot state as trainer/hosting/box-boot.sh writes it to the bucket (`keys.boxBoot(box)`) at each
+ * A box's boot state as trainer/cloud/box/box-boot.sh writes it to the bucket (`keys.boxBoot(box)`) at each
  * step, when the service has started (`ready`) and when a step fails (`failed`, with the error): what
  * `esopt cloud status`, the Api's GET /boxes and the dashboard show. Its log lines have the token redacted.
  */

@@ -52,7 +52,7 @@ export const ModelExportView = ModelExportStatus.extend({
 });
 export type ModelExportView = z.infer<typeof ModelExportView>;
 
-/** A run's model at one iteration, written out (trainer/export/): where, which θ, and every file's size and digest. */
+/** A run's model at one iteration, written out (trainer/training/export/): where, which θ, and every file's size and digest. */
 export const ExportSummary = z.object({
   run: RunId,
   /** K: θ holds the updates of iterations 0 … K − 1. */

@@ -57,7 +57,7 @@ export const ArtifactUpdate = z.object({
   decay: z.number().min(0).finite(),
   /** The counted members in index order, with their shaped rewards: what `coefficients` is computed from. */
   members: z.array(z.object({ noiseIndex: MemberIndex, sign: z.union([z.literal(1), z.literal(-1)]), normalizedReward: z.number().finite() })),
-  /** In ascending noise index, zero coefficients dropped: `coefficientsOf(entry)` (trainer/loop/weight-update.ts). */
+  /** In ascending noise index, zero coefficients dropped: `coefficientsOf(entry)` (trainer/training/loop/weight-update.ts). */
   coefficients: z.array(ArtifactCoefficient),
   thetaHashAfter: ThetaHash,
 });

@@ -1,17 +1,17 @@
 /**
  * GET /boxes on the Api app as the Lambda serves it (createCloudApp over s3rver): the boot states the boxes
- * wrote (trainer/hosting/box-boot.sh's shape), the trainer first, an unreadable one reported by key, and
+ * wrote (trainer/cloud/box/box-boot.sh's shape), the trainer first, an unreadable one reported by key, and
  * the route behind the bearer token.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { keys } from '../../shared/keys.ts';
 import type { BoxBootState } from '../../shared/schemas/box-boot.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { pino } from 'pino';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const TOKEN = 'boxes-test-token-0123456789';
 let s3: LocalS3;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { extract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { loadModelDir } from '../../trainer/model/model-dir.ts';
+import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
 import { RunEvent } from '../../shared/schemas/index.ts';
 import { sudoku } from '../../environments/sudoku/definition.ts';
 import { main } from '../../trainer/cli/main.ts';

@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { QueuedWork, RunEvent } from '../../shared/schemas/index.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { ApiClient } from '../../trainer/cli/api-client.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 let local: TestApi;
 let s3: LocalS3;

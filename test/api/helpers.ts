@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { RunConfigInput } from '../../shared/schemas/index.ts';
-import { startLocalApi, type RunningApi } from '../../trainer/hosting/local-api.ts';
+import { startLocalApi, type RunningApi } from '../../trainer/jobs/local-api.ts';
 
 export const TOKEN = 'test-token-5b1f0c9e';
 

@@ -2,10 +2,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { benchmarks } from '../../trainer/bench/index.ts';
+import { benchmarks } from '../../trainer/studies/bench/index.ts';
 import { main } from '../../trainer/cli/main.ts';
 import { registry } from '../../trainer/cli/registry.ts';
-import { savePreset } from '../../trainer/model/open-model.ts';
+import { savePreset } from '../../trainer/engine/model/open-model.ts';
 
 function run(argv: string[]) {
   let out = '';
@@ -16,7 +16,7 @@ function run(argv: string[]) {
 
 describe('benchmarks in their own room', () => {
   it('no benchmark module imports the CLI', () => {
-    const dir = 'trainer/bench';
+    const dir = 'trainer/studies/bench';
     for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
       const imports = [...readFileSync(join(dir, file), 'utf8').matchAll(/(?:from|import\()\s*'([^']+)'/g)].map((m) => m[1]);
       expect(imports.filter((i) => i.includes('/cli/')), file).toEqual([]);

@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LoraOptions } from '../../shared/lora.ts';
-import { runChild } from '../../trainer/bench/memory.ts';
+import { runChild } from '../../trainer/studies/bench/memory.ts';
 import { main } from '../../trainer/cli/main.ts';
-import { loraMatrices } from '../../trainer/model/lora-matrices.ts';
-import { openModel } from '../../trainer/model/open-model.ts';
+import { loraMatrices } from '../../trainer/engine/model/lora-matrices.ts';
+import { openModel } from '../../trainer/engine/model/open-model.ts';
 
 function run(argv: string[]) {
   let out = '';

@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { main } from '../../trainer/cli/main.ts';
-import { transferProgressLines } from '../../trainer/model-store/transfer-progress.ts';
+import { transferProgressLines } from '../../trainer/training/model-store/transfer-progress.ts';
 
 const DEMO = fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url));
 const GRID = fileURLToPath(new URL('../../models/sudoku-6x6-grid', import.meta.url));

@@ -9,11 +9,11 @@ import { handler, lambdaHandlerFor } from '../../functions/api.ts';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
 import { QueuedWork, RunConfig } from '../../shared/schemas/index.ts';
-import { pushModel } from '../../trainer/model-store/push-model.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { pushModel } from '../../trainer/training/model-store/push-model.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 type LambdaHandler = ReturnType<typeof lambdaHandlerFor>;
 /** hono types the result by the event type; the tests read the function-URL result's two fields. */

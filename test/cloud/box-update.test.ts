@@ -6,12 +6,12 @@
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { ArtifactPointer, RunConfig, RunStatus } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';

@@ -5,9 +5,9 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { command } from '../../trainer/cli/commands/cloud-doctor.ts';
-import { DoctorSettings } from '../../trainer/cloud-doctor/deploy-settings.ts';
-import type { Finding } from '../../trainer/cloud-doctor/prerequisites.ts';
-import { evaluate } from '../../trainer/rehearsal/sst-stack.ts';
+import { DoctorSettings } from '../../trainer/cloud/doctor/deploy-settings.ts';
+import type { Finding } from '../../trainer/cloud/doctor/prerequisites.ts';
+import { evaluate } from '../../trainer/dev/rehearsal/sst-stack.ts';
 import { recordedAws, type RecordedAws, type Recording } from './helpers/recorded-aws.ts';
 
 const saved = { ...process.env };

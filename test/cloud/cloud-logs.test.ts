@@ -7,10 +7,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLogsEndpoint, type LogsEndpoint } from '../../functions/local-cloud/logs-endpoint.ts';
+import { startLogsEndpoint, type LogsEndpoint } from '../../trainer/dev/local-cloud/logs-endpoint.ts';
 import { command, renderLine, sinceMs } from '../../trainer/cli/commands/cloud-logs.ts';
-import { boxLogger } from '../../trainer/hosting/box-logger.ts';
-import { CloudWatchLogStream } from '../../trainer/hosting/cloudwatch-log-stream.ts';
+import { boxLogger } from '../../trainer/cloud/box/box-logger.ts';
+import { CloudWatchLogStream } from '../../trainer/cloud/box/cloudwatch-log-stream.ts';
 
 const TOKEN = 'cloud-logs-test-token-0123456789';
 const GROUP = '/esopt/test/boxes';

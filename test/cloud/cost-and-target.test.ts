@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { CostPrices, costOfEpisodes, episodeCost } from '../../shared/cost.ts';
 import { gpuSecondsPerToken, readThroughput, recordThroughput, type ThroughputMeasurement } from '../../shared/decode-throughput.ts';
 import { cloudTargetFromEnv, openCloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { DEFAULT_THROUGHPUT, measuredPrices, throughputBasis } from '../../trainer/pricing/measured-prices.ts';
-import { readStackPrices } from '../../trainer/pricing/stack-prices.ts';
+import { DEFAULT_THROUGHPUT, measuredPrices, throughputBasis } from '../../trainer/jobs/measured-prices.ts';
+import { readStackPrices } from '../../trainer/jobs/stack-prices.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { keys } from '../../shared/keys.ts';
 

@@ -6,7 +6,7 @@
  */
 import { CreateBucketCommand, DeleteBucketCorsCommand, GetBucketCorsCommand, HeadBucketCommand, PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 
 let s3: LocalS3;

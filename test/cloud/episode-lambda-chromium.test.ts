@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { handler } from '../../functions/episode.ts';
 import type { ChromiumBackend } from '../../environments/web/chromium-backend.ts';
 import { chooseChromium, chromiumExecutable } from '../../environments/web/chromium-executable.ts';
@@ -20,7 +20,7 @@ import { RewardRecord } from '../../shared/schemas/index.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 import { webRequests } from './helpers/web-plan.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 
 const LAMBDA_ENV = {

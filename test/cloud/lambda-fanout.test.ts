@@ -5,13 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEpisodeHandler } from '../../functions/episode.ts';
-import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/local-cloud/invoke-endpoint.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startInvokeEndpoint, type InvokeEndpoint } from '../../trainer/dev/local-cloud/invoke-endpoint.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
+import { RewardCollector } from '../../trainer/training/loop/reward-collector.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const quiet = { info() {}, error() {} };
 let s3: LocalS3;

@@ -12,17 +12,17 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
 import { readNamedModel } from '../../shared/model-catalog.ts';
-import { pushModel } from '../../trainer/model-store/push-model.ts';
+import { pushModel } from '../../trainer/training/model-store/push-model.ts';
 import type { ObjectStore, PutOptions, StreamOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
-import { createTlsIdentity } from '../../trainer/server/tls-identity.ts';
+import { ReplicaBox } from '../../trainer/cloud/box/replica-box.ts';
+import { createTlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { MemorySecretStore } from './helpers/memory-secrets.ts';
-import { evaluate, render } from '../../trainer/rehearsal/sst-stack.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { evaluate, render } from '../../trainer/dev/rehearsal/sst-stack.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 interface Statement {
   actions: string[];

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
+import { RewardCollector } from '../../trainer/training/loop/reward-collector.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
 

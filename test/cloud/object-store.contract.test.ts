@@ -16,7 +16,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { ContentMismatchError } from '../../shared/store/content-digest.ts';
 import { FsObjectStore, SYNC_IO_LIMIT } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 
 const text = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
 const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');

@@ -5,11 +5,11 @@
  */
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { keys } from '../../shared/keys.ts';
 import { ReplicaAnnouncement, RunConfig, type ActiveRun, type RunStatus } from '../../shared/schemas/index.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
+import { getJson, putJson } from '../../trainer/training/loop/stored-json.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';

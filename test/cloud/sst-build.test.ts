@@ -1,5 +1,5 @@
 /**
- * The Api and Episode functions built as `sst deploy` builds them (trainer/rehearsal/sst-build.ts, from
+ * The Api and Episode functions built as `sst deploy` builds them (trainer/dev/rehearsal/sst-build.ts, from
  * sst.config.ts's own definitions), run by plain `node` from the built directory, outside the repository:
  * the package holds the bundle, the `nodejs.install` packages and the `copyFiles`, nothing else; the Api's
  * bundle serves the dashboard, /docs and every asset they reference, and queues a web run against s3rver;
@@ -15,13 +15,13 @@ import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
-import { startEc2Endpoint, type Ec2Endpoint } from '../../functions/local-cloud/ec2-endpoint.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
+import { startEc2Endpoint, type Ec2Endpoint } from '../../trainer/dev/local-cloud/ec2-endpoint.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { pushModel } from '../../trainer/model-store/push-model.ts';
-import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binaries.ts';
-import { buildFunction, type FunctionBuild } from '../../trainer/rehearsal/sst-build.ts';
-import { stackFunctions, type StackFunction } from '../../trainer/rehearsal/sst-stack.ts';
+import { pushModel } from '../../trainer/training/model-store/push-model.ts';
+import { seedIsolatedVmPrebuild } from '../../trainer/dev/rehearsal/prebuilt-binaries.ts';
+import { buildFunction, type FunctionBuild } from '../../trainer/dev/rehearsal/sst-build.ts';
+import { stackFunctions, type StackFunction } from '../../trainer/dev/rehearsal/sst-stack.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TOKEN = 'sst-build-test-token-0123456789';

@@ -1,5 +1,5 @@
 /**
- * sst.config.ts evaluated offline (trainer/rehearsal/sst-stack.ts: the SST and Pulumi globals replaced by
+ * sst.config.ts evaluated offline (trainer/dev/rehearsal/sst-stack.ts: the SST and Pulumi globals replaced by
  * recorders); the test asserts the topology the file declares: resources, links, environment variables,
  * permissions, user data. Deploy-time values (ARNs, IPs) appear as `${Type.Name.prop}` placeholders.
  */
@@ -9,19 +9,19 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bootVariables as bootAssignments } from '../../trainer/rehearsal/box-install.ts';
+import { bootVariables as bootAssignments } from '../../trainer/dev/rehearsal/box-install.ts';
 import { EpisodeFunctionEnv } from '../../functions/episode.ts';
 import { CloudApiEnv } from '../../functions/http-api/cloud-app.ts';
 import { keys, parseRewardKey, retentionTags } from '../../shared/keys.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
-import { evaluate, recordedNames, render, stackApp } from '../../trainer/rehearsal/sst-stack.ts';
+import { evaluate, recordedNames, render, stackApp } from '../../trainer/dev/rehearsal/sst-stack.ts';
 import { pricesFromEnv } from '../../functions/cost-prices-env.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 import { ArtifactPointer } from '../../shared/schemas/index.ts';
 
 type Permission = { actions: string[]; resources: string[] };
-const BOOT_SCRIPT = readFileSync('trainer/hosting/box-boot.sh', 'utf8');
+const BOOT_SCRIPT = readFileSync('trainer/cloud/box/box-boot.sh', 'utf8');
 /** The ESOPT_BOOT_* assignments a box's user data makes before the boot script's text. */
 /** A user data's ESOPT_BOOT_* assignments, as the rehearsal reads them, by their names without the prefix. */
 const bootVariables = (userData: string) => Object.fromEntries(Object.entries(bootAssignments(userData)).map(([k, v]) => [k.slice('ESOPT_BOOT_'.length), v]));
@@ -226,7 +226,7 @@ describe('sst.config.ts', () => {
     expect(instance.vpcSecurityGroupIds).toEqual([one('aws.ec2.SecurityGroup', 'TrainerSecurityGroup').self.id]);
     expect(instance.iamInstanceProfile).toBe(one('aws.iam.InstanceProfile', 'TrainerProfile').self.name);
     const userData = instance.userData as string;
-    // The boot is trainer/hosting/box-boot.sh, whole, after the variables that name this stack (the rehearsal runs the same text).
+    // The boot is trainer/cloud/box/box-boot.sh, whole, after the variables that name this stack (the rehearsal runs the same text).
     expect(userData).toMatch(/^#!\/bin\/bash\n(ESOPT_BOOT_[A-Z0-9_]+='[^'\n]*'\n)+/);
     expect(userData.endsWith(BOOT_SCRIPT.replace(/^#![^\n]*\n/, ''))).toBe(true);
     expect(userData.length).toBeLessThan(16 * 1024);

@@ -6,14 +6,14 @@
 import { hostname } from 'node:os';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig, RunStatus } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
+import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 let cloud: LocalCloud;
 let box: TrainerBox;

@@ -10,14 +10,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCloud, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
 import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-target.ts';
-import { TrainingReport } from '../../trainer/loop/report.ts';
+import { TrainingReport } from '../../trainer/training/loop/report.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-train-cloud-'));
 const configPath = join(root, 'config.json');

@@ -13,18 +13,18 @@ import { serve } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
-import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { StoredTranscript } from '../../functions/episode-transcript.ts';
 import { keys } from '../../shared/keys.ts';
 import { ActiveRun, EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
 import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { TrainerBox } from '../../trainer/hosting/trainer-box.ts';
-import { createTlsIdentity, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
+import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
+import { createTlsIdentity, type TlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv, S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const BOX_TOKEN = 'trainer-box-test-token';
 const API_TOKEN = 'trainer-box-test-api-token-0123';
@@ -111,7 +111,7 @@ describe('runs through the cloud API and the trainer box', () => {
     expect(ran).toEqual([{ kind: 'run', id: run }]);
     // The box published the certificate the Episode handler pinned for every call to it.
     expect(TrainerCertificate.parse(decode(await cloud.store.get(keys.trainerCertificate())))).toMatchObject({ certificate: identity.cert, sha256: identity.sha256 });
-    // It named the run for the stack's replica boxes to follow (trainer/replicas/replica-box.ts).
+    // It named the run for the stack's replica boxes to follow (trainer/cloud/box/replica-box.ts).
     expect(ActiveRun.parse(decode(await cloud.store.get(keys.activeRun()))).run).toBe(run);
 
     const shown = await detail(run);

@@ -19,9 +19,9 @@ import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { keys } from '../../shared/keys.ts';
 import { RewardRecord, type EpisodeRequest, type ReplicaAnnouncement } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/server/tls-identity.ts';
+import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 interface Box {
   identity: TlsIdentity;

@@ -10,11 +10,11 @@ import type { z } from 'zod';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { ThroughputRecords } from '../../shared/decode-throughput.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { GrpoOptions } from '../../trainer/grpo/grpo.ts';
-import { DemoConfig } from '../../trainer/demo/demo-config.ts';
-import { HorizonExperimentConfig } from '../../trainer/experiment/horizon-config.ts';
-import { loadModelDir } from '../../trainer/model/model-dir.ts';
-import { modelConfigFor, PretrainConfig, pretrain } from '../../trainer/pretrain/pretrain.ts';
+import { GrpoOptions } from '../../trainer/studies/grpo/grpo.ts';
+import { DemoConfig } from '../../trainer/studies/demo/demo-config.ts';
+import { HorizonExperimentConfig } from '../../trainer/studies/experiment/horizon-config.ts';
+import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { modelConfigFor, PretrainConfig, pretrain } from '../../trainer/studies/pretrain/pretrain.ts';
 
 const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const read = (file: string): unknown => JSON.parse(readFileSync(repo(`configs/${file}`), 'utf8'));

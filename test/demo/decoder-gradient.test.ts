@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig } from '../../trainer/model/config.ts';
-import { referenceForward } from '../../trainer/model/reference-forward.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { DecoderGradient, type LossSequence } from '../../trainer/pretrain/decoder-gradient.ts';
+import type { ModelConfig } from '../../trainer/engine/model/config.ts';
+import { referenceForward } from '../../trainer/engine/model/reference-forward.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
+import { DecoderGradient, type LossSequence } from '../../trainer/studies/pretrain/decoder-gradient.ts';
 
 // Small enough for finite differences over every tensor, with every architectural piece present.
 const llama: ModelConfig = {

@@ -16,8 +16,8 @@ import { RunConfig } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localRunTarget } from '../../trainer/fanout/local-target.ts';
-import { serveModel } from '../../trainer/compose/run.ts';
-import { train, type PopulationHost, type WeightHost } from '../../trainer/loop/training.ts';
+import { serveModel } from '../../trainer/assembly/run.ts';
+import { train, type PopulationHost, type WeightHost } from '../../trainer/training/loop/training.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-learning-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pairedDifference } from '../../trainer/demo/paired-difference.ts';
+import { pairedDifference } from '../../trainer/studies/demo/paired-difference.ts';
 
 describe('paired difference', () => {
   it('is the mean per-task change with the sample SE of the differences', () => {

@@ -5,9 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { embeddedTarget } from '../../trainer/compose/wirings.ts';
-import { serveModel } from '../../trainer/compose/run.ts';
-import { randomSearch } from '../../trainer/demo/random-search.ts';
+import { embeddedTarget } from '../../trainer/assembly/wirings.ts';
+import { serveModel } from '../../trainer/assembly/run.ts';
+import { randomSearch } from '../../trainer/studies/demo/random-search.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-rs-targets-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { environmentNames, loadEnvironment } from '../../environments/index.ts';
 import { readFileSync } from 'node:fs';
 import { heldOutTasks, sampleSplit, splitOf, taskId } from '../../environments/task-sampler.ts';
-import { runConfigAt, HorizonExperimentConfig } from '../../trainer/experiment/horizon-config.ts';
+import { runConfigAt, HorizonExperimentConfig } from '../../trainer/studies/experiment/horizon-config.ts';
 import { Id } from '../../shared/schemas/index.ts';
 
 describe('task sampling', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { HorizonExperimentConfig, runConfigAt } from '../../trainer/experiment/horizon-config.ts';
+import { HorizonExperimentConfig, runConfigAt } from '../../trainer/studies/experiment/horizon-config.ts';
 
 const committed = JSON.parse(readFileSync('configs/experiment-horizon.json', 'utf8'));
 

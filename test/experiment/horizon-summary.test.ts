@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../trainer/cli/main.ts';
-import type { HorizonCell } from '../../trainer/experiment/horizon-cell.ts';
-import { readCells, writeSummary } from '../../trainer/experiment/horizon-report.ts';
-import { summarizeHorizon } from '../../trainer/experiment/horizon-summary.ts';
+import type { HorizonCell } from '../../trainer/studies/experiment/horizon-cell.ts';
+import { readCells, writeSummary } from '../../trainer/studies/experiment/horizon-report.ts';
+import { summarizeHorizon } from '../../trainer/studies/experiment/horizon-summary.ts';
 
 const T = true;
 const F = false;

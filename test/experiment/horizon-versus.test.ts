@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../trainer/cli/main.ts';
-import type { HorizonCell } from '../../trainer/experiment/horizon-cell.ts';
-import { versusRows } from '../../trainer/experiment/horizon-versus.ts';
+import type { HorizonCell } from '../../trainer/studies/experiment/horizon-cell.ts';
+import { versusRows } from '../../trainer/studies/experiment/horizon-versus.ts';
 
 const T = true;
 const F = false;

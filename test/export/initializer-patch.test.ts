@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { patchInitializers } from '../../trainer/onnx/initializer-patch.ts';
-import { DataType, decodeModel, encodeModel, type ModelProto, type TensorProto } from '../../trainer/onnx/proto.ts';
+import { patchInitializers } from '../../trainer/engine/onnx/initializer-patch.ts';
+import { DataType, decodeModel, encodeModel, type ModelProto, type TensorProto } from '../../trainer/engine/onnx/proto.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-patch-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

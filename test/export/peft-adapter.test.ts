@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { initLoraAdapters, loraLayout, mergeLora } from '../../shared/lora.ts';
-import { PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, writePeftAdapter } from '../../trainer/export/peft-adapter.ts';
+import { PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, writePeftAdapter } from '../../trainer/training/export/peft-adapter.ts';
 import { readSafetensors } from './helpers/read-safetensors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'peft-'));

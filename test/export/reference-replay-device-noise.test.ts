@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyDeviceNoise, BLOCK, DEVICE_NOISE_DEFINITION } from '../../shared/device-noise.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { float64Bits } from '../../trainer/export/run-artifact-text.ts';
+import { float64Bits } from '../../trainer/training/export/run-artifact-text.ts';
 
 const SOURCE = fileURLToPath(new URL('../../scripts/reference-replay/replay.c', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'esopt-replay-device-'));

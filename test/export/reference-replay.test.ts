@@ -1,12 +1,12 @@
 /**
- * The run artifact (trainer/export/run-artifact.ts) replayed by the reference replay in C
+ * The run artifact (trainer/training/export/run-artifact.ts) replayed by the reference replay in C
  * (scripts/reference-replay/replay.c, written from docs/REPLAY.md): the C program's noise equals
  * `fillNoise` bit for bit (across chunk boundaries, through the ziggurat's slow paths), its exp, log and
  * θ hash equal Math.exp, Math.log and `hashTheta`, and tiny real runs (full mode on the tiny preset,
  * low-rank mode on a tied-embedding export, so a transposed target too) replayed from θ_0 give the
  * TypeScript restore's θ_K bit for bit and every logged θ hash on the way.
  */
-import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
+import { resolveModelSpec } from '../../trainer/training/model-store/resolve-model.ts';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,13 +18,13 @@ import { fillNoise } from '../../shared/noise.ts';
 import { RunArtifact, RunConfig, type RunConfigInput } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { buildRunArtifact, writeRunArtifact, type WrittenRunArtifact } from '../../trainer/export/run-artifact.ts';
-import { float64Bits } from '../../trainer/export/run-artifact-text.ts';
-import { readLog } from '../../trainer/loop/checkpoints.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import { silentProgress } from '../../trainer/loop/progress.ts';
-import { restoreFromLog } from '../../trainer/loop/restore.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
+import { buildRunArtifact, writeRunArtifact, type WrittenRunArtifact } from '../../trainer/training/export/run-artifact.ts';
+import { float64Bits } from '../../trainer/training/export/run-artifact-text.ts';
+import { readLog } from '../../trainer/training/loop/checkpoints.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { silentProgress } from '../../trainer/training/loop/progress.ts';
+import { restoreFromLog } from '../../trainer/training/loop/restore.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
 
 const SOURCE = fileURLToPath(new URL('../../scripts/reference-replay/replay.c', import.meta.url));
 const TIED_MODEL = fileURLToPath(new URL('../fixtures/torch-llama-tied', import.meta.url));

@@ -3,17 +3,17 @@
  * K − 1, checked against every logged θ hash, in full and low-rank mode; a torn checkpoint is passed over;
  * K past the log is refused naming what it holds; restoreFromLog without a bound still replays the whole log.
  */
-import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
+import { resolveModelSpec } from '../../trainer/training/model-store/resolve-model.ts';
 import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { thetaAtIteration } from '../../trainer/export/theta-at-iteration.ts';
-import { restoreFromLog } from '../../trainer/loop/restore.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import type { PerturbationMode } from '../../trainer/engine.ts';
+import { thetaAtIteration } from '../../trainer/training/export/theta-at-iteration.ts';
+import { restoreFromLog } from '../../trainer/training/loop/restore.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import type { PerturbationMode } from '../../trainer/engine/engine.ts';
 import { madeRun } from './helpers/made-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-theta-at-'));

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig } from '../../trainer/model/config.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { DecoderGradient } from '../../trainer/pretrain/decoder-gradient.ts';
-import { Adam } from '../../trainer/grpo/adam.ts';
-import type { GradientDtype } from '../../trainer/pretrain/gradient-kernels.ts';
-import { groupAdvantages } from '../../trainer/grpo/advantages.ts';
-import { mergeSequences, policyGradient, policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/grpo/policy-gradient.ts';
+import type { ModelConfig } from '../../trainer/engine/model/config.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
+import { DecoderGradient } from '../../trainer/studies/pretrain/decoder-gradient.ts';
+import { Adam } from '../../trainer/studies/grpo/adam.ts';
+import type { GradientDtype } from '../../trainer/studies/pretrain/gradient-kernels.ts';
+import { groupAdvantages } from '../../trainer/studies/grpo/advantages.ts';
+import { mergeSequences, policyGradient, policyGradientSequences, policyGradientStep, type Trajectory } from '../../trainer/studies/grpo/policy-gradient.ts';
 
 const config: ModelConfig = {
   model_type: 'llama',

@@ -38,8 +38,8 @@ function atOffsets(path: string, write?: (offset: number) => number): number[] {
 /** The child: push (unless `push` is false), pull into the cache, then report its own peak RSS and what it did. */
 const script = (dir: string, store: string, cache: string, push = true) => `
   const { FsObjectStore } = await import(${JSON.stringify(new URL('../../shared/store/fs.ts', import.meta.url).href)});
-  const { pushModel } = await import(${JSON.stringify(new URL('../../trainer/model-store/push-model.ts', import.meta.url).href)});
-  const { resolveModelSpec } = await import(${JSON.stringify(new URL('../../trainer/model-store/resolve-model.ts', import.meta.url).href)});
+  const { pushModel } = await import(${JSON.stringify(new URL('../../trainer/training/model-store/push-model.ts', import.meta.url).href)});
+  const { resolveModelSpec } = await import(${JSON.stringify(new URL('../../trainer/training/model-store/resolve-model.ts', import.meta.url).href)});
   const store = new FsObjectStore(${JSON.stringify(store)});
   const t0 = Date.now();
   const pushed = ${push} ? await pushModel(store, ${JSON.stringify(dir)}, { name: 'large' }) : null;

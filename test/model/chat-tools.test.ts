@@ -7,7 +7,7 @@
 import { Template } from '@huggingface/jinja';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSpec } from '../../shared/ports/policy.ts';
-import { ChatTemplateError, ChatTokenizer } from '../../trainer/model/chat-tokenizer.ts';
+import { ChatTemplateError, ChatTokenizer } from '../../trainer/engine/model/chat-tokenizer.ts';
 import { lenmlFiles, lenmlTokenizer } from './helpers/lenml-tokenizer.ts';
 
 const weather: ToolSpec = { name: 'get_weather', description: 'Weather for a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };

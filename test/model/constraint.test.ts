@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine, GenerateRow } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { compileConstraint, ConstraintError } from '../../trainer/generation/regex-automaton.ts';
+import type { Engine, GenerateRow } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { compileConstraint, ConstraintError } from '../../trainer/engine/generation/regex-automaton.ts';
 
 // An untrained model: whatever it would say, the constraint decides what it may say.
 let engine: Engine;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { referenceForward } from '../../trainer/model/reference-forward.ts';
-import { initDecoderWeights, parameterCount } from '../../trainer/model/weights.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { referenceForward } from '../../trainer/engine/model/reference-forward.ts';
+import { initDecoderWeights, parameterCount } from '../../trainer/engine/model/weights.ts';
 import { fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
 
 const c = PRESETS.tiny;

@@ -1,6 +1,6 @@
 /**
  * Full mode's device route making a member's pieces in groups, one noise-graph run a group
- * (trainer/perturbation/noise-groups.ts, device-noise-graph.ts's grouped form, serving/full-device.ts):
+ * (trainer/engine/perturbation/noise-groups.ts, device-noise-graph.ts's grouped form, serving/full-device.ts):
  * groups join only consecutive targeted pieces of one key block, up to the size asked; the grouped graph
  * gives the reference's bits on the CPU provider and, where Dawn finds a Vulkan adapter, runs every θ-sized
  * node (Concat and Split included) on the WebGPU provider; the route's grouped member weights equal
@@ -15,18 +15,18 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BLOCK, deviceNoiseKeys, perturbedWithDeviceNoise } from '../../shared/device-noise.ts';
 import { layoutSegments, type ParameterSegment } from '../../shared/es.ts';
-import type { Population } from '../../trainer/engine.ts';
-import { DeviceTensors } from '../../trainer/generation/device-tensors.ts';
-import { encodeModel } from '../../trainer/onnx/proto.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { FullDeviceServing } from '../../trainer/model/serving/full-device.ts';
-import { createSession } from '../../trainer/model/sessions.ts';
-import { TargetTensors } from '../../trainer/model/target-tensors.ts';
-import { groupedDeviceNoiseGraph, SPLIT_FAN_OUT } from '../../trainer/perturbation/device-noise-graph.ts';
-import { noiseGroups } from '../../trainer/perturbation/noise-groups.ts';
-import { PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
-import { pieceInputs, weightPieces } from '../../trainer/perturbation/weight-pieces.ts';
-import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts';
+import type { Population } from '../../trainer/engine/engine.ts';
+import { DeviceTensors } from '../../trainer/engine/generation/device-tensors.ts';
+import { encodeModel } from '../../trainer/engine/onnx/proto.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { FullDeviceServing } from '../../trainer/engine/members/full-device.ts';
+import { createSession } from '../../trainer/engine/model/sessions.ts';
+import { TargetTensors } from '../../trainer/engine/model/target-tensors.ts';
+import { groupedDeviceNoiseGraph, SPLIT_FAN_OUT } from '../../trainer/engine/perturbation/device-noise-graph.ts';
+import { noiseGroups } from '../../trainer/engine/perturbation/noise-groups.ts';
+import { PerturbationPool } from '../../trainer/engine/perturbation/perturbation-pool.ts';
+import { pieceInputs, weightPieces } from '../../trainer/engine/perturbation/weight-pieces.ts';
+import { weightsAsInputs } from '../../trainer/engine/perturbation/weights-as-inputs.ts';
 import { ask } from '../../shared/es.ts';
 import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 import { differing } from './helpers/float-bits.ts';

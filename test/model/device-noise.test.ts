@@ -3,7 +3,7 @@
  * variance, Irwin–Hall(4)'s kurtosis and bound; streams of neighbouring members, iterations, runSeeds, key
  * blocks and neighbouring elements are uncorrelated, and its mixer meets the strict avalanche criterion,
  * bounds the retired draft mixer (scripts/device-noise-draft.ts) fails; its graph
- * (trainer/perturbation/device-noise-graph.ts) gives the reference's bits on the CPU provider and, where Dawn finds a Vulkan adapter, on webgpu with every node on
+ * (trainer/engine/perturbation/device-noise-graph.ts) gives the reference's bits on the CPU provider and, where Dawn finds a Vulkan adapter, on webgpu with every node on
  * the WebGPU provider (session profiling) and θ in and θ + σε out as gpu-buffer tensors.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -14,9 +14,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CENTRE, type DeviceNoiseKey, deviceNoiseAt, deviceNoiseKeys, deviceNoiseSum, deviceNoiseWords, perturbedWithDeviceNoise, SCALE } from '../../shared/device-noise.ts';
 import { philox4x32 } from '../../shared/philox.ts';
 import { draftDeviceNoiseWords } from '../../scripts/device-noise-draft.ts';
-import { DeviceTensors } from '../../trainer/generation/device-tensors.ts';
-import { encodeModel } from '../../trainer/onnx/proto.ts';
-import { deviceNoiseGraph } from '../../trainer/perturbation/device-noise-graph.ts';
+import { DeviceTensors } from '../../trainer/engine/generation/device-tensors.ts';
+import { encodeModel } from '../../trainer/engine/onnx/proto.ts';
+import { deviceNoiseGraph } from '../../trainer/engine/perturbation/device-noise-graph.ts';
 import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 import { differing } from './helpers/float-bits.ts';
 

@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { rotaryInverseFrequencies, type ModelConfig } from '../../trainer/model/config.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { loadModelDir, saveModelDir } from '../../trainer/model/model-dir.ts';
-import { referenceForward } from '../../trainer/model/reference-forward.ts';
-import { initDecoderWeights, parameterCount } from '../../trainer/model/weights.ts';
-import type { NamedTensor } from '../../trainer/onnx/named-tensor.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { rotaryInverseFrequencies, type ModelConfig } from '../../trainer/engine/model/config.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { loadModelDir, saveModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { referenceForward } from '../../trainer/engine/model/reference-forward.ts';
+import { initDecoderWeights, parameterCount } from '../../trainer/engine/model/weights.ts';
+import type { NamedTensor } from '../../trainer/engine/onnx/named-tensor.ts';
 import { argmax, fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
 
 /** A package's tokenizer files, parsed once: three families share Llama 3's, two Qwen's (saveModelDir only reads them). */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { layoutSegments } from '../../shared/es.ts';
 import { fillNoise } from '../../shared/noise.ts';
-import { perturb, restore } from '../../trainer/perturbation/exact-perturbation.ts';
-import { FixupReader, FixupWriter, fixupEntries } from '../../trainer/perturbation/fixup-list.ts';
+import { perturb, restore } from '../../trainer/engine/perturbation/exact-perturbation.ts';
+import { FixupReader, FixupWriter, fixupEntries } from '../../trainer/engine/perturbation/fixup-list.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { applyDenseUpdate, ask, layoutSegments, perturbDense, type ParameterSegment } from '../../shared/es.ts';
 import { activeNoiseKernel, applyNoise, noise } from '../../shared/noise.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { perturb, perturbWith, restore, switchPerturbationWith } from '../../trainer/perturbation/exact-perturbation.ts';
-import { fixupEntries, type FixupList } from '../../trainer/perturbation/fixup-list.ts';
-import { forEachNoiseWindow } from '../../trainer/perturbation/noise-windows.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
+import { perturb, perturbWith, restore, switchPerturbationWith } from '../../trainer/engine/perturbation/exact-perturbation.ts';
+import { fixupEntries, type FixupList } from '../../trainer/engine/perturbation/fixup-list.ts';
+import { forEachNoiseWindow } from '../../trainer/engine/perturbation/noise-windows.ts';
 
 const c = PRESETS.tiny;
 

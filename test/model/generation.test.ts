@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine, GenerateRow } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { ContextLengthError } from '../../trainer/model/onnx-engine.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { streamableLength } from '../../trainer/generation/text-stream.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import type { Engine, GenerateRow } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { ContextLengthError } from '../../trainer/engine/model/onnx-engine.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { streamableLength } from '../../trainer/engine/generation/text-stream.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { argmax, fullLogits, session } from './onnx-helpers.ts';
 
 const c = PRESETS.tiny;

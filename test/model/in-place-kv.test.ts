@@ -1,5 +1,5 @@
 /**
- * Caches that grow in place (trainer/model/fused-attention.ts, generation/kv-layout.ts): engines over the
+ * Caches that grow in place (trainer/engine/model/fused-attention.ts, engine/generation/kv-layout.ts): engines over the
  * fused graph decode greedy tokens identical to engines over the unfused graph at `tiny` and `small`, in
  * full mode (θ as inputs, rebuild-session) and low-rank mode, with grouped-query attention and a tied head,
  * base and members in one batch, rows of different prompt lengths and budgets (right padding and
@@ -11,22 +11,22 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
 import { ask } from '../../shared/es.ts';
-import type { EngineOptions, GenerateRow, MemberSelector, Population } from '../../trainer/engine.ts';
-import { decodeBatch } from '../../trainer/generation/decode-loop.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { fuseAttention, LOGITS_INDEX, SEQLENS_K, stepOutput } from '../../trainer/model/fused-attention.ts';
-import { loadModelDir, type LoadedModel } from '../../trainer/model/model-dir.ts';
-import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { PRESETS, type PresetName } from '../../trainer/model/presets.ts';
-import { createSession } from '../../trainer/model/sessions.ts';
-import { decodeContext } from '../../trainer/bench/decode-context.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { logitsAtLastPosition } from '../../trainer/model/logits-last.ts';
-import { decoderTensorSpecs, initDecoderWeights } from '../../trainer/model/weights.ts';
-import { ChatTokenizer } from '../../trainer/model/chat-tokenizer.ts';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
-import { headDim } from '../../trainer/model/config.ts';
+import type { EngineOptions, GenerateRow, MemberSelector, Population } from '../../trainer/engine/engine.ts';
+import { decodeBatch } from '../../trainer/engine/generation/decode-loop.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { fuseAttention, LOGITS_INDEX, SEQLENS_K, stepOutput } from '../../trainer/engine/model/fused-attention.ts';
+import { loadModelDir, type LoadedModel } from '../../trainer/engine/model/model-dir.ts';
+import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { PRESETS, type PresetName } from '../../trainer/engine/model/presets.ts';
+import { createSession } from '../../trainer/engine/model/sessions.ts';
+import { decodeContext } from '../../trainer/studies/bench/decode-context.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { logitsAtLastPosition } from '../../trainer/engine/model/logits-last.ts';
+import { decoderTensorSpecs, initDecoderWeights } from '../../trainer/engine/model/weights.ts';
+import { ChatTokenizer } from '../../trainer/engine/model/chat-tokenizer.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/engine/model/byte-tokenizer.ts';
+import { headDim } from '../../trainer/engine/model/config.ts';
 
 const greedy = { temperature: 0, topP: 1, topK: 0, seed: 0 };
 const population: Population = { runSeed: 11, iteration: 1, sigma: 0.5, rank: 2, members: ask({ population: 4, antithetic: true }) };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../environments/random.ts';
-import { IncrementalText } from '../../trainer/generation/incremental-text.ts';
-import { byteTokenizerConfig, byteTokenizerJson, bytesToUnicode } from '../../trainer/model/byte-tokenizer.ts';
-import { ChatTokenizer } from '../../trainer/model/chat-tokenizer.ts';
+import { IncrementalText } from '../../trainer/engine/generation/incremental-text.ts';
+import { byteTokenizerConfig, byteTokenizerJson, bytesToUnicode } from '../../trainer/engine/model/byte-tokenizer.ts';
+import { ChatTokenizer } from '../../trainer/engine/model/chat-tokenizer.ts';
 
 const utf8 = (s: string) => [...Buffer.from(s, 'utf8')];
 

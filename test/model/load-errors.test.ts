@@ -6,10 +6,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { loadModelDir } from '../../trainer/model/model-dir.ts';
-import { savePreset } from '../../trainer/model/open-model.ts';
-import { DataType, decodeModel, encodeModel, type ModelProto } from '../../trainer/onnx/proto.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { savePreset } from '../../trainer/engine/model/open-model.ts';
+import { DataType, decodeModel, encodeModel, type ModelProto } from '../../trainer/engine/onnx/proto.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-load-errors-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,11 +1,11 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { logitsAtLastPosition } from '../../trainer/model/logits-last.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { logitsAtLastPosition } from '../../trainer/engine/model/logits-last.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
 
 const c = PRESETS.tiny;

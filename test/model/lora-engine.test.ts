@@ -16,16 +16,16 @@ import { initLoraAdapters, LoraOptions, mergeLora, type LoraLayout } from '../..
 import { memberAdapters } from '../../shared/lora-members.ts';
 import type { LocalModelSpec } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import type { Engine, GenerateRow, MemberSelector } from '../../trainer/engine.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
-import type { ModelConfig } from '../../trainer/model/config.ts';
-import { createEngine, createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { saveModelDir } from '../../trainer/model/model-dir.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import type { Engine, GenerateRow, MemberSelector } from '../../trainer/engine/engine.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/engine/model/byte-tokenizer.ts';
+import type { ModelConfig } from '../../trainer/engine/model/config.ts';
+import { createEngine, createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { saveModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { toHalfExport } from './helpers/exporter-style.ts';
-import { loraMatrices } from '../../trainer/model/lora-matrices.ts';
-import { openModel } from '../../trainer/model/open-model.ts';
+import { loraMatrices } from '../../trainer/engine/model/lora-matrices.ts';
+import { openModel } from '../../trainer/engine/model/open-model.ts';
 
 const TIED = fileURLToPath(new URL('../fixtures/torch-llama-tied', import.meta.url));
 const SEED = 5;

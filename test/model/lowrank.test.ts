@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ask, type Coefficient } from '../../shared/es.ts';
 import { accumulateLowRank, applyLowRank, lowRankFactors } from '../../shared/lowrank.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
-import { FactorCache, lowRankOffsets } from '../../trainer/perturbation/lowrank-factors.ts';
-import { lowRankRewrite } from '../../trainer/perturbation/lowrank-graph.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
+import { FactorCache, lowRankOffsets } from '../../trainer/engine/perturbation/lowrank-factors.ts';
+import { lowRankRewrite } from '../../trainer/engine/perturbation/lowrank-graph.ts';
 import { fullLogits, maxAbsDiff, session } from './onnx-helpers.ts';
 
 const c = PRESETS.tiny;

@@ -2,10 +2,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { loadModelDir } from '../../trainer/model/model-dir.ts';
-import { decodeModel, encodeModel, DataType } from '../../trainer/onnx/proto.ts';
-import { buildPreset, savePreset } from '../../trainer/model/open-model.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { decodeModel, encodeModel, DataType } from '../../trainer/engine/onnx/proto.ts';
+import { buildPreset, savePreset } from '../../trainer/engine/model/open-model.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-model-dir-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

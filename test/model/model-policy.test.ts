@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { ModelPolicy } from '../../trainer/model/model-policy.ts';
-import { samplingSeed } from '../../trainer/generation/sampling-seed.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { ModelPolicy } from '../../trainer/engine/model/model-policy.ts';
+import { samplingSeed } from '../../trainer/engine/generation/sampling-seed.ts';
 
 describe('in-process model policy', () => {
   it('answers a chat as a member, reproducibly per (member, episode, turn), with token counts', async () => {

@@ -1,7 +1,7 @@
 /** Test helpers: run a decoder graph directly (no cache, no engine) to compare against. */
 import * as ort from 'onnxruntime-node';
-import { headDim, kvHeads, type ModelConfig } from '../../trainer/model/config.ts';
-import { encodeModel, type ModelProto } from '../../trainer/onnx/proto.ts';
+import { headDim, kvHeads, type ModelConfig } from '../../trainer/engine/model/config.ts';
+import { encodeModel, type ModelProto } from '../../trainer/engine/onnx/proto.ts';
 
 export async function session(model: ModelProto): Promise<ort.InferenceSession> {
   return ort.InferenceSession.create(encodeModel(model), { graphOptimizationLevel: 'all' });

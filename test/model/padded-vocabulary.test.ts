@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { ChatTokenizer } from '../../trainer/model/chat-tokenizer.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/engine/model/byte-tokenizer.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { ChatTokenizer } from '../../trainer/engine/model/chat-tokenizer.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 
 describe('padded vocabulary rows', () => {
   it('ids past the tokenizer (vocab_size padded like Qwen3’s) are never sampled, even when their logits are the largest', async () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ask, layoutSegments, type ParameterSegment } from '../../shared/es.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
-import type { GenerateRow } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { perturb, restore, switchPerturbation, type Perturbation } from '../../trainer/perturbation/exact-perturbation.ts';
-import { fixupEntries } from '../../trainer/perturbation/fixup-list.ts';
-import { dealTensors, PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
+import type { GenerateRow } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { perturb, restore, switchPerturbation, type Perturbation } from '../../trainer/engine/perturbation/exact-perturbation.ts';
+import { fixupEntries } from '../../trainer/engine/perturbation/fixup-list.ts';
+import { dealTensors, PerturbationPool } from '../../trainer/engine/perturbation/perturbation-pool.ts';
 
 // Tensors off the chunk grid, with values across binades (so fix-ups happen), two of them views onto one buffer.
 function makeTheta(): ParameterSegment[] {

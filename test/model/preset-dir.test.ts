@@ -2,13 +2,13 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { checkDecoderGraph } from '../../trainer/model/graph-check.ts';
-import { loadModelDir } from '../../trainer/model/model-dir.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { cachedPresetDir } from '../../trainer/model/preset-dir.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { decoderTensorSpecs } from '../../trainer/model/weights.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { checkDecoderGraph } from '../../trainer/engine/model/graph-check.ts';
+import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { cachedPresetDir } from '../../trainer/engine/model/preset-dir.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { decoderTensorSpecs } from '../../trainer/engine/model/weights.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-preset-cache-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { SamplingOptions } from '../../trainer/engine.ts';
-import { sampleToken, stepUniform } from '../../trainer/generation/sampler.ts';
+import type { SamplingOptions } from '../../trainer/engine/engine.ts';
+import { sampleToken, stepUniform } from '../../trainer/engine/generation/sampler.ts';
 
 /** The sampler as it was, sorting every candidate: the definition the ranked one must agree with. */
 function sortingSampler(logits: Float32Array, options: SamplingOptions, step: number, allowed?: Uint8Array): number {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { createSession } from '../../trainer/model/sessions.ts';
-import { GraphBuilder } from '../../trainer/onnx/graph-builder.ts';
-import { DataType } from '../../trainer/onnx/proto.ts';
+import { createSession } from '../../trainer/engine/model/sessions.ts';
+import { GraphBuilder } from '../../trainer/engine/onnx/graph-builder.ts';
+import { DataType } from '../../trainer/engine/onnx/proto.ts';
 
 // Writes a 2 GiB scratch file and needs memory for θ beside it (docs/BENCHMARKS.md), so it runs on
 // request only: ESOPT_LARGE_TESTS=1 npx vitest run test/model/session-files.test.ts

@@ -5,12 +5,12 @@
  * be part of a call.
  */
 import { describe, expect, it } from 'vitest';
-import { compileConstraint } from '../../trainer/generation/regex-automaton.ts';
-import { parseToolCalls } from '../../trainer/model/tool-call-parser.ts';
-import { argumentsPattern, JSON_OBJECT, toolCallPattern } from '../../trainer/model/tool-call-regex.ts';
-import { detectToolFormat, pythonJson, templateRendersTools } from '../../trainer/model/tool-format.ts';
-import { CHATML_TEMPLATE } from '../../trainer/model/byte-tokenizer.ts';
-import { ToolCallHold } from '../../trainer/server/tool-stream.ts';
+import { compileConstraint } from '../../trainer/engine/generation/regex-automaton.ts';
+import { parseToolCalls } from '../../trainer/engine/model/tool-call-parser.ts';
+import { argumentsPattern, JSON_OBJECT, toolCallPattern } from '../../trainer/engine/model/tool-call-regex.ts';
+import { detectToolFormat, pythonJson, templateRendersTools } from '../../trainer/engine/model/tool-format.ts';
+import { CHATML_TEMPLATE } from '../../trainer/engine/model/byte-tokenizer.ts';
+import { ToolCallHold } from '../../trainer/serving/tool-stream.ts';
 
 const whole = (pattern: string) => new RegExp(`^(?:${pattern})$`, 'u');
 

@@ -7,13 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig } from '../../trainer/model/config.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { loadModelDir } from '../../trainer/model/model-dir.ts';
-import { parameterCount } from '../../trainer/model/weights.ts';
-import { decodeModel, type ModelProto } from '../../trainer/onnx/proto.ts';
-import type { PerturbationMode } from '../../trainer/engine.ts';
-import { lowRankRewrite } from '../../trainer/perturbation/lowrank-graph.ts';
+import type { ModelConfig } from '../../trainer/engine/model/config.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
+import { parameterCount } from '../../trainer/engine/model/weights.ts';
+import { decodeModel, type ModelProto } from '../../trainer/engine/onnx/proto.ts';
+import type { PerturbationMode } from '../../trainer/engine/engine.ts';
+import { lowRankRewrite } from '../../trainer/engine/perturbation/lowrank-graph.ts';
 import { argmax, fullLogits, session } from './onnx-helpers.ts';
 
 const EMBED = 'model.embed_tokens.weight';

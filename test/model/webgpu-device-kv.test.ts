@@ -1,5 +1,5 @@
 /**
- * The webgpu route with its KV caches on the device (trainer/generation/device-tensors.ts): greedy
+ * The webgpu route with its KV caches on the device (trainer/engine/generation/device-tensors.ts): greedy
  * tokens equal the CPU's in full mode (θ as inputs, rebuild-session) and low-rank mode, for base and
  * member rows of different lengths (finished rows leave the batch on the device) and for a second turn
  * served from the prefix cache (K/V kept from the device); after every step the same tensors are alive on
@@ -12,17 +12,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
-import type { EngineOptions, GenerateRow, MemberSelector, Population, StepTransfer } from '../../trainer/engine.ts';
-import { providerParity } from '../../trainer/bench/provider-parity.ts';
-import { buildDecoder } from '../../trainer/model/build-decoder.ts';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/model/byte-tokenizer.ts';
-import type { ModelConfig } from '../../trainer/model/config.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import { saveModelDir } from '../../trainer/model/model-dir.ts';
-import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../trainer/model/weights.ts';
+import type { EngineOptions, GenerateRow, MemberSelector, Population, StepTransfer } from '../../trainer/engine/engine.ts';
+import { providerParity } from '../../trainer/studies/bench/provider-parity.ts';
+import { buildDecoder } from '../../trainer/engine/model/build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../trainer/engine/model/byte-tokenizer.ts';
+import type { ModelConfig } from '../../trainer/engine/model/config.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import { saveModelDir } from '../../trainer/engine/model/model-dir.ts';
+import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { toHalfExport } from './helpers/exporter-style.ts';
 import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 

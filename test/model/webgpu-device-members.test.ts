@@ -1,5 +1,5 @@
 /**
- * Full mode's device route (trainer/model/serving/full-device.ts) on webgpu with the run noise
+ * Full mode's device route (trainer/engine/members/full-device.ts) on webgpu with the run noise
  * 'esopt-device-noise': the member weights it makes on the device equal shared/device-noise.ts's
  * `perturbedWithDeviceNoise` bit for bit (tensors cut into several pieces, read back through a session),
  * untargeted tensors feed θ; greedy tokens of a population (base row, ± members) equal a CPU engine's on the
@@ -10,17 +10,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perturbedWithDeviceNoise } from '../../shared/device-noise.ts';
 import { ask } from '../../shared/es.ts';
-import type { GenerateRow, Population } from '../../trainer/engine.ts';
-import { createOnnxEngine } from '../../trainer/model/create-engine.ts';
-import type { OnnxEngine } from '../../trainer/model/onnx-engine.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { FullDeviceServing } from '../../trainer/model/serving/full-device.ts';
-import { createSession } from '../../trainer/model/sessions.ts';
-import { TargetTensors } from '../../trainer/model/target-tensors.ts';
-import { PerturbationPool } from '../../trainer/perturbation/perturbation-pool.ts';
-import { noiseGroups } from '../../trainer/perturbation/noise-groups.ts';
-import { pieceInputs, weightPieces } from '../../trainer/perturbation/weight-pieces.ts';
-import { weightsAsInputs } from '../../trainer/perturbation/weights-as-inputs.ts';
+import type { GenerateRow, Population } from '../../trainer/engine/engine.ts';
+import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
+import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { FullDeviceServing } from '../../trainer/engine/members/full-device.ts';
+import { createSession } from '../../trainer/engine/model/sessions.ts';
+import { TargetTensors } from '../../trainer/engine/model/target-tensors.ts';
+import { PerturbationPool } from '../../trainer/engine/perturbation/perturbation-pool.ts';
+import { noiseGroups } from '../../trainer/engine/perturbation/noise-groups.ts';
+import { pieceInputs, weightPieces } from '../../trainer/engine/perturbation/weight-pieces.ts';
+import { weightsAsInputs } from '../../trainer/engine/perturbation/weights-as-inputs.ts';
 import { layoutSegments } from '../../shared/es.ts';
 import { noAdapter, skipped } from './helpers/webgpu-adapter.ts';
 import { differing } from './helpers/float-bits.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { providerParity } from '../../trainer/bench/provider-parity.ts';
+import { providerParity } from '../../trainer/studies/bench/provider-parity.ts';
 import { noAdapter } from './helpers/webgpu-adapter.ts';
 
 // Dawn (inside onnxruntime-node) needs a Vulkan adapter; CI has none, a machine with lavapipe or a GPU

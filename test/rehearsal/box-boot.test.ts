@@ -1,6 +1,6 @@
 /**
- * trainer/hosting/box-boot.sh, the boot every box's user data runs, rehearsed into an empty directory against
- * s3rver and the local SSM (trainer/rehearsal/box-install.ts): the real artifact installed and the unit's
+ * trainer/cloud/box/box-boot.sh, the boot every box's user data runs, rehearsed into an empty directory against
+ * s3rver and the local SSM (trainer/dev/rehearsal/box-install.ts): the real artifact installed and the unit's
  * command line read back; failures (a wrong artifact hash, a missing token parameter) written to the bucket as
  * `failed` with the step and the log tail, and a non-zero exit; a step that fails twice, then succeeds.
  */
@@ -11,13 +11,13 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
-import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
-import { seedIsolatedVmPrebuild } from '../../trainer/rehearsal/prebuilt-binaries.ts';
-import { buildBoxArtifact, type BoxArtifact } from '../../trainer/hosting/box-artifact.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
+import { startSsmEndpoint, type SsmEndpoint } from '../../trainer/dev/local-cloud/ssm-endpoint.ts';
+import { seedIsolatedVmPrebuild } from '../../trainer/dev/rehearsal/prebuilt-binaries.ts';
+import { buildBoxArtifact, type BoxArtifact } from '../../trainer/cloud/box/box-artifact.ts';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { rehearseBoxInstall, rehearseBoxUpdate, SERVICE_USER, type BoxBootVariables } from '../../trainer/rehearsal/box-install.ts';
+import { rehearseBoxInstall, rehearseBoxUpdate, SERVICE_USER, type BoxBootVariables } from '../../trainer/dev/rehearsal/box-install.ts';
 
 const TOKEN = 'boot-test-token-0123456789abcdef';
 const PARAMETER = '/esopt/rehearsal/trainer-token';
@@ -81,7 +81,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 180_000);
 
-describe('the box boot (trainer/hosting/box-boot.sh) rehearsed', () => {
+describe('the box boot (trainer/cloud/box/box-boot.sh) rehearsed', () => {
   it('installs the deploy\'s artifact into an empty directory and writes `ready`; the unit runs the CLI with the stack\'s environment', async () => {
     const root = emptyRoot();
     const done = await rehearseBoxInstall({ root, variables: variables(), ...common(), timeoutMs: 600_000 });

@@ -1,5 +1,5 @@
 /**
- * A function run as Lambda runs it (trainer/rehearsal/execution-environment.ts, lambda-function.ts,
+ * A function run as Lambda runs it (trainer/dev/rehearsal/execution-environment.ts, lambda-function.ts,
  * function-url.ts): a small handler under aws-lambda-ric behind the Runtime API and a function URL, with its
  * memory as a cgroup limit, a /tmp volume of its ephemeral storage, its code read-only at /var/task, its
  * NODE_OPTIONS and its timeout. Each limit is pushed past and must fail as Lambda fails.
@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFunctionUrl, type FunctionUrl } from '../../trainer/rehearsal/function-url.ts';
-import { startLambdaFunction, type LambdaFunction } from '../../trainer/rehearsal/lambda-function.ts';
+import { startFunctionUrl, type FunctionUrl } from '../../trainer/dev/rehearsal/function-url.ts';
+import { startLambdaFunction, type LambdaFunction } from '../../trainer/dev/rehearsal/lambda-function.ts';
 
 const HANDLER = `
 import { writeFileSync, openSync, writeSync, closeSync } from 'node:fs';

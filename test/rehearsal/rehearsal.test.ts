@@ -1,5 +1,5 @@
 /**
- * What ships, run as AWS runs it (trainer/rehearsal/rehearse.ts): the functions built as `sst deploy` builds
+ * What ships, run as AWS runs it (trainer/dev/rehearsal/rehearse.ts): the functions built as `sst deploy` builds
  * them under aws-lambda-ric with their memory, /tmp and timeout from sst.config.ts, the Api behind a function
  * URL, the trainer box booted from the deploy's artifact by its own user data. Through it, as a user: the
  * dashboard and /docs with every asset, and one web iteration started with `esopt runs start`, played by the
@@ -9,8 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
-import { startRehearsal, type Rehearsal } from '../../trainer/rehearsal/rehearse.ts';
-import { loadPages, trainOneIteration } from '../../trainer/rehearsal/scenarios.ts';
+import { startRehearsal, type Rehearsal } from '../../trainer/dev/rehearsal/rehearse.ts';
+import { loadPages, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 let stack: Rehearsal;

@@ -20,15 +20,15 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
 import { storeQueueLaunchers } from '../../functions/http-api/queued-launchers.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
-import { InProcessModelExports } from '../../trainer/hosting/local-model-exports.ts';
-import { LocalRunLauncher } from '../../trainer/hosting/local-run-launcher.ts';
-import type { Engine } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { createInferenceApp } from '../../trainer/server/app.ts';
-import { InferenceService } from '../../trainer/server/service.ts';
+import { InProcessModelExports } from '../../trainer/jobs/local-model-exports.ts';
+import { LocalRunLauncher } from '../../trainer/jobs/local-run-launcher.ts';
+import type { Engine } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { createInferenceApp } from '../../trainer/serving/app.ts';
+import { InferenceService } from '../../trainer/serving/service.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { apiOverTempStore, operationsOf, pathWith, type FuzzedApi, type Operation } from './helpers/api-app.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const TOKEN = 'Api-Token-3f9c2a7be1d04c55';
 
@@ -184,7 +184,7 @@ describe('one constant-time check for every bearer token', () => {
     for (const file of readers) {
       const text = readFileSync(file, 'utf8');
       expect(text, file).toMatch(/from '[./]*\/?(shared\/)?bearer-token\.ts'/);
-      // It compares itself, or asks a TokenCheck (a box's rotating tokens, trainer/server/token-follower.ts).
+      // It compares itself, or asks a TokenCheck (a box's rotating tokens, trainer/serving/token-follower.ts).
       expect(text, file).toMatch(/tokenMatches\(|\.accepts\(/);
     }
     // Every TokenCheck compares with tokenMatches, or hands over to one that does (AcceptedTokens).

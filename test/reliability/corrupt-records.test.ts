@@ -11,15 +11,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { ask, tell } from '../../shared/es.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { IterationManifest, RunConfig, type RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { MAX_RECORD_BYTES, RewardCollector } from '../../trainer/loop/reward-collector.ts';
+import { MAX_RECORD_BYTES, RewardCollector } from '../../trainer/training/loop/reward-collector.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { classifyRecords } from '../../trainer/loop/classify-records.ts';
+import { classifyRecords } from '../../trainer/training/loop/classify-records.ts';
 
 const config = RunConfig.parse({
   environment: { name: 'sudoku', options: { size: 4 } },

@@ -8,10 +8,10 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
-import type { Engine } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { ErrorBody } from '../../trainer/server/openai-schema.ts';
-import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
+import type { Engine } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { ErrorBody } from '../../trainer/serving/openai-schema.ts';
+import { startInferenceServer, type RunningServer } from '../../trainer/serving/server.ts';
 import { bodyText, fuzzBody, type Json } from './helpers/fuzz-bodies.ts';
 
 const RUNS = 1000;

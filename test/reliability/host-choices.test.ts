@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { hostChoiceIssues } from '../../functions/http-api/host-choices.ts';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { pushModel } from '../../trainer/model-store/push-model.ts';
+import { pushModel } from '../../trainer/training/model-store/push-model.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { apiOverTempStore } from './helpers/api-app.ts';
 

@@ -15,7 +15,7 @@ import { keys, parseRewardKey } from '../../shared/keys.ts';
 import { EpisodeRequest, EvaluationRequest, Id, RunConfig } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { startLoopbackProxy, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
 import { apiOverTempStore } from './helpers/api-app.ts';

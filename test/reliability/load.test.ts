@@ -13,13 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnvironment } from '../../environments/index.ts';
 import { ask } from '../../shared/es.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
-import type { Engine } from '../../trainer/engine.ts';
+import { RewardCollector } from '../../trainer/training/loop/reward-collector.ts';
+import type { Engine } from '../../trainer/engine/engine.ts';
 import { iterationRequests } from '../../trainer/fanout/iteration-requests.ts';
 import { LocalFanout } from '../../trainer/fanout/local.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { DEFAULT_BATCHING } from '../../trainer/server/service.ts';
-import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { DEFAULT_BATCHING } from '../../trainer/serving/service.ts';
+import { startInferenceServer, type RunningServer } from '../../trainer/serving/server.ts';
 
 const EPISODES = 500;
 const MEMBERS = 20;

@@ -8,14 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEpisodeHandler } from '../../functions/episode.ts';
-import { startInvokeEndpoint, type InvokeEndpoint } from '../../functions/local-cloud/invoke-endpoint.ts';
-import { startLocalS3, type LocalS3 } from '../../functions/local-cloud/s3-server.ts';
-import { RewardCollector } from '../../trainer/loop/reward-collector.ts';
+import { startInvokeEndpoint, type InvokeEndpoint } from '../../trainer/dev/local-cloud/invoke-endpoint.ts';
+import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
+import { RewardCollector } from '../../trainer/training/loop/reward-collector.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
 import { startLoopbackProxy, type Fault, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;

@@ -1,5 +1,5 @@
 /**
- * The coordinator's lease (trainer/loop/coordinator-lease.ts) with two contenders over one fs store: one
+ * The coordinator's lease (trainer/training/loop/coordinator-lease.ts) with two contenders over one fs store: one
  * wins a race, the other is refused naming the holder; a released or expired lease is taken over by the next
  * epoch, and the replaced holder's next check stops it; and a run with replicas refuses to start while
  * another trainer holds the run's lease.
@@ -11,9 +11,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { acquireCoordinatorLease, CoordinatorConflictError } from '../../trainer/loop/coordinator-lease.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import { silentProgress } from '../../trainer/loop/progress.ts';
+import { acquireCoordinatorLease, CoordinatorConflictError } from '../../trainer/training/loop/coordinator-lease.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { silentProgress } from '../../trainer/training/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-lease-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 /**
- * The replica box's service (trainer/replicas/replica-box.ts) on loopback with the fs store: it follows
+ * The replica box's service (trainer/cloud/box/replica-box.ts) on loopback with the fs store: it follows
  * the run the coordinator names in trainer/active-run.json while its status is running (the coordinator
  * routes members to it at its public URL and it ends on the coordinator's θ), follows one start of a run
  * once, ignores a run that is not running, and lets a run go when it is stopped.
@@ -12,11 +12,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, RunConfig, type ActiveRun, type RunStatus } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import { silentProgress } from '../../trainer/loop/progress.ts';
-import { getJson, putJson } from '../../trainer/loop/stored-json.ts';
-import { ReplicaBox } from '../../trainer/replicas/replica-box.ts';
-import { TokenFollower } from '../../trainer/server/token-follower.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { silentProgress } from '../../trainer/training/loop/progress.ts';
+import { getJson, putJson } from '../../trainer/training/loop/stored-json.ts';
+import { ReplicaBox } from '../../trainer/cloud/box/replica-box.ts';
+import { TokenFollower } from '../../trainer/serving/token-follower.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-replica-box-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -13,12 +13,12 @@ import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../shared/cost.ts
 import { keys } from '../../shared/keys.ts';
 import { IterationManifest, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import type { FaultHook } from '../../trainer/loop/fault-points.ts';
-import { silentProgress } from '../../trainer/loop/progress.ts';
-import { endpointOf, routeMembers } from '../../trainer/loop/replica-set.ts';
-import { startReplica, type RunningReplica } from '../../trainer/replicas/replica.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import type { FaultHook } from '../../trainer/training/loop/fault-points.ts';
+import { silentProgress } from '../../trainer/training/loop/progress.ts';
+import { endpointOf, routeMembers } from '../../trainer/training/loop/replica-set.ts';
+import { startReplica, type RunningReplica } from '../../trainer/training/replicas/replica.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-replicas-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -10,7 +10,7 @@ import { applyDeviceNoise } from '../../shared/device-noise.ts';
 import { applyDenseUpdate } from '../../shared/es.ts';
 import { applyNoise, applyNoiseWith, fillNoise, noise, type NoiseKey } from '../../shared/noise.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { perturbWith, restore, switchPerturbationWith } from '../../trainer/perturbation/exact-perturbation.ts';
+import { perturbWith, restore, switchPerturbationWith } from '../../trainer/engine/perturbation/exact-perturbation.ts';
 
 const BASE = { runSeed: 7, iteration: 2, member: 3 };
 const DEVICE: NoiseKey = { ...BASE, definition: 'esopt-device-noise' };

@@ -5,8 +5,8 @@
  * origin check, its errors), the worker's read cache and the redaction of a key from an episode's result.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSsmEndpoint, type SsmEndpoint } from '../../functions/local-cloud/ssm-endpoint.ts';
-import { DEV_CREDENTIALS } from '../../functions/local-cloud/local-cloud.ts';
+import { startSsmEndpoint, type SsmEndpoint } from '../../trainer/dev/local-cloud/ssm-endpoint.ts';
+import { DEV_CREDENTIALS } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { cachedSecrets } from '../../functions/secret-cache.ts';
 import { redactSecret, REDACTED } from '../../functions/secret-redaction.ts';
 import { EVALUATION_KEY_LIFETIME_MS, evaluationKeyFrom, storeEvaluationKey } from '../../shared/secrets/evaluation-key.ts';

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { options, run, weightBytesPerStep } from '../../trainer/bench/peer.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { writePresetDir } from '../../trainer/model/preset-dir.ts';
-import { parameterCount } from '../../trainer/model/weights.ts';
+import { options, run, weightBytesPerStep } from '../../trainer/studies/bench/peer.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { writePresetDir } from '../../trainer/engine/model/preset-dir.ts';
+import { parameterCount } from '../../trainer/engine/model/weights.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'esopt-peer-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

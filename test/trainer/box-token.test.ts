@@ -6,10 +6,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AcceptedTokens } from '../../trainer/server/accepted-tokens.ts';
-import { TokenFollower } from '../../trainer/server/token-follower.ts';
-import { startTokenGate } from '../../trainer/server/token-gate.ts';
-import { freeLoopbackPort } from '../../trainer/server/free-port.ts';
+import { AcceptedTokens } from '../../trainer/serving/accepted-tokens.ts';
+import { TokenFollower } from '../../trainer/serving/token-follower.ts';
+import { startTokenGate } from '../../trainer/serving/token-gate.ts';
+import { freeLoopbackPort } from '../../trainer/serving/free-port.ts';
 
 describe('AcceptedTokens', () => {
   it('accepts the previous token for the grace after a change is seen, then only the current one', () => {

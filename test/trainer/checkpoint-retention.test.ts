@@ -9,8 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { exportModel } from '../../trainer/export/export-model.ts';
-import { loadLatestCheckpoint, pruneCheckpoints, writeCheckpoint } from '../../trainer/loop/checkpoints.ts';
+import { exportModel } from '../../trainer/training/export/export-model.ts';
+import { loadLatestCheckpoint, pruneCheckpoints, writeCheckpoint } from '../../trainer/training/loop/checkpoints.ts';
 import { baseConfig, esopt } from './helpers/killable-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-checkpoint-keep-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { spinRate } from '../../trainer/bench/cpu-capacity.ts';
+import { spinRate } from '../../trainer/studies/bench/cpu-capacity.ts';
 
 describe('spinRate (the compute control beside bench fanout)', () => {
   it('spins N threads together until one shared deadline and reports their blocks per second', async () => {

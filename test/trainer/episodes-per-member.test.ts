@@ -12,12 +12,12 @@ import type { Fanout } from '../../shared/ports/fanout.ts';
 import { RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
-import { readLog } from '../../trainer/loop/checkpoints.ts';
-import { iterationTaskSeed } from '../../trainer/loop/task-seed.ts';
-import { train } from '../../trainer/loop/training.ts';
-import { coefficientsOf } from '../../trainer/loop/weight-update.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { resolveModelSpec } from '../../trainer/training/model-store/resolve-model.ts';
+import { readLog } from '../../trainer/training/loop/checkpoints.ts';
+import { iterationTaskSeed } from '../../trainer/training/loop/task-seed.ts';
+import { train } from '../../trainer/training/loop/training.ts';
+import { coefficientsOf } from '../../trainer/training/loop/weight-update.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-epm-'));
 const store = new FsObjectStore(root);

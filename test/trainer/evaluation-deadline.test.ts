@@ -11,7 +11,7 @@ import { keys } from '../../shared/keys.ts';
 import type { DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
 import { RewardRecord, RunConfig, type EpisodeRequest } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { evaluate } from '../../trainer/loop/evaluation.ts';
+import { evaluate } from '../../trainer/training/loop/evaluation.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-eval-deadline-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import { silentProgress } from '../../trainer/loop/progress.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { silentProgress } from '../../trainer/training/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-full-weights-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

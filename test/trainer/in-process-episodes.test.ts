@@ -13,9 +13,9 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { RewardRecord, RunConfig, type EpisodeRequest } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { InProcessFanout } from '../../trainer/fanout/in-process.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import { silentProgress } from '../../trainer/loop/progress.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { silentProgress } from '../../trainer/training/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-in-process-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

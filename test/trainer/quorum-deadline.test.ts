@@ -18,11 +18,11 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
-import type { Engine } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { resolveModelSpec } from '../../trainer/model-store/resolve-model.ts';
-import { iterationTaskSeed } from '../../trainer/loop/task-seed.ts';
-import { train, type TrainingOptions } from '../../trainer/loop/training.ts';
+import type { Engine } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { resolveModelSpec } from '../../trainer/training/model-store/resolve-model.ts';
+import { iterationTaskSeed } from '../../trainer/training/loop/task-seed.ts';
+import { train, type TrainingOptions } from '../../trainer/training/loop/training.ts';
 
 const DEADLINE_MS = 800;
 const root = mkdtempSync(join(tmpdir(), 'esopt-quorum-'));

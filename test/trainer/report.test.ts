@@ -3,11 +3,11 @@ import { Window } from 'happy-dom';
 import { describe, expect, it } from 'vitest';
 import type { EvaluationResult, MetricsRow, RunConfig } from '../../shared/schemas/index.ts';
 import { RunConfig as RunConfigSchema } from '../../shared/schemas/index.ts';
-import { niceTicks, renderCurveSvg } from '../../trainer/loop/curve-svg.ts';
-import { stopAtFromEnv } from '../../trainer/loop/fault-points.ts';
-import { buildReport } from '../../trainer/loop/report.ts';
+import { niceTicks, renderCurveSvg } from '../../trainer/training/loop/curve-svg.ts';
+import { stopAtFromEnv } from '../../trainer/training/loop/fault-points.ts';
+import { buildReport } from '../../trainer/training/loop/report.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
-import { resolveModel } from '../../trainer/server/model-name.ts';
+import { resolveModel } from '../../trainer/serving/model-name.ts';
 
 describe('wilsonInterval', () => {
   it('matches published values and stays inside [0, 1]', () => {

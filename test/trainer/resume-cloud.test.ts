@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCloud, type LocalCloud } from '../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
-import { FAULT_POINTS } from '../../trainer/loop/fault-points.ts';
+import { FAULT_POINTS } from '../../trainer/training/loop/fault-points.ts';
 import { baseConfig, esopt, ITERATIONS, type Exit, type Report } from './helpers/killable-run.ts';
 import { localStackEnv } from '../cloud/helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/pricing/measured-prices.ts';
+import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-resume-cloud-'));
 const configPath = join(root, 'config.json');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { budgetStop, NOTHING_SPENT, spentAfter } from '../../trainer/loop/budget.ts';
+import { budgetStop, NOTHING_SPENT, spentAfter } from '../../trainer/training/loop/budget.ts';
 import { baseConfig, esopt } from './helpers/killable-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-budget-'));

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ask } from '../../shared/es.ts';
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import type { ChatMessage } from '../../shared/ports/policy.ts';
-import type { Engine, GenerateRow } from '../../trainer/engine.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { ChatCompletion, ChatCompletionChunk, ErrorBody } from '../../trainer/server/openai-schema.ts';
-import { startInferenceServer, type RunningServer } from '../../trainer/server/server.ts';
+import type { Engine, GenerateRow } from '../../trainer/engine/engine.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { ChatCompletion, ChatCompletionChunk, ErrorBody } from '../../trainer/serving/openai-schema.ts';
+import { startInferenceServer, type RunningServer } from '../../trainer/serving/server.ts';
 
 let engine: Engine;
 const servers: RunningServer[] = [];

@@ -16,12 +16,12 @@ import { FsObjectStore } from '../../shared/store/fs.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import type { EnvironmentDefinition } from '../../environments/environment.ts';
-import { createEngine } from '../../trainer/model/create-engine.ts';
-import { readLog } from '../../trainer/loop/checkpoints.ts';
-import { restoreFromLog } from '../../trainer/loop/restore.ts';
-import { startReplica } from '../../trainer/replicas/replica.ts';
-import { thetaAtIteration } from '../../trainer/export/theta-at-iteration.ts';
-import { buildRunArtifact } from '../../trainer/export/run-artifact.ts';
+import { createEngine } from '../../trainer/engine/model/create-engine.ts';
+import { readLog } from '../../trainer/training/loop/checkpoints.ts';
+import { restoreFromLog } from '../../trainer/training/loop/restore.ts';
+import { startReplica } from '../../trainer/training/replicas/replica.ts';
+import { thetaAtIteration } from '../../trainer/training/export/theta-at-iteration.ts';
+import { buildRunArtifact } from '../../trainer/training/export/run-artifact.ts';
 import { iterationGate, scriptedRunConfig, trainScripted } from './helpers/scripted-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-targets-run-'));

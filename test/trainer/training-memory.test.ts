@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { run } from '../../trainer/bench/memory.ts';
-import { PRESETS } from '../../trainer/model/presets.ts';
-import { decoderTensorSpecs } from '../../trainer/model/weights.ts';
+import { run } from '../../trainer/studies/bench/memory.ts';
+import { PRESETS } from '../../trainer/engine/model/presets.ts';
+import { decoderTensorSpecs } from '../../trainer/engine/model/weights.ts';
 
 const thetaMiB = decoderTensorSpecs(PRESETS.small).reduce((a, s) => a + s.dims.reduce((x, y) => x * y, 1), 0) * 4 / 2 ** 20;
 

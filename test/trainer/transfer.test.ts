@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { run, options, stepTransfers, transferShape } from '../../trainer/bench/transfer.ts';
-import { buildPreset } from '../../trainer/model/open-model.ts';
-import { parameterCount } from '../../trainer/model/weights.ts';
+import { run, options, stepTransfers, transferShape } from '../../trainer/studies/bench/transfer.ts';
+import { buildPreset } from '../../trainer/engine/model/open-model.ts';
+import { parameterCount } from '../../trainer/engine/model/weights.ts';
 
 describe('bytes the CUDA provider moves per decode step', () => {
   it('at Qwen3-0.6B\'s shape, as derived by hand from its config', () => {

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { runEmbedded } from '../../trainer/compose/run.ts';
-import { silentProgress } from '../../trainer/loop/index.ts';
+import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { silentProgress } from '../../trainer/training/loop/index.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-validation-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

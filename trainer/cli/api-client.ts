@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ApiError, RunEvent } from '../../shared/schemas/index.ts';
-import { flag, type Parsed } from '../argv/args.ts';
-import { UsageError } from '../argv/usage-error.ts';
+import { flag, type Parsed } from './argv/args.ts';
+import { UsageError } from './argv/usage-error.ts';
 
 export const DEFAULT_API = 'http://127.0.0.1:8787';
 

@@ -1,7 +1,7 @@
 import { text } from 'node:stream/consumers';
-import type { CommandIo } from '../argv/command.ts';
+import type { CommandIo } from './argv/command.ts';
 import { registry } from './registry.ts';
-import { UsageError } from '../argv/usage-error.ts';
+import { UsageError } from './argv/usage-error.ts';
 
 const defaultIo: CommandIo = {
   stdout: (t) => process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),

@@ -1,5 +1,5 @@
-import { benchmarks } from '../bench/index.ts';
-import type { CommandEntry } from '../argv/command.ts';
+import { benchmarks } from '../studies/bench/index.ts';
+import type { CommandEntry } from './argv/command.ts';
 
 /**
  * Every command, loaded lazily so `esopt --help` does not pay for onnxruntime or Chromium.
@@ -42,6 +42,6 @@ export const registry: CommandEntry[] = [
   { name: 'experiment horizon', summary: 'base, ES, GRPO and random search by horizon and seed, same budget (docs/RESULTS.md)', load: async () => (await import('./commands/experiment-horizon.ts')).command },
   { name: 'experiment horizon-summary', summary: "recompute a horizon experiment's summary (table, intervals, curves) from its cell files", load: async () => (await import('./commands/experiment-horizon-summary.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
-  { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('../bench/all-command.ts')).command },
+  { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('../studies/bench/all-command.ts')).command },
   ...benchmarks,
 ];

@@ -1,7 +1,7 @@
 /**
  * A deployed stack as the trainer sees it: the runs bucket (S3 adapter) and the Episode function
  * (Lambda adapter). What `sst deploy` prints, or what the trainer box's environment says, turned into
- * the ObjectStore + Fanout pair that the run wiring (trainer/compose/run.ts) takes in place of the
+ * the ObjectStore + Fanout pair that the run wiring (trainer/assembly/run.ts) takes in place of the
  * embedded fs store + local pool: `esopt train --cloud`.
  */
 import { z } from 'zod';
@@ -20,7 +20,7 @@ export const CloudTarget = z
     episodesPerInvocation: z.number().int().min(1).max(64).default(1),
     /** An S3-compatible server instead of AWS S3 (s3rver on loopback in the tests). */
     s3Endpoint: z.url().optional(),
-    /** A Lambda-Invoke-compatible endpoint instead of AWS Lambda (functions/local-cloud/invoke-endpoint.ts). */
+    /** A Lambda-Invoke-compatible endpoint instead of AWS Lambda (trainer/dev/local-cloud/invoke-endpoint.ts). */
     lambdaEndpoint: z.url().optional(),
     /** Default: path-style exactly when `s3Endpoint` is set, as S3-compatible servers need. */
     forcePathStyle: z.boolean().optional(),

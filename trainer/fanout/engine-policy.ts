@@ -1,12 +1,12 @@
 /**
  * The Policy an in-process episode plays: the request's member (or base) on the run's own engine, with
  * the sampling seed, token budget and action constraint the HTTP path would send (HttpPolicy →
- * trainer/server/app.ts), so an episode plays the same moves either way.
+ * trainer/serving/app.ts), so an episode plays the same moves either way.
  */
 import type { ChatMessage, Policy, PolicyContext, PolicyReply } from '../../shared/ports/policy.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../../environments/random.ts';
-import type { MemberSelector } from '../engine.ts';
+import type { MemberSelector } from '../engine/engine.ts';
 import type { RowCoalescer } from './row-coalescer.ts';
 
 export class EnginePolicy implements Policy {

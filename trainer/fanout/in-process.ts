@@ -11,11 +11,11 @@ import type { DispatchOptions, DispatchOutcome, Fanout } from '../../shared/port
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
 import { createEpisodeHandler } from '../../functions/episode.ts';
-import type { Engine } from '../engine.ts';
+import type { Engine } from '../engine/engine.ts';
 import { failAll, mapWithConcurrency, outcomesFromResponse } from './batches.ts';
 import { EnginePolicy } from './engine-policy.ts';
 import { RowCoalescer } from './row-coalescer.ts';
-import { measuredPrices } from '../pricing/measured-prices.ts';
+import { measuredPrices } from '../jobs/measured-prices.ts';
 
 const quiet = { info() {}, error() {} };
 

@@ -1,7 +1,7 @@
 /**
  * A fan-out that settles a request only once its reward record is in the store. The ES loop reads a
  * settled dispatch as "nothing more is coming" and closes the iteration at the next listing
- * (trainer/loop/episodes.ts); the local pool settles that way by itself, but Lambda's `Event` invoke
+ * (trainer/training/loop/episodes.ts); the local pool settles that way by itself, but Lambda's `Event` invoke
  * returns as soon as the event is queued, long before the episode has run. Wrapped in this, the Event
  * fan-out keeps the loop's contract: each accepted request settles when its record is listed, when the
  * dispatch is cancelled (the iteration closed), or when its per-episode time has passed; and all at

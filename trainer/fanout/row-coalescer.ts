@@ -4,7 +4,7 @@
  * in flight does not hold new rows back: they form the next call, which the engine runs after it. A
  * batch that fails is retried row by row, so one bad row (a stale member, say) fails only its own episode.
  */
-import type { Engine, GenerateResult, GenerateRow } from '../engine.ts';
+import type { Engine, GenerateResult, GenerateRow } from '../engine/engine.ts';
 
 interface Pending {
   row: GenerateRow;

@@ -1,11 +1,11 @@
 /**
  * Where a run happens: the object store its records go to and the fan-out that plays its episodes, as
- * one pair the run wiring (trainer/compose/run.ts) takes. The embedded default is a directory +
+ * one pair the run wiring (trainer/assembly/run.ts) takes. The embedded default is a directory +
  * the local worker pool; the cloud target (cloud-target.ts) is an S3 bucket + the Lambda function.
  */
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import type { Engine } from '../engine.ts';
+import type { Engine } from '../engine/engine.ts';
 
 /** How the workers reach the trainer's inference server, as the episode requests carry it. */
 export interface WorkerPolicyEndpoint {

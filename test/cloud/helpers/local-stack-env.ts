@@ -2,7 +2,7 @@
  * What the CLI reads to reach a deployed stack, pointed at a local cloud: the bucket, the Episode
  * function and both endpoints, with s3rver's fixed development key pair for the SDK's credential chain.
  */
-import { EPISODE_FUNCTION, type LocalCloud } from '../../../functions/local-cloud/local-cloud.ts';
+import { EPISODE_FUNCTION, type LocalCloud } from '../../../trainer/dev/local-cloud/local-cloud.ts';
 
 export const S3RVER_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
 

@@ -5,16 +5,16 @@
  * rewards are made up (fixed, unequal, so every update moves θ).
  */
 import { esAt } from '../../../shared/schedule.ts';
-import { resolveModelSpec } from '../../../trainer/model-store/resolve-model.ts';
+import { resolveModelSpec } from '../../../trainer/training/model-store/resolve-model.ts';
 import { keys } from '../../../shared/keys.ts';
 import { RunConfig, type LogEntry, type ModelSpec, type RunConfigInput } from '../../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
-import type { Engine, PerturbationMode } from '../../../trainer/engine.ts';
-import { appendLog, writeCheckpoint } from '../../../trainer/loop/checkpoints.ts';
-import { putJson } from '../../../trainer/loop/stored-json.ts';
-import { applyLogEntry } from '../../../trainer/loop/weight-update.ts';
-import { createEngine } from '../../../trainer/model/create-engine.ts';
+import type { Engine, PerturbationMode } from '../../../trainer/engine/engine.ts';
+import { appendLog, writeCheckpoint } from '../../../trainer/training/loop/checkpoints.ts';
+import { putJson } from '../../../trainer/training/loop/stored-json.ts';
+import { applyLogEntry } from '../../../trainer/training/loop/weight-update.ts';
+import { createEngine } from '../../../trainer/engine/model/create-engine.ts';
 
 export interface MadeRun {
   store: FsObjectStore;

@@ -3,8 +3,8 @@
  * InferenceSession on the path, the whole sequence recomputed each step with empty past caches.
  */
 import * as ort from 'onnxruntime-node';
-import { headDim, kvHeads, type ModelConfig } from '../../../trainer/model/config.ts';
-import { fp16Value } from '../../../trainer/onnx/half.ts';
+import { headDim, kvHeads, type ModelConfig } from '../../../trainer/engine/model/config.ts';
+import { fp16Value } from '../../../trainer/engine/onnx/half.ts';
 
 export async function plainGreedy(path: string, c: ModelConfig, prompts: number[][], n: number, extra: Record<string, ort.Tensor> = {}): Promise<number[][]> {
   const s = await ort.InferenceSession.create(path);

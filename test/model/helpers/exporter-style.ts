@@ -2,8 +2,8 @@
  * Built graphs rewritten into the layouts PyTorch's ONNX exporter (optimum decoder-with-past) writes, for
  * the loader's tests: a tied head folded into a second initializer, and half-precision weights and IO.
  */
-import { DataType, type GraphProto, type ModelProto, type NodeProto, type TensorProto } from '../../../trainer/onnx/proto.ts';
-import { bf16Bits, fp16Bits } from '../../../trainer/onnx/half.ts';
+import { DataType, type GraphProto, type ModelProto, type NodeProto, type TensorProto } from '../../../trainer/engine/onnx/proto.ts';
+import { bf16Bits, fp16Bits } from '../../../trainer/engine/onnx/half.ts';
 
 export type TiedStyle = 'transposed-initializer' | 'transpose-node' | 'duplicate';
 

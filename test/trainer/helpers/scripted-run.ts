@@ -5,8 +5,8 @@
 import type { EnvironmentDefinition } from '../../../environments/environment.ts';
 import { RunConfig, type RunConfigInput } from '../../../shared/schemas/run-config.ts';
 import type { FsObjectStore } from '../../../shared/store/fs.ts';
-import type { Engine } from '../../../trainer/engine.ts';
-import { train } from '../../../trainer/loop/training.ts';
+import type { Engine } from '../../../trainer/engine/engine.ts';
+import { train } from '../../../trainer/training/loop/training.ts';
 import { scriptedFanout } from './scripted-fanout.ts';
 
 /** The run's config; `over` replaces whole fields (mode, targets, noise, es, …). */

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { startLocalApi } from '../../hosting/local-api.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { startLocalApi } from '../../jobs/local-api.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { DEFAULT_API } from '../api-client.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'api',

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { awsFacts } from '../../cloud-doctor/aws-facts.ts';
-import { DoctorSettings } from '../../cloud-doctor/deploy-settings.ts';
-import { localFacts } from '../../cloud-doctor/local-facts.ts';
-import { findings, type Finding } from '../../cloud-doctor/prerequisites.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command, CommandIo } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { awsFacts } from '../../cloud/doctor/aws-facts.ts';
+import { DoctorSettings } from '../../cloud/doctor/deploy-settings.ts';
+import { localFacts } from '../../cloud/doctor/local-facts.ts';
+import { findings, type Finding } from '../../cloud/doctor/prerequisites.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command, CommandIo } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export function renderFindings(list: readonly Finding[]): string {
   const width = Math.max(...list.map((f) => f.check.length));
@@ -14,7 +14,7 @@ export function renderFindings(list: readonly Finding[]): string {
 
 /**
  * `esopt cloud doctor`: before a deploy, each prerequisite of the stack checked with read-only AWS calls
- * (trainer/cloud-doctor/): one line each, a failure with its fix.
+ * (trainer/cloud/doctor/): one line each, a failure with its fix.
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {
   const p = parseFlags(argv, { stage: { type: 'string' } });

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command, CommandIo } from '../../argv/command.ts';
-import { DEFAULT_OUTPUTS, readStackOutputs, type StackOutputs } from '../../argv/stack-outputs.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command, CommandIo } from '../argv/command.ts';
+import { DEFAULT_OUTPUTS, readStackOutputs, type StackOutputs } from '../argv/stack-outputs.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 const Source = z.enum(['box', 'episode', 'api']);
 const GROUP_OF: Record<z.infer<typeof Source>, keyof StackOutputs> = { box: 'boxLogGroup', episode: 'episodeLogGroup', api: 'apiLogGroup' };

@@ -4,10 +4,10 @@ import { readBoxBootStates, type BoxBootStates } from '../../../functions/http-a
 import { keys } from '../../../shared/keys.ts';
 import { TrainerCertificate } from '../../../shared/schemas/trainer-certificate.ts';
 import { S3ObjectStore } from '../../../shared/store/s3.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command, CommandIo } from '../../argv/command.ts';
-import { DEFAULT_OUTPUTS, readStackOutputs } from '../../argv/stack-outputs.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command, CommandIo } from '../argv/command.ts';
+import { DEFAULT_OUTPUTS, readStackOutputs } from '../argv/stack-outputs.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 interface Check {
   ok: boolean;

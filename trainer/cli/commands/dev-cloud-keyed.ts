@@ -10,12 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { createCloudApp } from '../../../functions/http-api/cloud-app.ts';
-import { EPISODE_FUNCTION, startLocalCloud } from '../../../functions/local-cloud/local-cloud.ts';
+import { EPISODE_FUNCTION, startLocalCloud } from '../../dev/local-cloud/local-cloud.ts';
 import { EvaluationView } from '../../../shared/schemas/index.ts';
 import { CloudTarget } from '../../fanout/cloud-target.ts';
-import { TrainerBox } from '../../hosting/trainer-box.ts';
-import { freeLoopbackPort } from '../../server/free-port.ts';
-import { measuredPrices } from '../../pricing/measured-prices.ts';
+import { TrainerBox } from '../../cloud/box/trainer-box.ts';
+import { freeLoopbackPort } from '../../serving/free-port.ts';
+import { measuredPrices } from '../../jobs/measured-prices.ts';
 
 export interface DevCloudKeyedOptions {
   baseUrl: string;

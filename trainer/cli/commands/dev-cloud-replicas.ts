@@ -3,22 +3,22 @@
  * dev invoke endpoint runs the Episode handler with the stack's environment (ESOPT_TRAINER_URL and
  * ESOPT_REPLICA_URLS, id=url); the coordinator trains a small sudoku run over TLS through the Lambda
  * adapter as the trainer box would (naming the run in trainer/active-run.json), and R − 1 replica boxes
- * (trainer/replicas/replica-box.ts), each on its own loopback port with its own certificate, follow it.
+ * (trainer/cloud/box/replica-box.ts), each on its own loopback port with its own certificate, follow it.
  * Every episode's server is pinned to the certificate its own box announced.
  */
 import { randomBytes } from 'node:crypto';
-import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
 import { CloudTarget } from '../../fanout/cloud-target.ts';
-import { cloudTarget } from '../../compose/wirings.ts';
-import { runEmbedded } from '../../compose/run.ts';
-import { silentProgress } from '../../loop/index.ts';
-import { getJson, putJson } from '../../loop/index.ts';
-import { ReplicaBox } from '../../replicas/replica-box.ts';
-import { freeLoopbackPort } from '../../server/free-port.ts';
-import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
-import { measuredPrices } from '../../pricing/measured-prices.ts';
+import { cloudTarget } from '../../assembly/wirings.ts';
+import { runEmbedded } from '../../assembly/run.ts';
+import { silentProgress } from '../../training/loop/index.ts';
+import { getJson, putJson } from '../../training/loop/index.ts';
+import { ReplicaBox } from '../../cloud/box/replica-box.ts';
+import { freeLoopbackPort } from '../../serving/free-port.ts';
+import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
+import { measuredPrices } from '../../jobs/measured-prices.ts';
 
 export interface DevCloudReplicasReport {
   replicas: number;

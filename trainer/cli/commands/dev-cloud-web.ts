@@ -6,16 +6,16 @@
  * Chromium (ESOPT_CHROMIUM=lambda unless set) and writes its record through the S3 adapter.
  */
 import { randomBytes } from 'node:crypto';
-import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
+import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudTarget } from '../../fanout/cloud-target.ts';
-import { cloudTarget } from '../../compose/wirings.ts';
-import { runEmbedded } from '../../compose/run.ts';
-import { silentProgress } from '../../loop/index.ts';
-import { freeLoopbackPort } from '../../server/free-port.ts';
-import { createTlsIdentity, publishCertificate } from '../../server/tls-identity.ts';
-import { measuredPrices } from '../../pricing/measured-prices.ts';
+import { cloudTarget } from '../../assembly/wirings.ts';
+import { runEmbedded } from '../../assembly/run.ts';
+import { silentProgress } from '../../training/loop/index.ts';
+import { freeLoopbackPort } from '../../serving/free-port.ts';
+import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
+import { measuredPrices } from '../../jobs/measured-prices.ts';
 
 export interface DevCloudWebReport {
   env: 'web';

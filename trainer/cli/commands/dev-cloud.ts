@@ -7,19 +7,19 @@
  * evaluation of that endpoint through the Api app, SSM and the trainer box (dev-cloud-keyed.ts).
  */
 import { z } from 'zod';
-import { startLocalCloud, EPISODE_FUNCTION } from '../../../functions/local-cloud/local-cloud.ts';
-import type { InvokeFaultsInput } from '../../../functions/local-cloud/invoke-faults.ts';
+import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
+import type { InvokeFaultsInput } from '../../dev/local-cloud/invoke-faults.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
-import { RewardCollector } from '../../loop/index.ts';
+import { RewardCollector } from '../../training/loop/index.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
 import { LambdaFanout } from '../../fanout/lambda.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 import { devCloudKeyed } from './dev-cloud-keyed.ts';
 import { devCloudReplicas } from './dev-cloud-replicas.ts';
 import { devCloudWeb } from './dev-cloud-web.ts';
-import { measuredPrices } from '../../pricing/measured-prices.ts';
+import { measuredPrices } from '../../jobs/measured-prices.ts';
 
 const FAULTS: InvokeFaultsInput = {
   throttleRate: 0.2,

@@ -1,15 +1,15 @@
 /**
  * `esopt dev rehearse`: the deployed stack rehearsed on this machine from what a deploy ships
- * (trainer/rehearsal/rehearse.ts), then used as a user would (rehearsal-report.ts). Exit 0 only when every
+ * (trainer/dev/rehearsal/rehearse.ts), then used as a user would (rehearsal-report.ts). Exit 0 only when every
  * step worked; the report lists each failure, and every way the rehearsal differs from AWS.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { EnvironmentName } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { rehearse } from '../../rehearsal/rehearsal-report.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { rehearse } from '../../dev/rehearsal/rehearsal-report.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 

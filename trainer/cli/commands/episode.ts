@@ -3,10 +3,10 @@ import { runEpisode, type EpisodeResult } from '../../../environments/episode-ru
 import { loadEnvironment, parseWith } from '../../../environments/index.ts';
 import { makePolicy, parsePolicySpec } from '../../../environments/policies/spec.ts';
 import { Seed } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { jsonFlag } from '../../argv/json-flag.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { jsonFlag } from '../argv/json-flag.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 function render(result: EpisodeResult): string {
   const lines: string[] = [];

@@ -3,9 +3,9 @@ import { ask, tell, applyDenseUpdate } from '../../../shared/es.ts';
 import { noise } from '../../../shared/noise.ts';
 import { Iteration, Seed } from '../../../shared/schemas/index.ts';
 import { formatIssues } from '../../../shared/validation.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 /** The stdin of `esopt es step`: θ, the ES settings and one reward per member (G = rewards.length). */
 export const EsStepInput = z

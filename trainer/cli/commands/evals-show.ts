@@ -1,6 +1,6 @@
 import { EvaluationView } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;

@@ -2,11 +2,11 @@ import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { Created, EvaluationRequest, EvaluationView } from '../../../shared/schemas/index.ts';
 import { formatIssues } from '../../../shared/validation.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
-import { jsonFlag } from '../../argv/json-flag.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { jsonFlag } from '../argv/json-flag.ts';
+import { UsageError } from '../argv/usage-error.ts';
 import { renderEvaluation } from './evals-show.ts';
 
 export const command: Command = {

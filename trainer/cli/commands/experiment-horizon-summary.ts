@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { METHODS, mergeCell } from '../../experiment/horizon-cell.ts';
-import { versusRows, versusTable } from '../../experiment/horizon-versus.ts';
-import { importCells } from '../../experiment/horizon-import.ts';
-import { readCells, writeSummary } from '../../experiment/horizon-report.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { METHODS, mergeCell } from '../../studies/experiment/horizon-cell.ts';
+import { versusRows, versusTable } from '../../studies/experiment/horizon-versus.ts';
+import { importCells } from '../../studies/experiment/horizon-import.ts';
+import { readCells, writeSummary } from '../../studies/experiment/horizon-report.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon-summary',

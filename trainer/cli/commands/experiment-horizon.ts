@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { TRAINED } from '../../experiment/horizon-cell.ts';
-import { HorizonExperimentConfig } from '../../experiment/horizon-config.ts';
-import { runHorizonExperiment } from '../../experiment/horizon.ts';
-import { readCells, writeSummary } from '../../experiment/horizon-report.ts';
-import { summarizeHorizon } from '../../experiment/horizon-summary.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { TRAINED } from '../../studies/experiment/horizon-cell.ts';
+import { HorizonExperimentConfig } from '../../studies/experiment/horizon-config.ts';
+import { runHorizonExperiment } from '../../studies/experiment/horizon.ts';
+import { readCells, writeSummary } from '../../studies/experiment/horizon-report.ts';
+import { summarizeHorizon } from '../../studies/experiment/horizon-summary.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'experiment horizon',

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { ExportFormat, Id, Iteration } from '../../../shared/schemas/index.ts';
-import { exportModel } from '../../export/export-model.ts';
-import { writeRunArtifact } from '../../export/run-artifact.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { exportModel } from '../../training/export/export-model.ts';
+import { writeRunArtifact } from '../../training/export/run-artifact.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import { storeFlags, storeFromFlags } from '../argv/store-flags.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'export',

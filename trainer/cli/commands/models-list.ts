@@ -1,9 +1,9 @@
 import { listNamedModels } from '../../../shared/model-catalog.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
-import { formatBytes } from '../../model-store/transfer-progress.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { storeFlags, storeFromFlags } from '../argv/store-flags.ts';
+import { formatBytes } from '../../training/model-store/transfer-progress.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'models list',

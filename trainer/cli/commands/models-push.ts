@@ -1,9 +1,9 @@
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
-import { formatBytes, transferProgressLines } from '../../model-store/transfer-progress.ts';
-import { UsageError } from '../../argv/usage-error.ts';
-import { defaultModelName, pushModel } from '../../model-store/push-model.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { storeFlags, storeFromFlags } from '../argv/store-flags.ts';
+import { formatBytes, transferProgressLines } from '../../training/model-store/transfer-progress.ts';
+import { UsageError } from '../argv/usage-error.ts';
+import { defaultModelName, pushModel } from '../../training/model-store/push-model.ts';
 import { ModelName } from '../../../shared/schemas/index.ts';
 
 export const command: Command = {

@@ -1,8 +1,8 @@
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
-import { removeModel } from '../../model-store/remove-model.ts';
-import { nameArgument } from '../../argv/model-name-argument.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { storeFlags, storeFromFlags } from '../argv/store-flags.ts';
+import { removeModel } from '../../training/model-store/remove-model.ts';
+import { nameArgument } from '../argv/model-name-argument.ts';
 
 export const command: Command = {
   name: 'models rm',

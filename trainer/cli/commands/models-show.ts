@@ -1,9 +1,9 @@
 import { readNamedModel } from '../../../shared/model-catalog.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
-import { formatBytes } from '../../model-store/transfer-progress.ts';
-import { nameArgument } from '../../argv/model-name-argument.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { storeFlags, storeFromFlags } from '../argv/store-flags.ts';
+import { formatBytes } from '../../training/model-store/transfer-progress.ts';
+import { nameArgument } from '../argv/model-name-argument.ts';
 
 export const command: Command = {
   name: 'models show',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { noise } from '../../../shared/noise.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 
 const uint = z.coerce.number().int().min(0).max(0xffffffff);
 

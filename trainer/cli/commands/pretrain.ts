@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
-import { PretrainConfig, pretrain, savePretrained, type PretrainStep } from '../../pretrain/pretrain.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { PretrainConfig, pretrain, savePretrained, type PretrainStep } from '../../studies/pretrain/pretrain.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 function readPretrainConfig(path: string): PretrainConfig {
   let json: unknown;

@@ -2,21 +2,21 @@ import { z } from 'zod';
 import { keys } from '../../../shared/keys.ts';
 import { Id } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
-import { ReplicaBox } from '../../replicas/replica-box.ts';
-import { tlsFor } from '../../compose/wirings.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
-import type { Command, CommandIo } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { ReplicaBox } from '../../cloud/box/replica-box.ts';
+import { tlsFor } from '../../assembly/wirings.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';
+import type { Command, CommandIo } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
-import { boxLogger } from '../../hosting/box-logger.ts';
-import { TokenFollower } from '../../server/token-follower.ts';
+import { boxLogger } from '../../cloud/box/box-logger.ts';
+import { TokenFollower } from '../../serving/token-follower.ts';
 import { SsmSecretStore } from '../../../shared/secrets/ssm.ts';
 import { SecretName } from '../../../shared/schemas/index.ts';
 
 /**
  * `esopt replica-box`: a deployed replica box's service (sst.config.ts, ESOPT_REPLICAS > 1). Follows the
- * run the coordinator box trains (trainer/replicas/replica-box.ts), serving its members on --host/--port,
+ * run the coordinator box trains (trainer/cloud/box/replica-box.ts), serving its members on --host/--port,
  * where the Episode function reaches it at --public-url (https: TLS, the certificate announced under the run).
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
-import { startReplica } from '../../replicas/replica.ts';
-import { tlsFor } from '../../compose/wirings.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
-import { storeFlags, storeFromFlags } from '../../argv/store-flags.ts';
-import type { Command } from '../../argv/command.ts';
+import { startReplica } from '../../training/replicas/replica.ts';
+import { tlsFor } from '../../assembly/wirings.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';
+import { storeFlags, storeFromFlags } from '../argv/store-flags.ts';
+import type { Command } from '../argv/command.ts';
 
 export const command: Command = {
   name: 'replica',

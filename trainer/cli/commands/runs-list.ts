@@ -1,6 +1,6 @@
 import { RunList, type RunSummary } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;

@@ -5,8 +5,8 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { ExportFormat, Iteration, ModelExportView } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 /** How often a queued export is asked about again (the route's Retry-After is 5 s). */

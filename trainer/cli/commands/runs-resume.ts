@@ -1,7 +1,7 @@
 import { ResumeAccepted } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { extensionFlags, extensionFromFlags, extensionUsage } from '../../argv/extension-flags.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { extensionFlags, extensionFromFlags, extensionUsage } from '../argv/extension-flags.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 export const command: Command = {

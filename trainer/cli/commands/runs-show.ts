@@ -1,7 +1,7 @@
 import { heldOutLine } from './runs-list.ts';
 import { RunDetail } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 /** The run's limits, if any, e.g. " of budget $5, 1000 episodes". */

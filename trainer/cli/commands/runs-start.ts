@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Created } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
 import { readConfigFile } from './train.ts';
 

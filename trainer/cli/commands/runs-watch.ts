@@ -1,7 +1,7 @@
 import cliProgress from 'cli-progress';
 import { RunDetail } from '../../../shared/schemas/index.ts';
-import { parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags, idArgument } from '../api-client.ts';
 
 export const command: Command = {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CONTRACT_NAMES, jsonSchemas, type ContractName } from '../../../shared/schemas/json-schema.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
 
 /** `esopt schemas [--name N]`: the contract's messages as JSON Schema (one object by name, or all). */
 export const command: Command = {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { FullModeWeights } from '../../../shared/schemas/index.ts';
-import { createEngine } from '../../compose/engine.ts';
-import { startInferenceServer } from '../../server/server.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import { modelSpecFlag } from '../../argv/model-flags.ts';
-import type { Command } from '../../argv/command.ts';
+import { createEngine } from '../../assembly/engine.ts';
+import { startInferenceServer } from '../../serving/server.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import { modelSpecFlag } from '../argv/model-flags.ts';
+import type { Command } from '../argv/command.ts';
 
 export const command: Command = {
   name: 'serve',

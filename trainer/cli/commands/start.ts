@@ -1,13 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
-import { demoSummary } from '../../demo/demo-summary.ts';
-import { readDemoConfig } from '../../demo/demo-config.ts';
-import { runDemo } from '../../demo/demo.ts';
-import { progressBar, silentProgress } from '../../loop/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { demoSummary } from '../../studies/demo/demo-summary.ts';
+import { readDemoConfig } from '../../studies/demo/demo-config.ts';
+import { runDemo } from '../../studies/demo/demo.ts';
+import { progressBar, silentProgress } from '../../training/loop/index.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 const DEMO = fileURLToPath(new URL('../../../configs/demo.json', import.meta.url));
 const DEMO_GRPO = fileURLToPath(new URL('../../../configs/demo-grpo.json', import.meta.url));

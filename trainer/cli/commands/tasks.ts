@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { loadEnvironment, parseWith } from '../../../environments/index.ts';
 import { Seed } from '../../../shared/schemas/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import type { Command } from '../../argv/command.ts';
-import { jsonFlag } from '../../argv/json-flag.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import type { Command } from '../argv/command.ts';
+import { jsonFlag } from '../argv/json-flag.ts';
+import { UsageError } from '../argv/usage-error.ts';
 
 export const command: Command = {
   name: 'tasks',

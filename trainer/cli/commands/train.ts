@@ -3,21 +3,21 @@ import { z } from 'zod';
 import { pinModelName, UnknownModelError } from '../../../shared/model-catalog.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
-import { runEmbedded } from '../../compose/run.ts';
-import { stopAtFromEnv } from '../../loop/index.ts';
-import { progressBar, silentProgress } from '../../loop/index.ts';
-import { cloudWiring, embeddedWiring, type RunWiring } from '../../compose/wirings.ts';
-import { readRunConfig } from '../../loop/index.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import { storeFlags } from '../../argv/store-flags.ts';
-import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
-import type { Command, CommandIo } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
-import { spawnLocalReplicas } from '../../replicas/local-replicas.ts';
+import { runEmbedded } from '../../assembly/run.ts';
+import { stopAtFromEnv } from '../../training/loop/index.ts';
+import { progressBar, silentProgress } from '../../training/loop/index.ts';
+import { cloudWiring, embeddedWiring, type RunWiring } from '../../assembly/wirings.ts';
+import { readRunConfig } from '../../training/loop/index.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import { storeFlags } from '../argv/store-flags.ts';
+import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';
+import type { Command, CommandIo } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
+import { spawnLocalReplicas } from '../../training/replicas/local-replicas.ts';
 import { keys } from '../../../shared/keys.ts';
 import { extendRunConfig } from '../../../shared/run-extension.ts';
 import { readCommittedUpdates } from '../../../functions/http-api/run-reader.ts';
-import { extensionFlags, extensionFromFlags, extensionUsage, flagOfPath } from '../../argv/extension-flags.ts';
+import { extensionFlags, extensionFromFlags, extensionUsage, flagOfPath } from '../argv/extension-flags.ts';
 
 /** A run config from a JSON file; a bad one is a UsageError listing every failing field path. */
 export function readConfigFile(path: string): RunConfig {
@@ -117,7 +117,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
   const local = replicaCount > 1 && !p.values.cloud ? spawnLocalReplicas({ count: replicaCount - 1, run, storeRoot: choice.where }) : null;
   let report;
   try {
-    // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box (compose/wirings.ts).
+    // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box (assembly/wirings.ts).
     const { target, tls } = await choice.open(config).catch(async (err: unknown) => {
       await choice.abandon();
       throw err;

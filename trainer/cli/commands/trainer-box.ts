@@ -1,20 +1,20 @@
 import { z } from 'zod';
 import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
-import { tlsFor } from '../../compose/wirings.ts';
-import { TrainerBox } from '../../hosting/trainer-box.ts';
-import { flag, parseFlags } from '../../argv/args.ts';
-import { servingFlags, servingFromFlags } from '../../argv/serving-flags.ts';
-import type { Command, CommandIo } from '../../argv/command.ts';
-import { UsageError } from '../../argv/usage-error.ts';
+import { tlsFor } from '../../assembly/wirings.ts';
+import { TrainerBox } from '../../cloud/box/trainer-box.ts';
+import { flag, parseFlags } from '../argv/args.ts';
+import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';
+import type { Command, CommandIo } from '../argv/command.ts';
+import { UsageError } from '../argv/usage-error.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
-import { boxLogger } from '../../hosting/box-logger.ts';
-import { instanceIdFromImds } from '../../hosting/instance-identity.ts';
+import { boxLogger } from '../../cloud/box/box-logger.ts';
+import { instanceIdFromImds } from '../../cloud/box/instance-identity.ts';
 import { Ec2Instance } from '../../../shared/boxes/ec2-instance.ts';
 import { SecretName } from '../../../shared/schemas/index.ts';
 
 /**
  * `esopt trainer-box`: the deployed trainer box's service. Polls the stack's bucket for the runs and
- * evaluations the Api function queued, claims each once and runs it here (trainer/hosting/trainer-box.ts),
+ * evaluations the Api function queued, claims each once and runs it here (trainer/cloud/box/trainer-box.ts),
  * serving inference on --host/--port where the Episode function reaches it at --public-url (https: TLS, pinned).
  */
 async function run(argv: string[], io: CommandIo): Promise<number> {
@@ -52,7 +52,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
     throw new UsageError((err as Error).message);
   }
   // An https public URL means TLS, its certificate published in the bucket for the Episode function to pin
-  // (compose/wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
+  // (assembly/wirings.ts). Logs go to stderr (stdout is the command's answer, --json) and to CloudWatch where the stack names a group.
   const logger = boxLogger('esopt-trainer-box', process.env);
   const box = new TrainerBox({
     cloud,

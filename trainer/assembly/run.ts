@@ -1,0 +1,137 @@
+/**
+ * The run wiring `esopt train` (and `start`, the local API, the demo) uses: the engine and its inference
+ * server, a {store, fanout} target (fanout/run-target.ts), the ES loop, then the report and the curve written
+ * next to the run's records. The embedded default target is everything in one process tree on this
+ * machine: a filesystem store under the store root and the local worker pool running the Episode
+ * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
+ * goes through exactly the same wiring.
+ */
+import { noiseField } from '../../shared/noise-definition.ts';
+import { keys } from '../../shared/keys.ts';
+import type { RunConfig } from '../../shared/schemas/index.ts';
+import { loadEnvironment } from '../../environments/index.ts';
+import { localRunTarget } from '../fanout/local-target.ts';
+import { createEngine } from './engine.ts';
+import { resolveModelSpec } from '../training/model-store/resolve-model.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { Engine } from '../engine/engine.ts';
+import { startInferenceServer, type RunningServer } from '../serving/server.ts';
+import type { TlsIdentity } from '../serving/tls-identity.ts';
+import { renderCurveSvg } from '../training/loop/index.ts';
+import type { FaultHook } from '../training/loop/index.ts';
+import type { TrainingProgress } from '../training/loop/index.ts';
+import { buildReport, type TrainingReport } from '../training/loop/index.ts';
+import type { RunTarget } from '../fanout/run-target.ts';
+import { train, type TrainingResult } from '../training/loop/index.ts';
+import { ReplicaSet } from '../training/loop/index.ts';
+import { acquireCoordinatorLease, type HeldLease } from '../training/loop/index.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
+
+interface RunOptionsCommon {
+  config: RunConfig;
+  run: string;
+  progress: TrainingProgress;
+  /** Bearer token for the server; local workers get it through ESOPT_TOKEN. */
+  token?: string;
+  /** Where the inference server listens; `tls`: over HTTPS with that identity (the trainer box's). */
+  server?: { host?: string; port?: number; tls?: TlsIdentity };
+  faults?: FaultHook;
+  pollMs?: number;
+  executionProvider?: ExecutionProvider;
+  /**
+   * Share the members' inference with trainer replicas (trainer/training/replicas/replica.ts) that follow this run
+   * in the same store; they are started separately and found through their announcements.
+   */
+  replicas?: { syncTimeoutMs: number; expected?: number; onLost?: (info: { iteration: number; replica: string }) => void; leaseTtlMs?: number };
+}
+
+/**
+ * Either `storeRoot` (the embedded default target over that directory) or a `target` the run takes
+ * over: it is warmed before the first iteration and closed when the run ends.
+ */
+export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; target?: never } | { target: RunTarget; storeRoot?: never });
+
+export interface EmbeddedRunResult {
+  report: TrainingReport;
+  result: TrainingResult;
+}
+
+export interface ServedModel {
+  engine: Engine;
+  server: RunningServer;
+  close(): Promise<void>;
+}
+
+/**
+ * A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. A named
+ * model is read from `models` (the run's store) and cached on this machine first.
+ */
+export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedModel> {
+  const model = await resolveModelSpec(config.model, o.models);
+  // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
+  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  try {
+    const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
+    return {
+      engine,
+      server,
+      async close() {
+        await server.close();
+        await engine.close();
+      },
+    };
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
+}
+
+export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {
+  const { config, run } = o;
+  const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token, localEpisodes: config.localEpisodes });
+  const { store, fanout } = target;
+  let served: ServedModel | undefined;
+  let lease: HeldLease | undefined;
+  try {
+    // With replicas, one coordinator per run: a second trainer of this run stops here (coordinator-lease.ts).
+    if (o.replicas) lease = await acquireCoordinatorLease(store, run, { ttlMs: o.replicas.leaseTtlMs ?? 60_000 });
+    const environment = await loadEnvironment(config.environment.name);
+    served = await serveModel(config, { ...o, models: store });
+    const { engine, server } = served;
+    const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
+    target.useEngine?.(engine);
+    // Workers take a moment to load; start them before the clock of the first iteration runs.
+    await target.warm?.();
+    if (o.replicas && config.policy !== 'model') throw new Error(`replicas serve the model's members; this run's policy is ${config.policy}`);
+    const replicas = o.replicas
+      ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, expected: o.replicas.expected, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost, lease })
+      : undefined;
+    const result = await train({
+      replicas,
+      run,
+      config,
+      store,
+      fanout,
+      weights: engine,
+      population: server.service,
+      policy: config.policy === 'model' ? endpoint : { baseUrl: config.policy },
+      environment,
+      pollMs: o.pollMs,
+      faults: o.faults,
+      onStart: (s) => o.progress.start(s.resumedAt),
+      onIteration: (row) => o.progress.iteration(row),
+      onEvaluation: (e) => o.progress.evaluation(e),
+    });
+    o.progress.stop();
+    const files = { report: target.locate(keys.report(run)), curve: target.locate(keys.curve(run)) };
+    const report = buildReport(config, result, files);
+    await store.put(keys.curve(run), renderCurveSvg(`esopt run ${run}: ${config.environment.name}`, result.rows, result.evaluations), { contentType: 'image/svg+xml' });
+    await store.put(keys.report(run), JSON.stringify(report, null, 2), { contentType: 'application/json' });
+    return { report, result };
+  } finally {
+    o.progress.stop();
+    await lease?.release();
+    await target.close();
+    await served?.close();
+  }
+}

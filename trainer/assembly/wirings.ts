@@ -1,0 +1,65 @@
+/**
+ * The composition root: which parts a run is built from in each of the wirings.
+ *
+ *   embedded  `esopt train [--store DIR]`, `start`, the local API: a directory + the local worker pool
+ *   cloud     `esopt train --cloud`: the stack's S3 bucket + the Episode Lambda, which reaches this
+ *             machine's inference server at a public URL (https: TLS, its certificate pinned)
+ *   box       `esopt trainer-box`: the stack's queue polled (cloud/box/trainer-box.ts), each run and
+ *             evaluation run here like cloud
+ *
+ * Every wiring ends in the same run (assembly/run.ts: engine, inference server, the ES loop).
+ */
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import type { RunConfig } from '../../shared/schemas/index.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+import { cloudRunTarget, type CloudTarget } from '../fanout/cloud-target.ts';
+import { localRunTarget } from '../fanout/local-target.ts';
+import type { RunTarget } from '../fanout/run-target.ts';
+import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../serving/tls-identity.ts';
+
+/** A run's store and target before its config is known (a resume reads the config from the store). */
+export interface RunWiring {
+  store: ObjectStore;
+  /** Where the records are, for people: the directory or the bucket. */
+  where: string;
+  /** The run's target and how its inference server listens (tls: over HTTPS with that identity). */
+  open(config: RunConfig): Promise<{ target: RunTarget; tls?: TlsIdentity }>;
+  /** Release what the wiring holds when the run never starts. */
+  abandon(): Promise<void>;
+}
+
+/** An https public URL means TLS: a key and certificate made now (never stored) for its host name. */
+export async function tlsFor(publicUrl: string): Promise<TlsIdentity | undefined> {
+  return publicUrl.startsWith('https:') ? createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
+}
+
+/** The embedded target of a run: the store under `storeRoot` and the local pool sized by its config (the server's token passed on). */
+export function embeddedTarget(storeRoot: string, config: Pick<RunConfig, 'workers' | 'localEpisodes'>, token?: string): RunTarget {
+  return localRunTarget(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
+}
+
+/** The cloud target of a run: the stack's bucket and Episode function, which reaches the server at `publicUrl`. */
+export const cloudTarget = (cloud: CloudTarget, publicUrl: string): RunTarget => cloudRunTarget(cloud, publicUrl);
+
+/** Embedded: the store under `storeRoot`; the local pool, sized by the run's config, gets the server's token. */
+export function embeddedWiring(storeRoot: string, token: string | undefined): RunWiring {
+  return { store: new FsObjectStore(storeRoot), where: storeRoot, open: async (config) => ({ target: embeddedTarget(storeRoot, config, token) }), abandon: async () => {} };
+}
+
+/**
+ * Cloud: the stack's bucket and Episode function; the function reaches the server at `publicUrl` with the
+ * bearer token it holds. Over https the certificate is published in the bucket before the run, for the pin.
+ */
+export function cloudWiring(cloud: CloudTarget, publicUrl: string): RunWiring {
+  const target = cloudRunTarget(cloud, publicUrl);
+  return {
+    store: target.store,
+    where: `s3://${cloud.bucket}`,
+    async open() {
+      const tls = await tlsFor(publicUrl);
+      if (tls) await publishCertificate(target.store, tls);
+      return { target, tls };
+    },
+    abandon: () => target.close(),
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * `esopt bench lora`: LoRA-ES beside full mode at one model, in one run, each as a ratio to the model's own
+ * baseline: a member switch ÷ one episode of `newTokens` tokens (full: an exact perturb + restore of all θ on
+ * one thread, the engine's switch below 2^29 elements; lora: making a member's adapters and factor inputs),
+ * tokens/s of `population` rows of distinct members through the engine ÷ the plain model's tokens/s on the
+ * same rows in one batch, and peak RSS of a training child ÷ an inference-only child (memory-probe.ts; the
+ * inference child is `bench memory`'s generate child: the same calls on the base model, θ held once as graph
+ * inputs, which onnxruntime does not prepack into a second copy). The engines are built one at
+ * a time, so no two copies of the model are alive together, and without the prefix cache, so every round prefills.
+ */
+import { z } from 'zod';
+import { ask } from '../../../shared/es.ts';
+import { LoraOptions } from '../../../shared/lora.ts';
+import { memberAdapters } from '../../../shared/lora-members.ts';
+import type { Member } from '../../../shared/schemas/index.ts';
+import type { Engine, GenerateRow, MemberSelector } from '../../engine/engine.ts';
+import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { createOnnxEngine } from '../../assembly/engine.ts';
+import { loraMatrices } from '../../engine/model/lora-matrices.ts';
+import { openModel } from '../../engine/model/open-model.ts';
+import { createSession } from '../../engine/model/sessions.ts';
+import { parameterCount } from '../../engine/model/weights.ts';
+import { perturb, restore } from '../../engine/perturbation/exact-perturbation.ts';
+import { loraGroupFactors } from '../../engine/perturbation/lora-factors.ts';
+import { groupFeeds } from '../../engine/perturbation/lowrank-factors.ts';
+import { lowRankRewrite } from '../../engine/perturbation/lowrank-graph.ts';
+import type { Log } from './benchmark.ts';
+import { decodeContext } from './decode-context.ts';
+import { machineInfo, median, timeMs } from './measure.ts';
+import { runChild } from './memory.ts';
+import { int, ModelName, Provider, Repeats, Threads } from './options.ts';
+import { benchRows, tokensPerSecond } from './throughput.ts';
+
+export const options = z.object({
+  model: ModelName('small'),
+  loraRank: int(1, 256).default(16),
+  loraAlpha: z.coerce.number().positive().finite().default(32),
+  // `all`, `all-linear`, or one pattern (PEFT's `q_proj,v_proj`, or a regex) for shared/targets.ts
+  targets: z.string().min(1).default('all-linear'),
+  population: int(2, 1024).refine((n) => n % 2 === 0, 'must be even (antithetic pairs)').default(8),
+  promptTokens: int(1, 1024).default(32),
+  newTokens: int(1, 4096).default(32),
+  sigma: z.coerce.number().positive().max(1).default(0.001),
+  repeats: Repeats(3),
+  // training iterations of each memory child; 0 skips the memory children
+  memoryIterations: int(0, 100).default(2),
+  threads: Threads,
+  provider: Provider,
+});
+
+/** The per-mode figures, side by side in the result. */
+interface ModeFigures {
+  switch_ms: number;
+  episode_ms: number;
+  switch_ratio: number;
+  tokens_per_s: number;
+  tokens_ratio: number;
+  peak_rss_mib: number | null;
+  rss_ratio: number | null;
+}
+
+export async function run(o: z.output<typeof options>, log: Log) {
+  const spec = modelSpecFlag(o.model, 0);
+  const lora = LoraOptions.parse({ rank: o.loraRank, alpha: o.loraAlpha, targets: o.targets === 'all' || o.targets === 'all-linear' ? o.targets : { include: [o.targets] } });
+  const sessionOptions = { executionProvider: o.provider, threads: o.threads };
+  const members = ask({ population: o.population, antithetic: true });
+  const population = { runSeed: 1, iteration: 0, sigma: o.sigma, rank: 1, members };
+  const row = (member: MemberSelector, b: number): GenerateRow => ({
+    promptIds: Array.from({ length: o.promptTokens }, (_, j) => (b * 31 + j * 7 + 1) % 256),
+    member,
+    sampling: { temperature: 0, topP: 1, topK: 0, seed: b },
+    maxNewTokens: o.newTokens,
+    stop: [],
+    ignoreEos: true,
+  });
+  const memberRows = members.map((m, b) => row({ kind: 'member', iteration: 0, index: m.index }, b));
+
+  // --- the plain model: θ as initializers, every row in one batch ---
+  let parameters: number;
+  let baseTokensPerS: number;
+  {
+    const model = openModel(spec);
+    parameters = parameterCount(model.weights);
+    const session = await createSession(model.graph, sessionOptions, model.dir);
+    const rows = benchRows(o.population, o.promptTokens, o.newTokens, model.config.vocab_size);
+    const ctx = { ...decodeContext(model), session, extraFeeds: {} };
+    log(`base: ${o.population} rows × ${o.newTokens} tokens in one batch, ${o.repeats} rounds`);
+    await tokensPerSecond(ctx, rows);
+    const t: number[] = [];
+    for (let r = 0; r < o.repeats; r++) t.push(await tokensPerSecond(ctx, rows));
+    baseTokensPerS = median(t);
+    await session.release();
+  }
+
+  /** One episode (batch 1, a base row: no switch) and the members' rows in one generate call. */
+  const decodeFigures = async (engine: Engine) => {
+    // warm-up: the session's shapes for one row and for the members' batch
+    engine.setPopulation(population);
+    await engine.generate([row({ kind: 'base' }, 0)]);
+    await engine.generate(memberRows);
+    const episode: number[] = [];
+    const tokens: number[] = [];
+    for (let r = 0; r < o.repeats; r++) {
+      episode.push(await timeMs(() => engine.generate([row({ kind: 'base' }, 0)])));
+      // a fresh population each round: no member's factors are cached from the round before
+      engine.setPopulation({ ...population });
+      tokens.push((o.population * o.newTokens) / ((await timeMs(() => engine.generate(memberRows))) / 1000));
+    }
+    engine.setPopulation(null);
+    return { episode_ms: median(episode), tokens_per_s: median(tokens) };
+  };
+
+  // --- full mode: θ as inputs ---
+  log(`full mode: a switch (perturb + restore of ${parameters} parameters, one thread), an episode, ${o.population} members' rows`);
+  const full = await createOnnxEngine(openModel(spec), { model: spec, mode: 'full', maxBatch: o.population, switchThreads: 1, prefixCacheBytes: 0, ...sessionOptions });
+  let fullFigures;
+  try {
+    const switches: number[] = [];
+    await full.withRestoredWeights(async (segments) => {
+      restore(segments, perturb(segments, { runSeed: 1, iteration: 0, member: 999 }, o.sigma));
+      for (let r = 0; r < o.repeats; r++) switches.push(await timeMs(() => restore(segments, perturb(segments, { runSeed: 1, iteration: 0, member: r }, o.sigma))));
+    });
+    fullFigures = { switch_ms: median(switches), ...(await decodeFigures(full)) };
+  } finally {
+    await full.close();
+  }
+
+  // --- lora mode: the adapters as per-row factors ---
+  const model = openModel(spec);
+  const { layout, targets } = loraMatrices(model, lora);
+  const keep = new Set(targets.map((t) => t.weight));
+  const { groups } = lowRankRewrite(model.graph, model.weights, model.dir, (w) => keep.has(w));
+  log(`lora mode: rank ${lora.rank} on ${layout.slots.length} matrices (${layout.length} adapter parameters), a switch (a member's adapters and factor inputs), an episode, ${o.population} members' rows`);
+  const adapted = await createOnnxEngine(model, { model: spec, mode: 'lora', lora: { ...lora, seed: 0 }, maxBatch: o.population, prefixCacheBytes: 0, ...sessionOptions });
+  let loraFigures;
+  try {
+    const theta = new Float32Array(layout.length);
+    let at = 0;
+    for (const s of adapted.segments()) (theta.set(s.data, at), (at += s.data.length));
+    // what LoraServing does for a member the batch has not met yet: its adapters, their factors, its feed
+    const switchTo = (m: Member) => {
+      const factors = loraGroupFactors(memberAdapters(theta, layout, { runSeed: 1, iteration: 0, member: m.noiseIndex }, m.sign * o.sigma), layout, targets, groups);
+      groupFeeds(targets, groups, 1, layout.rank, (g) => factors[g]);
+    };
+    for (const m of members.slice(0, 3)) switchTo(m);
+    const switches: number[] = [];
+    for (let r = 0; r < o.repeats; r++) switches.push(await timeMs(() => switchTo(members[r % members.length])));
+    loraFigures = { switch_ms: median(switches), ...(await decodeFigures(adapted)) };
+  } finally {
+    await adapted.close();
+  }
+
+  // --- peak RSS: an inference-only child, a full-mode training child, a lora training child ---
+  let rss: { inference: number; full: number; lora: number } | null = null;
+  if (o.memoryIterations > 0) {
+    const common = { model: o.model, population: o.population, batch: 1, promptTokens: o.promptTokens, newTokens: o.newTokens, iterations: o.memoryIterations };
+    log('memory child 1/3: inference only (the same calls on the base model, θ held once: bench memory\'s generate child)');
+    const inference = (await runChild({ ...common, workload: 'generate', mode: 'full', fullModeWeights: 'inputs' })).maxRssKiB;
+    log('memory child 2/3: full-mode training');
+    const fullRss = (await runChild({ ...common, workload: 'train', mode: 'full', fullModeWeights: 'inputs' })).maxRssKiB;
+    log('memory child 3/3: lora-mode training');
+    const loraRss = (await runChild({ ...common, workload: 'train', mode: 'lora', fullModeWeights: 'inputs', lora })).maxRssKiB;
+    rss = { inference: inference / 1024, full: fullRss / 1024, lora: loraRss / 1024 };
+  }
+
+  const figures = (f: { switch_ms: number; episode_ms: number; tokens_per_s: number }, peak: number | null): ModeFigures => ({
+    switch_ms: f.switch_ms,
+    episode_ms: f.episode_ms,
+    switch_ratio: f.switch_ms / f.episode_ms,
+    tokens_per_s: f.tokens_per_s,
+    tokens_ratio: f.tokens_per_s / baseTokensPerS,
+    peak_rss_mib: peak,
+    rss_ratio: peak === null || rss === null ? null : peak / rss.inference,
+  });
+  return {
+    model: o.model,
+    parameters,
+    lora: { rank: lora.rank, alpha: lora.alpha, targets: lora.targets, matrices: layout.slots.length, adapter_parameters: layout.length },
+    population: o.population,
+    prompt_tokens: o.promptTokens,
+    new_tokens: o.newTokens,
+    repeats: o.repeats,
+    base_tokens_per_s: baseTokensPerS,
+    inference_peak_rss_mib: rss?.inference ?? null,
+    full: figures(fullFigures, rss?.full ?? null),
+    lora_mode: figures(loraFigures, rss?.lora ?? null),
+    provider: o.provider,
+    machine: machineInfo(),
+  };
+}

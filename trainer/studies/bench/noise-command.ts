@@ -1,0 +1,19 @@
+import { benchCommand } from './bench-command.ts';
+import { stringFlags } from '../../cli/argv/args.ts';
+
+const f = (x: number | null) => (x === null ? 'n/a' : `${(x / 1e6).toFixed(1)} M/s`);
+const r = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
+
+export const command = benchCommand({
+  name: 'bench noise',
+  usage: 'esopt bench noise [--log2-size 24] [--repeats 5] [--threads N] [--json]',
+  flags: stringFlags('log2-size', 'repeats', 'threads'),
+  load: () => import('./noise.ts'),
+  indent: true,
+  text: (out) =>
+    [
+      `noise regenerate+apply (${out.kernel} kernel): ${f(out.params_per_s)}  numpy: ${f(out.numpy_params_per_s)}  plain add: ${f(out.plain_add_params_per_s)}`,
+      `ratio vs numpy ${r(out.ratio_vs_numpy)} (target ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (target ≥ 0.5)`,
+      `${out.threads} threads: ${f(out.params_per_s_threads)}  plain add ${f(out.plain_add_params_per_s_threads)}  ratio vs numpy ${r(out.ratio_vs_numpy_threads)}  vs add ${r(out.ratio_vs_add_threads)}`,
+    ].join('\n'),
+});
