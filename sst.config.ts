@@ -77,7 +77,7 @@ export default $config({
       ESOPT_ARTIFACT_DAYS: z.coerce.number().int().min(7).max(3650).default(90),
       /**
        * JSON of CostPrices fields to override (e.g. `{"gpuUsdPerHour":1.2}`); the rest are list prices and the
-       * GPU share measured for the instance type (configs/decode-throughput.json, trainer/jobs/measured-prices.ts).
+       * GPU share measured for the instance type (configs/decode-throughput.json, trainer/fanout/measured-prices.ts).
        */
       ESOPT_COST_PRICES: z
         .string()
@@ -117,7 +117,7 @@ export default $config({
     // What an episode costs, one JSON for the functions (ESOPT_COST_PRICES) and the box (stack/prices.json in
     // the bucket, read at start, so new prices never replace the instance): the instance type's measured decode
     // rate when recorded, else the default measurement, which the `costBasis` output names.
-    const { measuredPrices, throughputBasis } = await import('./trainer/jobs/measured-prices.ts');
+    const { measuredPrices, throughputBasis } = await import('./trainer/fanout/measured-prices.ts');
     let prices;
     try {
       prices = measuredPrices(cfg.ESOPT_COST_PRICES, cfg.ESOPT_TRAINER_INSTANCE_TYPE);

@@ -27,7 +27,7 @@ for (const size of sizes.map(Number)) {
   const engine = await createOnnxEngine(openModel(spec), { model: spec, executionProvider: 'webgpu', mode: 'full', noise: 'esopt-device-noise', prefixCacheBytes: 0, deviceGroupElements: size });
   try {
     engine.setPopulation({ runSeed: 1, iteration: 0, sigma: 0.01, rank: 1, noise: 'esopt-device-noise', members });
-    const once = (m: number) => engine.deviceServing!.withMember(members[m % 4], async (feeds) => {
+    const once = (m: number) => engine.deviceMembers!.withMember(members[m % 4], async (feeds) => {
       await sync.run({ x: Object.values(feeds).reduce((a, t) => (t.dims[0] < a.dims[0] ? t : a)) });
     });
     await once(0);

@@ -6,7 +6,7 @@
  * List-price defaults: AWS Lambda x86 on-demand in us-east-1 ($0.0000166667 per GB-second, $0.20 per
  * million requests) and a g5.xlarge on demand ($1.006 per hour). `gpuSecondsPerToken`, the trainer box's
  * batched decode time per generated token, has no default: it is a measurement, which the deployment
- * supplies (trainer/jobs/measured-prices.ts, ESOPT_COST_PRICES on the functions).
+ * supplies (trainer/fanout/measured-prices.ts, ESOPT_COST_PRICES on the functions).
  */
 import { z } from 'zod';
 import type { Cost } from './schemas/index.ts';

@@ -1,28 +1,28 @@
 /**
- * Noise on every core: a pool of worker threads that split `θ += c·ε` over a SharedArrayBuffer-backed θ.
+ * Noise on every core: a pool of threads that split `θ += c·ε` over a SharedArrayBuffer-backed θ.
  * Work is cut on stream-chunk boundaries, so the result is bit-identical to the single-threaded path.
  */
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { CHUNK, type NoiseKey } from './noise.ts';
-import { startTsWorker } from './workers/ts-worker.ts';
+import { startTsThread } from './threads/ts-thread.ts';
 
 export type PoolJob =
   | { op: 'noise'; theta: Float32Array; key: NoiseKey; c: number; offset: number; start: number; end: number }
   | { op: 'axpy'; theta: Float32Array; src: Float32Array; c: number; start: number; end: number };
 
 export class NoisePool {
-  private constructor(private readonly workers: Worker[]) {}
+  private constructor(private readonly running: Worker[]) {}
 
   get size(): number {
-    return this.workers.length;
+    return this.running.length;
   }
 
   static async create(threads = availableParallelism()): Promise<NoisePool> {
-    const url = new URL('./noise-worker.ts', import.meta.url);
-    const workers = Array.from({ length: Math.max(1, threads) }, () => startTsWorker(url));
-    await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => { w.once('message', () => resolve()); w.once('error', reject); })));
-    return new NoisePool(workers);
+    const url = new URL('./noise-thread.ts', import.meta.url);
+    const started = Array.from({ length: Math.max(1, threads) }, () => startTsThread(url));
+    await Promise.all(started.map((w) => new Promise<void>((resolve, reject) => { w.once('message', () => resolve()); w.once('error', reject); })));
+    return new NoisePool(started);
   }
 
   /** θ[start:end] += c·ε[offset+start : offset+end], split across the pool. θ must live in a SharedArrayBuffer. */
@@ -36,13 +36,13 @@ export class NoisePool {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.running.map((w) => w.terminate()));
   }
 
   private async split(start: number, end: number, offset: number, job: (s: number, e: number) => PoolJob): Promise<void> {
     const probe = job(start, end);
     if (!(probe.theta.buffer instanceof SharedArrayBuffer)) throw new TypeError('NoisePool needs θ backed by a SharedArrayBuffer');
-    const n = this.workers.length;
+    const n = this.running.length;
     const first = Math.floor((offset + start) / CHUNK);
     const per = Math.ceil((Math.ceil((offset + end) / CHUNK) - first) / n);
     // Cut points sit on absolute stream-chunk boundaries (offset + index ≡ 0 mod CHUNK).
@@ -52,7 +52,7 @@ export class NoisePool {
       const s = cut(k);
       const e = k === n - 1 ? end : cut(k + 1);
       if (s >= e) continue;
-      const w = this.workers[k];
+      const w = this.running[k];
       parts.push(
         new Promise<void>((resolve, reject) => {
           const onMessage = (m: { error?: string }) => {

@@ -180,11 +180,11 @@ describe('the checks themselves', () => {
   it('find each forbidden arrow: the loop building its server or engine, the runtime reaching the root, an engine built past the root', () => {
     const planted: ImportGraph = new Map([
       ['trainer/training/loop/training.ts', ['trainer/serving/server.ts', 'trainer/engine/model/create-engine.ts', 'trainer/training/loop/iteration.ts', 'trainer/engine/engine.ts']],
-      ['trainer/training/loop/iteration.ts', ['trainer/assembly/run.ts', 'trainer/fanout/local-target.ts', 'trainer/fanout/run-target.ts']],
+      ['trainer/training/loop/iteration.ts', ['trainer/assembly/run.ts', 'trainer/assembly/local-site.ts', 'trainer/assembly/site.ts']],
       ['trainer/engine/model/onnx-engine.ts', ['trainer/assembly/wirings.ts']],
       ['trainer/cli/commands/train.ts', ['trainer/assembly/run.ts', 'trainer/serving/server.ts']],
       ['trainer/studies/demo/random-search.ts', ['trainer/training/loop/collect.ts', 'trainer/training/loop/index.ts']],
-      ['trainer/studies/grpo/grpo.ts', ['trainer/fanout/local-target.ts', 'trainer/assembly/wirings.ts']],
+      ['trainer/studies/grpo/grpo.ts', ['trainer/assembly/local-site.ts', 'trainer/assembly/wirings.ts']],
       ['trainer/studies/bench/full.ts', ['trainer/engine/model/create-engine.ts', 'trainer/assembly/engine.ts']],
     ]);
     expect(forbiddenArrows(planted).map((a) => a.split(' (')[0])).toEqual([
@@ -192,12 +192,12 @@ describe('the checks themselves', () => {
       'trainer/training/loop/training.ts → trainer/engine/model/create-engine.ts',
       'trainer/training/loop/training.ts → trainer/engine/model/create-engine.ts',
       'trainer/training/loop/iteration.ts → trainer/assembly/run.ts',
-      'trainer/training/loop/iteration.ts → trainer/fanout/local-target.ts',
+      'trainer/training/loop/iteration.ts → trainer/assembly/local-site.ts',
       'trainer/training/loop/iteration.ts → trainer/assembly/run.ts',
-      'trainer/training/loop/iteration.ts → trainer/fanout/local-target.ts',
+      'trainer/training/loop/iteration.ts → trainer/assembly/local-site.ts',
       'trainer/engine/model/onnx-engine.ts → trainer/assembly/wirings.ts',
       'trainer/studies/demo/random-search.ts → trainer/training/loop/collect.ts',
-      'trainer/studies/grpo/grpo.ts → trainer/fanout/local-target.ts',
+      'trainer/studies/grpo/grpo.ts → trainer/assembly/local-site.ts',
       'trainer/studies/bench/full.ts → trainer/engine/model/create-engine.ts',
     ]);
   });
@@ -208,7 +208,7 @@ describe('the import graph', () => {
 
   it('is read from every folder, through type-only and dynamic imports', () => {
     expect(graph.get('trainer/engine/model/create-engine.ts')).toContain('trainer/engine/model/onnx-engine.ts');
-    expect(graph.get('trainer/engine/members/member-serving.ts')).toContain('trainer/engine/engine.ts'); // import type
+    expect(graph.get('trainer/engine/members/member-weights.ts')).toContain('trainer/engine/engine.ts'); // import type
     expect(TOP_FOLDERS.every((top) => [...graph.keys()].some((f) => f.startsWith(`${top}/`)))).toBe(true);
     expect(graph.size).toBeGreaterThan(200);
   });

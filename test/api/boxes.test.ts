@@ -11,7 +11,7 @@ import type { BoxBootState } from '../../shared/schemas/box-boot.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { pino } from 'pino';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const TOKEN = 'boxes-test-token-0123456789';
 let s3: LocalS3;

@@ -17,7 +17,7 @@ import { QueuedWork, RunEvent } from '../../shared/schemas/index.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { ApiClient } from '../../trainer/cli/api-client.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 let local: TestApi;
 let s3: LocalS3;

@@ -23,7 +23,7 @@ import { InProcessModelExports } from '../../trainer/jobs/local-model-exports.ts
 import { runModelExport, type ExportInto } from '../../trainer/jobs/model-export-job.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { tinyRunConfig } from './helpers.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const TOKEN = 'model-export-token-3f9a1c';
 const RUN = 'tiny-export';

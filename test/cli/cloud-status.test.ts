@@ -23,7 +23,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { command } from '../../trainer/cli/commands/cloud-status.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const TOKEN = 'status-test-token-0123456789';
 let s3: LocalS3;

@@ -13,7 +13,7 @@ import { pushModel } from '../../trainer/training/model-store/push-model.ts';
 import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-server.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 type LambdaHandler = ReturnType<typeof lambdaHandlerFor>;
 /** hono types the result by the event type; the tests read the function-URL result's two fields. */

@@ -15,7 +15,7 @@ import { startLocalCloud, EPISODE_FUNCTION, DEV_CREDENTIALS, type LocalCloud } f
 import { startEc2Endpoint } from '../../trainer/dev/local-cloud/ec2-endpoint.ts';
 import { Ec2Instance } from '../../shared/boxes/ec2-instance.ts';
 import { keys } from '../../shared/keys.ts';
-import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { CloudStack } from '../../trainer/assembly/cloud-stack.ts';
 import { idleStopDue } from '../../trainer/cloud/box/idle-stop.ts';
 import { instanceIdFromImds } from '../../trainer/cloud/box/instance-identity.ts';
 import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
@@ -23,7 +23,7 @@ import { tinyRunConfig } from '../api/helpers.ts';
 import { esopt } from './helpers/esopt-process.ts';
 import { recordedAws, type Recording } from './helpers/recorded-aws.ts';
 import { localStackEnv, S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const INSTANCE = 'i-0a1b2c3d4e5f60718';
 const MINUTE = 60_000;
@@ -82,7 +82,7 @@ describe('the box stops its own instance when idle', () => {
     const imds = await metadataService();
     const { aws } = await ec2({ 'ec2:StopInstances': { file: 'ec2-StopInstances-running.xml' } });
     const stops: unknown[] = [];
-    const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+    const target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
     const box = new TrainerBox({
       cloud: target,
       publicUrl: 'http://127.0.0.1:1/v1',
@@ -121,7 +121,7 @@ describe('the box stops its own instance when idle', () => {
     await expect(instanceIdFromImds(`${imds.url}/nothing-here`)).rejects.toThrow(/metadata service .* session token request answered 404/);
     await expect(instanceIdFromImds('http://127.0.0.1:9', 300)).rejects.toThrow(/cannot read this instance's id/);
     expect(() => new Ec2Instance({ instanceId: 'web-1' })).toThrow(/instanceId: an EC2 instance id/);
-    const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+    const target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
     expect(() => new TrainerBox({ cloud: target, publicUrl: 'http://127.0.0.1:1/v1', port: 0, token: 't', idleMinutes: 5 })).toThrow(/idleMinutes > 0 needs stopSelf/);
   });
 });

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CostPrices, costOfEpisodes, episodeCost } from '../../shared/cost.ts';
 import { gpuSecondsPerToken, readThroughput, recordThroughput, type ThroughputMeasurement } from '../../shared/decode-throughput.ts';
-import { cloudTargetFromEnv, openCloudTarget } from '../../trainer/fanout/cloud-target.ts';
-import { DEFAULT_THROUGHPUT, measuredPrices, throughputBasis } from '../../trainer/jobs/measured-prices.ts';
-import { readStackPrices } from '../../trainer/jobs/stack-prices.ts';
+import { cloudStackFromEnv, openCloudStack } from '../../trainer/assembly/cloud-stack.ts';
+import { DEFAULT_THROUGHPUT, measuredPrices, throughputBasis } from '../../trainer/fanout/measured-prices.ts';
+import { readStackPrices } from '../../trainer/cloud/box/stack-prices.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { keys } from '../../shared/keys.ts';
 
@@ -95,10 +95,10 @@ describe('cost model', () => {
 
 describe('cloud target', () => {
   it('names what is missing, and opens the S3 store and Lambda fan-out of a complete one', async () => {
-    expect(() => cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs' })).toThrow(/ESOPT_EPISODE_FUNCTION is not set/);
-    const target = cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs', ESOPT_EPISODE_FUNCTION: 'esopt-prod-Episode', AWS_REGION: 'eu-west-1', ESOPT_EPISODES_PER_INVOCATION: '4' });
+    expect(() => cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs' })).toThrow(/ESOPT_EPISODE_FUNCTION is not set/);
+    const target = cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs', ESOPT_EPISODE_FUNCTION: 'esopt-prod-Episode', AWS_REGION: 'eu-west-1', ESOPT_EPISODES_PER_INVOCATION: '4' });
     expect(target).toEqual({ bucket: 'esopt-prod-runs', episodeFunction: 'esopt-prod-Episode', region: 'eu-west-1', invocationType: 'Event', episodesPerInvocation: 4 });
-    const { store, fanout } = openCloudTarget(target);
+    const { store, fanout } = openCloudStack(target);
     expect(store.config).toMatchObject({ bucket: 'esopt-prod-runs', region: 'eu-west-1', forcePathStyle: false });
     expect(fanout.options).toMatchObject({ functionName: 'esopt-prod-Episode', invocationType: 'Event', episodesPerInvocation: 4 });
     await fanout.close();

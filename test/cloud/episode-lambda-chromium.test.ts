@@ -20,7 +20,7 @@ import { RewardRecord } from '../../shared/schemas/index.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 import { webRequests } from './helpers/web-plan.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 
 const LAMBDA_ENV = {

@@ -15,7 +15,7 @@ import type { PutOptions } from '../../shared/ports/object-store.ts';
 import { RewardRecord } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 let dir: string;
 beforeAll(async () => {

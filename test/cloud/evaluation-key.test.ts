@@ -21,12 +21,12 @@ import { sudoku } from '../../environments/sudoku/definition.ts';
 import { keys } from '../../shared/keys.ts';
 import { EVALUATION_KEY_LIFETIME_MS, storeEvaluationKey } from '../../shared/secrets/evaluation-key.ts';
 import { EvaluationView, QueuedWork, type EpisodeRequest, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
-import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { CloudStack } from '../../trainer/assembly/cloud-stack.ts';
 import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
 import { startAgentServer, type AgentServer } from '../api/agent-server.ts';
 import { freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const KEY = 'sk-live-3f9a1c7e5b2d-never-lands';
 const BOX_TOKEN = 'evaluation-key-box-token-5e1';
@@ -109,7 +109,7 @@ beforeAll(async () => {
   const port = await freePort();
   // The Episode function's environment as deployed (its trainer URL and token), its log captured.
   cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN }, log, ssmClock: () => now });
-  const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+  const target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: PATH, ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, log, cloud.secrets);
   box = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: BOX_TOKEN, pollMs: 100, claimSettleMs: 50, log, secrets: cloud.secrets });
   agent = await startAgentServer(KEY, TASKS, () => true);

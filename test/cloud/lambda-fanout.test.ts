@@ -11,7 +11,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { RewardCollector } from '../../trainer/training/loop/reward-collector.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const quiet = { info() {}, error() {} };
 let s3: LocalS3;

@@ -22,7 +22,7 @@ import { ReplicaBox } from '../../trainer/cloud/box/replica-box.ts';
 import { createTlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { MemorySecretStore } from './helpers/memory-secrets.ts';
 import { evaluate, render } from '../../trainer/dev/rehearsal/sst-stack.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 interface Statement {
   actions: string[];

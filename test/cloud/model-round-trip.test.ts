@@ -21,7 +21,7 @@ import { loadModelDir, saveModelDir } from '../../trainer/engine/model/model-dir
 import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-model-round-trip-'));
 const modelDir = join(root, 'qwen-tiny');

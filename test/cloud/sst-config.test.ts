@@ -17,7 +17,7 @@ import { EPISODE_INSTALLED_PACKAGES } from './helpers/episode-packages.ts';
 
 import { evaluate, recordedNames, render, stackApp } from '../../trainer/dev/rehearsal/sst-stack.ts';
 import { pricesFromEnv } from '../../functions/cost-prices-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 import { ArtifactPointer } from '../../shared/schemas/index.ts';
 
 type Permission = { actions: string[]; resources: string[] };

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig, RunStatus } from '../../shared/schemas/index.ts';
-import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { CloudStack } from '../../trainer/assembly/cloud-stack.ts';
 import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 let cloud: LocalCloud;
 let box: TrainerBox;
@@ -23,7 +23,7 @@ const HOUR = 3_600_000;
 beforeAll(async () => {
   Object.assign(process.env, S3RVER_CREDENTIALS);
   cloud = await startLocalCloud({ prices: measuredPrices(), env: {} });
-  const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+  const target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   box = new TrainerBox({ cloud: target, publicUrl: 'http://127.0.0.1:1/v1', host: '127.0.0.1', port: 0, token: 'stale-run-test-token', claimSettleMs: 20, staleAfterMs: HOUR, log: pino({ level: 'silent' }) });
 });
 afterAll(async () => {

@@ -16,13 +16,13 @@ import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { DEV_CREDENTIALS, EPISODE_FUNCTION, startLocalCloud, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { MetricsRow, RunDetail } from '../../shared/schemas/index.ts';
-import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { CloudStack } from '../../trainer/assembly/cloud-stack.ts';
 import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
 import { freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 import { startLoopbackProxy, type LoopbackProxy } from './helpers/loopback-proxy.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const OLD = 'rotation-test-old-token-01';
 const NEW = 'rotation-test-new-token-02';
@@ -93,7 +93,7 @@ describe('token rotation during a run', () => {
       return probe.status;
     }
 
-    const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+    const target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
     box = new TrainerBox({
       cloud: target,
       publicUrl: `${proxy.url}/v1`,

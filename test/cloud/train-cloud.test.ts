@@ -13,11 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCloud, type LocalCloud } from '../../trainer/dev/local-cloud/local-cloud.ts';
 import { keys } from '../../shared/keys.ts';
 import { CheckpointMeta, IterationManifest, LogEntry, RewardRecord, UpdateRecord } from '../../shared/schemas/index.ts';
-import { cloudRunTarget, cloudTargetFromEnv } from '../../trainer/fanout/cloud-target.ts';
+import { cloudSite, cloudStackFromEnv } from '../../trainer/assembly/cloud-stack.ts';
 import { TrainingReport } from '../../trainer/training/loop/report.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-train-cloud-'));
 const configPath = join(root, 'config.json');
@@ -69,15 +69,15 @@ async function json<T>(key: string, schema: { parse(v: unknown): T }): Promise<T
 
 describe('the cloud run target', () => {
   it('takes the SDK endpoint overrides (path-style for an S3-compatible server) and the public URL with or without /v1', async () => {
-    const target = cloudTargetFromEnv({ ESOPT_BUCKET: 'esopt-dev-runs', ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4569', AWS_ENDPOINT_URL_LAMBDA: 'http://127.0.0.1:9001', ESOPT_TOKEN: 'x' });
+    const target = cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-dev-runs', ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4569', AWS_ENDPOINT_URL_LAMBDA: 'http://127.0.0.1:9001', ESOPT_TOKEN: 'x' });
     expect(target).toMatchObject({ s3Endpoint: 'http://127.0.0.1:4569', lambdaEndpoint: 'http://127.0.0.1:9001', region: 'us-east-1' });
     for (const url of ['http://10.0.0.5:8080', 'http://10.0.0.5:8080/', 'http://10.0.0.5:8080/v1']) {
-      const t = cloudRunTarget(target, url);
+      const t = cloudSite(target, url);
       expect(t.policyEndpoint).toEqual({ baseUrl: 'http://10.0.0.5:8080/v1', tokenEnv: 'ESOPT_TRAINER_TOKEN' });
       expect(t.locate('runs/r/report.json')).toBe('s3://esopt-dev-runs/runs/r/report.json');
       await t.close();
     }
-    expect(() => cloudTargetFromEnv({ ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'not a url' })).toThrow(/ESOPT_BUCKET is not set.*AWS_ENDPOINT_URL_S3/);
+    expect(() => cloudStackFromEnv({ ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'not a url' })).toThrow(/ESOPT_BUCKET is not set.*AWS_ENDPOINT_URL_S3/);
   });
 });
 

@@ -17,20 +17,20 @@ import { startLocalCloud, EPISODE_FUNCTION, type LocalCloud } from '../../traine
 import { StoredTranscript } from '../../functions/episode-transcript.ts';
 import { keys } from '../../shared/keys.ts';
 import { ActiveRun, EvaluationView, MetricsRow, RunDetail, WorkClaim, type EvaluationRequestInput } from '../../shared/schemas/index.ts';
-import { CloudTarget } from '../../trainer/fanout/cloud-target.ts';
+import { CloudStack } from '../../trainer/assembly/cloud-stack.ts';
 import { TrainerBox } from '../../trainer/cloud/box/trainer-box.ts';
 import { createTlsIdentity, type TlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
 import { tinyRunConfig, waitFor } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv, S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const BOX_TOKEN = 'trainer-box-test-token';
 const API_TOKEN = 'trainer-box-test-api-token-0123';
 
 let cloud: LocalCloud;
-let target: CloudTarget;
+let target: CloudStack;
 let api: ReturnType<typeof serve>;
 let apiUrl: string;
 let port: number;
@@ -77,7 +77,7 @@ beforeAll(async () => {
   identity = await createTlsIdentity(['127.0.0.1']);
   // The Episode function's environment as the stack sets it: the box's https URL (its certificate pinned) and the token.
   cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `https://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN } });
-  target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+  target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, pino({ level: 'silent' }));
   api = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));

@@ -21,7 +21,7 @@ import { RewardRecord, type EpisodeRequest, type ReplicaAnnouncement } from '../
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { sudokuRequests } from './helpers/sudoku-plan.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 interface Box {
   identity: TlsIdentity;

@@ -15,9 +15,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { localRunTarget } from '../../trainer/fanout/local-target.ts';
+import { localSite } from '../../trainer/assembly/local-site.ts';
 import { serveModel } from '../../trainer/assembly/run.ts';
-import { train, type PopulationHost, type WeightHost } from '../../trainer/training/loop/training.ts';
+import { train, type LivePopulation, type ThetaHolder } from '../../trainer/training/loop/training.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-learning-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -61,12 +61,12 @@ async function learn(variant: Variant): Promise<Outcome> {
   const storeRoot = join(root, variant);
   const environment = await loadEnvironment(config.environment.name);
   const { engine, server, close } = await serveModel(config);
-  const target = localRunTarget(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
+  const target = localSite(storeRoot, { workers: config.workers, localEpisodes: config.localEpisodes });
   target.useEngine?.(engine);
   try {
     await target.warm?.();
     const thetaBefore = hashTheta(engine.segments());
-    const weights: WeightHost =
+    const weights: ThetaHolder =
       variant === 'flipped-sign'
         ? {
             segments: () => engine.segments(),
@@ -75,7 +75,7 @@ async function learn(variant: Variant): Promise<Outcome> {
           }
         : engine;
     // σ = 0 where the members are served: the manifest keeps the config's σ, every member plays θ itself.
-    const population: PopulationHost = variant === 'zero-sigma' ? { setPopulation: (p) => server.service.setPopulation(p && { ...p, sigma: 0 }) } : server.service;
+    const population: LivePopulation = variant === 'zero-sigma' ? { setPopulation: (p) => server.service.setPopulation(p && { ...p, sigma: 0 }) } : server.service;
     const result = await train({ run, config, store: target.store, fanout: target.fanout, weights, population, policy: { baseUrl: `${server.url}/v1` }, environment, pollMs: 20 });
     const at = (k: number) => result.evaluations.find((e) => e.iteration === k)!;
     const solved = (k: number) => at(k).perTask.filter((p) => p.error === null && p.reward >= config.successThreshold).length;

@@ -18,7 +18,7 @@ import { listNamedModels, manifestBytes, manifestSha256, pinModelName, readManif
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { LocalModelHost } from '../../trainer/jobs/local-model-host.ts';
+import { EngineModelServer } from '../../trainer/jobs/model-server.ts';
 import { loadModelDir } from '../../trainer/engine/model/model-dir.ts';
 import { openModel } from '../../trainer/engine/model/open-model.ts';
 import { cachedModelDir } from '../../trainer/training/model-store/model-cache.ts';
@@ -205,7 +205,7 @@ describe('the model host (evaluations of a base model)', () => {
     const saved = process.env.ESOPT_MODEL_CACHE;
     process.env.ESOPT_MODEL_CACHE = root;
     try {
-      const served = await new LocalModelHost(store).serve({ kind: 'base', model: { name: 'demo', manifest: manifestSha256 } });
+      const served = await new EngineModelServer(store).serve({ kind: 'base', model: { name: 'demo', manifest: manifestSha256 } });
       try {
         const res = await fetch(`${served.baseUrl}/chat/completions`, {
           method: 'POST',

@@ -19,7 +19,7 @@ import type { Population } from '../../trainer/engine/engine.ts';
 import { DeviceTensors } from '../../trainer/engine/generation/device-tensors.ts';
 import { encodeModel } from '../../trainer/engine/onnx/proto.ts';
 import { buildPreset } from '../../trainer/engine/model/open-model.ts';
-import { FullDeviceServing } from '../../trainer/engine/members/full-device.ts';
+import { FullDeviceMembers } from '../../trainer/engine/members/full-device.ts';
 import { createSession } from '../../trainer/engine/model/sessions.ts';
 import { TargetTensors } from '../../trainer/engine/model/target-tensors.ts';
 import { groupedDeviceNoiseGraph, SPLIT_FAN_OUT } from '../../trainer/engine/perturbation/device-noise-graph.ts';
@@ -145,7 +145,7 @@ describe.skipIf(noAdapter !== null)(`full mode's device route in groups${skipped
     const pieces = weightPieces(segments, 3000);
     const made = async (groupElements: number) => {
       const session = await createSession(pieceInputs(weightsAsInputs(model.graph, model.weights), model.weights, pieces), { executionProvider: 'webgpu' }, 'tiny');
-      const serving = await FullDeviceServing.create({ model, segments, switcher: await PerturbationPool.create(0), targets }, session, pieces, groupElements);
+      const serving = await FullDeviceMembers.create({ model, segments, switcher: await PerturbationPool.create(0), targets }, session, pieces, groupElements);
       const selection = { include: ['q_proj,k_proj,down_proj,up_proj'], exclude: [] };
       serving.setPopulation({ ...population, targets: selection });
       const chosen = targets.select(selection)!;

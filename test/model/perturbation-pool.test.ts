@@ -86,10 +86,10 @@ describe('PerturbationPool', () => {
     expect(bits(theta)).toEqual(before);
   });
 
-  it('a worker that exits while idle only loses its share of the work', async () => {
+  it('a thread that exits while idle only loses its share of the work', async () => {
     const small = await PerturbationPool.create(2);
-    const workers = (small as unknown as { workers: Array<{ terminate(): Promise<number> }> }).workers;
-    await workers[0].terminate();
+    const running = (small as unknown as { running: Array<{ terminate(): Promise<number> }> }).running;
+    await running[0].terminate();
     await new Promise((r) => setImmediate(r));
     expect(small.threads).toBe(2);
     const theta = makeTheta();
@@ -102,7 +102,7 @@ describe('PerturbationPool', () => {
   });
 
   it('a worker that dies holding tensors fails the call and every later one: θ is incomplete', async () => {
-    const crashing = await PerturbationPool.create(1, new URL('./helpers/exiting-perturbation-worker.ts', import.meta.url));
+    const crashing = await PerturbationPool.create(1, new URL('./helpers/exiting-perturbation-thread.ts', import.meta.url));
     const theta = makeTheta();
     await expect(crashing.perturb(theta, key, 1e-3)).rejects.toThrow(/perturbation worker 0 failed holding θ's tensors .+ \(worker exited with code 3\); θ is lost: reload it from the last checkpoint/);
     await expect(crashing.perturb(theta, key, 1e-3)).rejects.toThrow(/θ is lost/);

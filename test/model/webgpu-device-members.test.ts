@@ -14,7 +14,7 @@ import type { GenerateRow, Population } from '../../trainer/engine/engine.ts';
 import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
 import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/engine/model/open-model.ts';
-import { FullDeviceServing } from '../../trainer/engine/members/full-device.ts';
+import { FullDeviceMembers } from '../../trainer/engine/members/full-device.ts';
 import { createSession } from '../../trainer/engine/model/sessions.ts';
 import { TargetTensors } from '../../trainer/engine/model/target-tensors.ts';
 import { PerturbationPool } from '../../trainer/engine/perturbation/perturbation-pool.ts';
@@ -49,7 +49,7 @@ describe.skipIf(noAdapter !== null)(`full mode's device route${skipped}`, () => 
     const pieces = weightPieces(segments, PIECE);
     expect(pieces.some((p) => p.length > 2)).toBe(true);
     const session = await createSession(pieceInputs(weightsAsInputs(model.graph, model.weights), model.weights, pieces), { executionProvider: 'webgpu' }, 'tiny');
-    const serving = await FullDeviceServing.create({ model, segments, switcher: await PerturbationPool.create(0), targets }, session, pieces);
+    const serving = await FullDeviceMembers.create({ model, segments, switcher: await PerturbationPool.create(0), targets }, session, pieces);
     try {
       const chosen = targets.select({ include: ['q_proj,down_proj'], exclude: [] })!;
       serving.setPopulation({ ...population, targets: { include: ['q_proj,down_proj'], exclude: [] } });

@@ -28,7 +28,7 @@ import { createInferenceApp } from '../../trainer/serving/app.ts';
 import { InferenceService } from '../../trainer/serving/service.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { apiOverTempStore, operationsOf, pathWith, type FuzzedApi, type Operation } from './helpers/api-app.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const TOKEN = 'Api-Token-3f9c2a7be1d04c55';
 

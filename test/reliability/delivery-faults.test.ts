@@ -37,7 +37,7 @@ import { LocalFanout } from '../../trainer/fanout/local.ts';
 import { RecordAwaitingFanout } from '../../trainer/fanout/record-awaiting.ts';
 import { classifyRecords } from '../../trainer/training/loop/classify-records.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;

@@ -15,7 +15,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { LambdaFanout } from '../../trainer/fanout/lambda.ts';
 import { sudokuRequests } from '../cloud/helpers/sudoku-plan.ts';
 import { startLoopbackProxy, type Fault, type LoopbackProxy } from '../cloud/helpers/loopback-proxy.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const MEMBERS = 4;
 const TASKS = 5;

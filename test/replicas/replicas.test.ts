@@ -17,8 +17,8 @@ import { runEmbedded } from '../../trainer/assembly/run.ts';
 import type { FaultHook } from '../../trainer/training/loop/fault-points.ts';
 import { silentProgress } from '../../trainer/training/loop/progress.ts';
 import { endpointOf, routeMembers } from '../../trainer/training/loop/replica-set.ts';
-import { startReplica, type RunningReplica } from '../../trainer/training/replicas/replica.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { startReplica, type RunningReplica } from '../../trainer/jobs/replica.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-replicas-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -27,7 +27,7 @@ import { thetaAtIteration } from '../../trainer/training/export/theta-at-iterati
 import { buildRunArtifact } from '../../trainer/training/export/run-artifact.ts';
 import { perturbWith } from '../../trainer/engine/perturbation/exact-perturbation.ts';
 import { PerturbationPool } from '../../trainer/engine/perturbation/perturbation-pool.ts';
-import { startReplica } from '../../trainer/training/replicas/replica.ts';
+import { startReplica } from '../../trainer/jobs/replica.ts';
 import { iterationGate, scriptedRunConfig, trainScripted } from './helpers/scripted-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-device-noise-run-'));

@@ -3,7 +3,7 @@
  * a scripted fan-out (a fixed function of member and task, so every update moves θ): θ, the checkpoints and
  * the θ hashes are the adapters only while the base weights keep their hash; a run stopped after an update
  * record resumes on a fresh engine to the uninterrupted run's θ bit for bit, and θ rebuilt from a checkpoint
- * and the log is that θ too; a replica following the run (trainer/training/replicas) serves the members' tokens an
+ * and the log is that θ too; a replica following the run (trainer/jobs) serves the members' tokens an
  * engine at the same θ serves, and ends on the trainer's θ.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,7 +22,7 @@ import { loraMatrices } from '../../trainer/engine/model/lora-matrices.ts';
 import { openModel } from '../../trainer/engine/model/open-model.ts';
 import { readLog } from '../../trainer/training/loop/checkpoints.ts';
 import { restoreFromLog } from '../../trainer/training/loop/restore.ts';
-import { startReplica } from '../../trainer/training/replicas/replica.ts';
+import { startReplica } from '../../trainer/jobs/replica.ts';
 import { iterationGate, scriptedRunConfig, trainScripted } from './helpers/scripted-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-lora-run-'));

@@ -14,7 +14,7 @@ import { keys } from '../../shared/keys.ts';
 import { FAULT_POINTS } from '../../trainer/training/loop/fault-points.ts';
 import { baseConfig, esopt, ITERATIONS, type Exit, type Report } from './helpers/killable-run.ts';
 import { localStackEnv } from '../cloud/helpers/local-stack-env.ts';
-import { measuredPrices } from '../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-resume-cloud-'));
 const configPath = join(root, 'config.json');

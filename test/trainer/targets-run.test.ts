@@ -19,7 +19,7 @@ import type { EnvironmentDefinition } from '../../environments/environment.ts';
 import { createEngine } from '../../trainer/engine/model/create-engine.ts';
 import { readLog } from '../../trainer/training/loop/checkpoints.ts';
 import { restoreFromLog } from '../../trainer/training/loop/restore.ts';
-import { startReplica } from '../../trainer/training/replicas/replica.ts';
+import { startReplica } from '../../trainer/jobs/replica.ts';
 import { thetaAtIteration } from '../../trainer/training/export/theta-at-iteration.ts';
 import { buildRunArtifact } from '../../trainer/training/export/run-artifact.ts';
 import { iterationGate, scriptedRunConfig, trainScripted } from './helpers/scripted-run.ts';

@@ -1,6 +1,6 @@
 /**
  * The run wiring `esopt train` (and `start`, the local API, the demo) uses: the engine and its inference
- * server, a {store, fanout} target (fanout/run-target.ts), the ES loop, then the report and the curve written
+ * server, a {store, fanout} target (assembly/site.ts), the ES loop, then the report and the curve written
  * next to the run's records. The embedded default target is everything in one process tree on this
  * machine: a filesystem store under the store root and the local worker pool running the Episode
  * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
@@ -10,7 +10,7 @@ import { noiseField } from '../../shared/noise-definition.ts';
 import { keys } from '../../shared/keys.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { localRunTarget } from '../fanout/local-target.ts';
+import { localSite } from './local-site.ts';
 import { createEngine } from './engine.ts';
 import { resolveModelSpec } from '../training/model-store/resolve-model.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -21,7 +21,7 @@ import { renderCurveSvg } from '../training/loop/index.ts';
 import type { FaultHook } from '../training/loop/index.ts';
 import type { TrainingProgress } from '../training/loop/index.ts';
 import { buildReport, type TrainingReport } from '../training/loop/index.ts';
-import type { RunTarget } from '../fanout/run-target.ts';
+import type { Site } from './site.ts';
 import { train, type TrainingResult } from '../training/loop/index.ts';
 import { ReplicaSet } from '../training/loop/index.ts';
 import { acquireCoordinatorLease, type HeldLease } from '../training/loop/index.ts';
@@ -39,7 +39,7 @@ interface RunOptionsCommon {
   pollMs?: number;
   executionProvider?: ExecutionProvider;
   /**
-   * Share the members' inference with trainer replicas (trainer/training/replicas/replica.ts) that follow this run
+   * Share the members' inference with trainer replicas (trainer/jobs/replica.ts) that follow this run
    * in the same store; they are started separately and found through their announcements.
    */
   replicas?: { syncTimeoutMs: number; expected?: number; onLost?: (info: { iteration: number; replica: string }) => void; leaseTtlMs?: number };
@@ -49,14 +49,14 @@ interface RunOptionsCommon {
  * Either `storeRoot` (the embedded default target over that directory) or a `target` the run takes
  * over: it is warmed before the first iteration and closed when the run ends.
  */
-export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; target?: never } | { target: RunTarget; storeRoot?: never });
+export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; target?: never } | { target: Site; storeRoot?: never });
 
 export interface EmbeddedRunResult {
   report: TrainingReport;
   result: TrainingResult;
 }
 
-export interface ServedModel {
+export interface ServedEngine {
   engine: Engine;
   server: RunningServer;
   close(): Promise<void>;
@@ -66,7 +66,7 @@ export interface ServedModel {
  * A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. A named
  * model is read from `models` (the run's store) and cached on this machine first.
  */
-export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedModel> {
+export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedEngine> {
   const model = await resolveModelSpec(config.model, o.models);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
   const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
@@ -88,9 +88,9 @@ export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 't
 
 export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {
   const { config, run } = o;
-  const target = o.target ?? localRunTarget(o.storeRoot, { workers: config.workers, token: o.token, localEpisodes: config.localEpisodes });
+  const target = o.target ?? localSite(o.storeRoot, { workers: config.workers, token: o.token, localEpisodes: config.localEpisodes });
   const { store, fanout } = target;
-  let served: ServedModel | undefined;
+  let served: ServedEngine | undefined;
   let lease: HeldLease | undefined;
   try {
     // With replicas, one coordinator per run: a second trainer of this run stops here (coordinator-lease.ts).

@@ -12,9 +12,9 @@
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
-import { cloudRunTarget, type CloudTarget } from '../fanout/cloud-target.ts';
-import { localRunTarget } from '../fanout/local-target.ts';
-import type { RunTarget } from '../fanout/run-target.ts';
+import { cloudSite, type CloudStack } from './cloud-stack.ts';
+import { localSite } from './local-site.ts';
+import type { Site } from './site.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../serving/tls-identity.ts';
 
 /** A run's store and target before its config is known (a resume reads the config from the store). */
@@ -23,7 +23,7 @@ export interface RunWiring {
   /** Where the records are, for people: the directory or the bucket. */
   where: string;
   /** The run's target and how its inference server listens (tls: over HTTPS with that identity). */
-  open(config: RunConfig): Promise<{ target: RunTarget; tls?: TlsIdentity }>;
+  open(config: RunConfig): Promise<{ target: Site; tls?: TlsIdentity }>;
   /** Release what the wiring holds when the run never starts. */
   abandon(): Promise<void>;
 }
@@ -34,12 +34,12 @@ export async function tlsFor(publicUrl: string): Promise<TlsIdentity | undefined
 }
 
 /** The embedded target of a run: the store under `storeRoot` and the local pool sized by its config (the server's token passed on). */
-export function embeddedTarget(storeRoot: string, config: Pick<RunConfig, 'workers' | 'localEpisodes'>, token?: string): RunTarget {
-  return localRunTarget(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
+export function embeddedTarget(storeRoot: string, config: Pick<RunConfig, 'workers' | 'localEpisodes'>, token?: string): Site {
+  return localSite(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
 }
 
 /** The cloud target of a run: the stack's bucket and Episode function, which reaches the server at `publicUrl`. */
-export const cloudTarget = (cloud: CloudTarget, publicUrl: string): RunTarget => cloudRunTarget(cloud, publicUrl);
+export const cloudTarget = (cloud: CloudStack, publicUrl: string): Site => cloudSite(cloud, publicUrl);
 
 /** Embedded: the store under `storeRoot`; the local pool, sized by the run's config, gets the server's token. */
 export function embeddedWiring(storeRoot: string, token: string | undefined): RunWiring {
@@ -50,8 +50,8 @@ export function embeddedWiring(storeRoot: string, token: string | undefined): Ru
  * Cloud: the stack's bucket and Episode function; the function reaches the server at `publicUrl` with the
  * bearer token it holds. Over https the certificate is published in the bucket before the run, for the pin.
  */
-export function cloudWiring(cloud: CloudTarget, publicUrl: string): RunWiring {
-  const target = cloudRunTarget(cloud, publicUrl);
+export function cloudWiring(cloud: CloudStack, publicUrl: string): RunWiring {
+  const target = cloudSite(cloud, publicUrl);
   return {
     store: target.store,
     where: `s3://${cloud.bucket}`,

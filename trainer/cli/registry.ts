@@ -42,6 +42,6 @@ export const registry: CommandEntry[] = [
   { name: 'experiment horizon', summary: 'base, ES, GRPO and random search by horizon and seed, same budget (docs/RESULTS.md)', load: async () => (await import('./commands/experiment-horizon.ts')).command },
   { name: 'experiment horizon-summary', summary: "recompute a horizon experiment's summary (table, intervals, curves) from its cell files", load: async () => (await import('./commands/experiment-horizon-summary.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
-  { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('../studies/bench/all-command.ts')).command },
+  { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('./commands/bench/all.ts')).command },
   ...benchmarks,
 ];

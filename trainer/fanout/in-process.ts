@@ -15,7 +15,7 @@ import type { Engine } from '../engine/engine.ts';
 import { failAll, mapWithConcurrency, outcomesFromResponse } from './batches.ts';
 import { EnginePolicy } from './engine-policy.ts';
 import { RowCoalescer } from './row-coalescer.ts';
-import { measuredPrices } from '../jobs/measured-prices.ts';
+import { measuredPrices } from './measured-prices.ts';
 
 const quiet = { info() {}, error() {} };
 

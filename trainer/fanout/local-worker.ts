@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { createEpisodeHandler } from '../../functions/episode.ts';
 import { openStore, StoreSpec } from '../../shared/store/store-spec.ts';
 import { WorkerMessage, type WorkerReply } from './local-protocol.ts';
-import { measuredPrices } from '../jobs/measured-prices.ts';
+import { measuredPrices } from './measured-prices.ts';
 
 const spec = StoreSpec.parse(JSON.parse(process.env.ESOPT_WORKER_STORE ?? 'null'));
 const memoryMb = z.coerce.number().min(0).parse(process.env.ESOPT_WORKER_MEMORY_MB ?? '0');

@@ -13,7 +13,7 @@ import type { CostPrices } from '../../shared/cost.ts';
 import { keys } from '../../shared/keys.ts';
 import type { EvaluationSecrets } from '../../shared/ports/launchers.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
-import type { ModelHost, ServedModel } from '../../shared/ports/model-host.ts';
+import type { ModelServer, ServedModel } from '../../shared/ports/model-server.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { EVALUATION_KEY_ERROR } from '../../shared/secrets/evaluation-key.ts';
@@ -31,7 +31,7 @@ export interface EvaluationRunnerDeps {
   /** A fan-out whose workers have `env` in their environment; closed when the evaluation ends. */
   fanoutFor(env: Record<string, string>): Fanout;
   /** Serves base models and checkpoints; without one, only external models can be evaluated. */
-  modelHost?: ModelHost;
+  modelServer?: ModelServer;
   prices: CostPrices;
   log?: Logger;
   /** Where queued evaluations' keys are (`EvaluationSecrets.apiKeyRef`): deleted here when the evaluation ends. */
@@ -83,8 +83,8 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
       if (ref && ref.origin !== new URL(baseUrl).origin) throw new Error(`${EVALUATION_KEY_ERROR} ${ref.parameter} is for ${ref.origin}, not for the endpoint ${new URL(baseUrl).origin}`);
       endpoint = { baseUrl, model, guidedDecoding, ...(secrets.apiKey ? { token: secrets.apiKey } : {}), ...(ref ? { tokenParameter: ref.parameter } : {}) };
     } else {
-      if (!deps.modelHost) throw new Error(`this deployment has no model host: it cannot serve a ${request.model.kind} model`);
-      served = await deps.modelHost.serve(request.model);
+      if (!deps.modelServer) throw new Error(`this deployment has no model host: it cannot serve a ${request.model.kind} model`);
+      served = await deps.modelServer.serve(request.model);
       endpoint = served;
     }
     const policy: PolicyEndpoint = {

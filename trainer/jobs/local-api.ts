@@ -1,19 +1,19 @@
 /**
  * `esopt api`: the HTTP API in this process over the embedded defaults — a filesystem store, runs
  * trained here (LocalRunLauncher), evaluations fanned out to the local worker pool, our own models
- * served by LocalModelHost — on a loopback port.
+ * served by EngineModelServer — on a loopback port.
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import type { CostPricesInput } from '../../shared/cost.ts';
-import { measuredPrices } from './measured-prices.ts';
+import { measuredPrices } from '../fanout/measured-prices.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
 import { InProcessEvaluations } from './in-process-evaluations.ts';
 import { LocalFanout } from '../fanout/local.ts';
-import { LocalModelHost } from './local-model-host.ts';
+import { EngineModelServer } from './model-server.ts';
 import { InProcessModelExports } from './local-model-exports.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
 
@@ -24,7 +24,7 @@ export interface LocalApiOptions {
   port?: number;
   /** Worker processes an evaluation may use at most. */
   workers?: number;
-  /** Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/jobs/measured-prices.ts). */
+  /** Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/fanout/measured-prices.ts). */
   prices?: Partial<CostPricesInput>;
   log?: Logger;
   eventPollMs?: number;
@@ -50,7 +50,7 @@ export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
     store,
     prices,
     log,
-    modelHost: new LocalModelHost(store),
+    modelServer: new EngineModelServer(store),
     fanoutFor: (env): Fanout => new LocalFanout({ workers: o.workers ?? 4, store: { kind: 'fs', root: o.storeRoot }, env }),
   });
   const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });

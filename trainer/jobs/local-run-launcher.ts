@@ -20,7 +20,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
 import { embeddedTarget } from '../assembly/wirings.ts';
 import { runEmbedded } from '../assembly/run.ts';
-import type { RunTarget } from '../fanout/run-target.ts';
+import type { Site } from '../assembly/site.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
 import { readRunConfig } from '../training/loop/index.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
@@ -48,9 +48,9 @@ interface LauncherOptionsCommon {
 
 /**
  * `storeRoot`: the embedded target over that directory (the same one `store` is opened on), its
- * workers given the run's token. `target`: a fresh RunTarget for each run, over the same store.
+ * workers given the run's token. `target`: a fresh Site for each run, over the same store.
  */
-export type LocalRunLauncherOptions = LauncherOptionsCommon & ({ storeRoot: string; target?: never } | { target: (config: RunConfig) => RunTarget; storeRoot?: never });
+export type LocalRunLauncherOptions = LauncherOptionsCommon & ({ storeRoot: string; target?: never } | { target: (config: RunConfig) => Site; storeRoot?: never });
 
 const FINAL = new Set<RunStatus['state']>(['finished', 'stopped', 'failed']);
 

@@ -15,7 +15,7 @@ import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { createApiApp } from '../../../functions/http-api/app.ts';
 import { storeQueueLaunchers } from '../../../functions/http-api/queued-launchers.ts';
 import { MemorySecretStore } from '../../cloud/helpers/memory-secrets.ts';
-import { measuredPrices } from '../../../trainer/jobs/measured-prices.ts';
+import { measuredPrices } from '../../../trainer/fanout/measured-prices.ts';
 
 export interface FuzzedApi {
   app: OpenAPIHono;

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../../shared/store/fs.ts';
-import { bucketStoreFromEnv } from '../../fanout/cloud-target.ts';
+import { bucketStoreFromEnv } from '../../assembly/cloud-stack.ts';
 import { flag, type FlagSpec, type Parsed } from './args.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -12,10 +12,10 @@ import { pino } from 'pino';
 import { createCloudApp } from '../../../functions/http-api/cloud-app.ts';
 import { EPISODE_FUNCTION, startLocalCloud } from '../../dev/local-cloud/local-cloud.ts';
 import { EvaluationView } from '../../../shared/schemas/index.ts';
-import { CloudTarget } from '../../fanout/cloud-target.ts';
+import { CloudStack } from '../../assembly/cloud-stack.ts';
 import { TrainerBox } from '../../cloud/box/trainer-box.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
-import { measuredPrices } from '../../jobs/measured-prices.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 export interface DevCloudKeyedOptions {
   baseUrl: string;
@@ -36,7 +36,7 @@ export async function devCloudKeyed(o: DevCloudKeyedOptions) {
   const boxToken = randomBytes(24).toString('hex');
   const apiToken = randomBytes(24).toString('hex');
   const cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `http://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: boxToken }, log: logger });
-  const target = CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
+  const target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
   const box = new TrainerBox({ cloud: target, publicUrl: `http://127.0.0.1:${port}/v1`, host: '127.0.0.1', port, token: boxToken, claimSettleMs: 50, log: logger, secrets: cloud.secrets });
   try {
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}, SSM at ${cloud.ssm.url}`);

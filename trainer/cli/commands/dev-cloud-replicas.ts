@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
-import { CloudTarget } from '../../fanout/cloud-target.ts';
+import { CloudStack } from '../../assembly/cloud-stack.ts';
 import { cloudTarget } from '../../assembly/wirings.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
@@ -18,7 +18,7 @@ import { getJson, putJson } from '../../training/loop/index.ts';
 import { ReplicaBox } from '../../cloud/box/replica-box.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
-import { measuredPrices } from '../../jobs/measured-prices.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 export interface DevCloudReplicasReport {
   replicas: number;
@@ -73,7 +73,7 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
     await putJson(cloud.store, keys.activeRun(), { run, startedAt: now } satisfies ActiveRun);
     for (const f of followers) f.start();
     o.log(`training ${o.iterations} iterations of ${o.population} members over ${o.replicas} boxes …`);
-    const target = cloudTarget(CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
+    const target = cloudTarget(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
     const { result } = await runEmbedded({
       config,
       run,

@@ -9,13 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
-import { CloudTarget } from '../../fanout/cloud-target.ts';
+import { CloudStack } from '../../assembly/cloud-stack.ts';
 import { cloudTarget } from '../../assembly/wirings.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
-import { measuredPrices } from '../../jobs/measured-prices.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 export interface DevCloudWebReport {
   env: 'web';
@@ -47,7 +47,7 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
   try {
     await publishCertificate(cloud.store, identity);
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; trainer at ${publicUrl} (TLS, certificate ${identity.sha256.slice(0, 23)}… published)`);
-    const target = cloudTarget(CloudTarget.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
+    const target = cloudTarget(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
     const run = `dev-cloud-web-${o.seed}`;
     const config = RunConfig.parse({
       environment: { name: 'web', options: { backend: 'chromium', actionTimeoutMs: 5_000, episodeTimeoutMs: 60_000 } },

@@ -19,7 +19,7 @@ import { UsageError } from '../argv/usage-error.ts';
 import { devCloudKeyed } from './dev-cloud-keyed.ts';
 import { devCloudReplicas } from './dev-cloud-replicas.ts';
 import { devCloudWeb } from './dev-cloud-web.ts';
-import { measuredPrices } from '../../jobs/measured-prices.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 const FAULTS: InvokeFaultsInput = {
   throttleRate: 0.2,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { keys } from '../../../shared/keys.ts';
 import { Id } from '../../../shared/schemas/index.ts';
-import { cloudTargetFromEnv, openCloudStore } from '../../fanout/cloud-target.ts';
+import { cloudStackFromEnv, openCloudStore } from '../../assembly/cloud-stack.ts';
 import { ReplicaBox } from '../../cloud/box/replica-box.ts';
 import { tlsFor } from '../../assembly/wirings.ts';
 import { flag, parseFlags } from '../argv/args.ts';
@@ -46,7 +46,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   let store;
   let region: string;
   try {
-    const cloud = cloudTargetFromEnv(process.env);
+    const cloud = cloudStackFromEnv(process.env);
     store = openCloudStore(cloud);
     region = cloud.region;
   } catch (err) {

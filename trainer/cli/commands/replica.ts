@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id } from '../../../shared/schemas/index.ts';
-import { startReplica } from '../../training/replicas/replica.ts';
+import { startReplica } from '../../jobs/replica.ts';
 import { tlsFor } from '../../assembly/wirings.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';

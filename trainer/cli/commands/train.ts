@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { pinModelName, UnknownModelError } from '../../../shared/model-catalog.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
-import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { cloudStackFromEnv } from '../../assembly/cloud-stack.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { stopAtFromEnv } from '../../training/loop/index.ts';
 import { progressBar, silentProgress } from '../../training/loop/index.ts';
@@ -13,7 +13,7 @@ import { storeFlags } from '../argv/store-flags.ts';
 import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';
 import type { Command, CommandIo } from '../argv/command.ts';
 import { UsageError } from '../argv/usage-error.ts';
-import { spawnLocalReplicas } from '../../training/replicas/local-replicas.ts';
+import { spawnLocalReplicas } from '../../jobs/local-replicas.ts';
 import { keys } from '../../../shared/keys.ts';
 import { extendRunConfig } from '../../../shared/run-extension.ts';
 import { readCommittedUpdates } from '../../../functions/http-api/run-reader.ts';
@@ -42,7 +42,7 @@ function defaultRunId(config: RunConfig): string {
  * (cloud-target.ts), whose Episode function reaches the inference server at --public-url with the bearer
  * token ESOPT_TOKEN. Every missing piece is a UsageError naming the flag or variable.
  */
-function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefined): RunWiring {
+function chooseWiring(p: ReturnType<typeof parseFlags>, token: string | undefined): RunWiring {
   if (!p.values.cloud) {
     servingFromFlags(p, { publicUrl: { refused: 'is for --cloud runs (local workers reach the server on loopback)' } });
     return embeddedWiring(p.values.store === undefined ? '.esopt/store' : flag(p.values, 'store', z.string().min(1)), token);
@@ -52,7 +52,7 @@ function chooseTarget(p: ReturnType<typeof parseFlags>, token: string | undefine
   if (!token) throw new UsageError('--cloud: ESOPT_TOKEN is not set (the bearer token the Episode function sends as its ESOPT_TRAINER_TOKEN: the stack\'s TrainerToken secret)');
   let cloud;
   try {
-    cloud = cloudTargetFromEnv(process.env);
+    cloud = cloudStackFromEnv(process.env);
   } catch (err) {
     throw new UsageError(`--cloud: ${(err as Error).message}`);
   }
@@ -76,7 +76,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
   if (extension && p.values.resume === undefined) throw new UsageError('--iterations and the --max-* flags are for --resume RUN; a new run takes them from its --config file');
   const { host, port } = servingFromFlags(p, { publicUrl: 'optional' });
   const token = process.env.ESOPT_TOKEN || undefined;
-  const choice = chooseTarget(p, token);
+  const choice = chooseWiring(p, token);
   let config: RunConfig;
   let run: string;
   let changes: string[] | undefined;

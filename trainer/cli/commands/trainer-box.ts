@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cloudTargetFromEnv } from '../../fanout/cloud-target.ts';
+import { cloudStackFromEnv } from '../../assembly/cloud-stack.ts';
 import { tlsFor } from '../../assembly/wirings.ts';
 import { TrainerBox } from '../../cloud/box/trainer-box.ts';
 import { flag, parseFlags } from '../argv/args.ts';
@@ -47,7 +47,7 @@ async function run(argv: string[], io: CommandIo): Promise<number> {
   const idleMinutes = flag(p.values, 'idle-minutes', z.coerce.number().int().min(0).max(7 * 24 * 60).default(0));
   let cloud;
   try {
-    cloud = cloudTargetFromEnv(process.env);
+    cloud = cloudStackFromEnv(process.env);
   } catch (err) {
     throw new UsageError((err as Error).message);
   }

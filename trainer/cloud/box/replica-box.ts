@@ -14,7 +14,7 @@ import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { ActiveRun, RunStatus } from '../../../shared/schemas/index.ts';
 import { getJson } from '../../training/loop/index.ts';
 import type { TlsIdentity } from '../../serving/tls-identity.ts';
-import { startReplica, type ReplicaOptions, type RunningReplica } from '../../training/replicas/replica.ts';
+import { startReplica, type ReplicaOptions, type RunningReplica } from '../../jobs/replica.ts';
 import { randomBytes } from 'node:crypto';
 import { startTokenGate } from '../../serving/token-gate.ts';
 import type { TokenCheck } from '../../serving/token-follower.ts';

@@ -29,8 +29,8 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
 import type { CostPricesInput } from '../../../shared/cost.ts';
-import { measuredPrices } from '../../jobs/measured-prices.ts';
-import { readStackPrices } from '../../jobs/stack-prices.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
+import { readStackPrices } from './stack-prices.ts';
 import { keys, parseQueuedWorkKey } from '../../../shared/keys.ts';
 import type { Fanout } from '../../../shared/ports/fanout.ts';
 import type { SecretStore } from '../../../shared/ports/secret-store.ts';
@@ -39,11 +39,11 @@ import type { S3ObjectStore } from '../../../shared/store/s3.ts';
 import { ArtifactPointer, EvaluationStatus, MetricsRow, QueuedWork, RunStatus, WorkClaim, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../../shared/schemas/index.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../jobs/evaluation-runner.ts';
 import { readJson, writeJson } from '../../../functions/http-api/store-json.ts';
-import { openCloudStore, type CloudTarget } from '../../fanout/cloud-target.ts';
+import { openCloudStore, type CloudStack } from '../../assembly/cloud-stack.ts';
 import { cloudTarget } from '../../assembly/wirings.ts';
 import { publishCertificate, type TlsIdentity } from '../../serving/tls-identity.ts';
 import { idleStopDue } from './idle-stop.ts';
-import { LocalModelHost } from '../../jobs/local-model-host.ts';
+import { EngineModelServer } from '../../jobs/model-server.ts';
 import { LocalRunLauncher } from '../../jobs/local-run-launcher.ts';
 import { startTokenGate, type RunningGate } from '../../serving/token-gate.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
@@ -58,7 +58,7 @@ const WORKER_TOKEN_ENV = 'ESOPT_TRAINER_TOKEN';
 const UNKNOWN_TIME = '~';
 
 export interface TrainerBoxOptions {
-  cloud: CloudTarget;
+  cloud: CloudStack;
   /** The box's inference server as the Episode function reaches it (the stack's trainerUrl). */
   publicUrl: string;
   /** Where the inference server listens (default 127.0.0.1; the box: 0.0.0.0, behind its security group). */
@@ -87,7 +87,7 @@ export interface TrainerBoxOptions {
   /** The ES loop's collection poll. */
   trainingPollMs?: number;
   /**
-   * Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/jobs/measured-prices.ts).
+   * Any CostPrices fields; the rest are the list prices and the measured GPU share (trainer/fanout/measured-prices.ts).
    * Unset: the stack's prices as its deploy wrote them to the bucket (stack/prices.json), else those defaults.
    */
   prices?: Partial<CostPricesInput>;
@@ -208,7 +208,7 @@ export class TrainerBox {
         secrets: this.secrets,
         prices: measuredPrices(o.prices ?? (await readStackPrices(this.store)) ?? {}),
         log: this.log,
-        modelHost: new LocalModelHost(this.store, {
+        modelServer: new EngineModelServer(this.store, {
           serving: { ...server, publicUrl: o.publicUrl, token: inner.token, tokenEnv: WORKER_TOKEN_ENV },
           executionProvider: o.executionProvider,
         }),

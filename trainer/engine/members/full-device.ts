@@ -19,7 +19,7 @@ import { deviceNoiseGraph, groupedDeviceNoiseGraph } from '../perturbation/devic
 import { DEFAULT_GROUP_ELEMENTS, type NoiseGroup, noiseGroups } from '../perturbation/noise-groups.ts';
 import type { WeightPiece } from '../perturbation/weight-pieces.ts';
 import { applyFullUpdate, type FullModeTheta } from './full-mode-switch.ts';
-import type { DecodeRows, MemberServing } from './member-serving.ts';
+import type { DecodeRows, MemberWeights } from './member-weights.ts';
 
 /** Host ↔ device bytes the route moved outside decode steps: θ's uploads, and the member switches' feeds. */
 export interface SwitchTransfer {
@@ -45,7 +45,7 @@ interface NoiseSession {
 
 const uint32 = (v: number) => new ort.Tensor('uint32', Uint32Array.of(v), [1]);
 
-export class FullDeviceServing implements MemberServing {
+export class FullDeviceMembers implements MemberWeights {
   private population: Population | null = null;
   /** θ on the device, by piece input; null until uploaded. */
   private theta: Record<string, ort.Tensor> | null = null;
@@ -70,13 +70,13 @@ export class FullDeviceServing implements MemberServing {
   ) {}
 
   /** `groupElements`: the most elements a group of pieces made by one graph run (1: a run per piece). */
-  static async create(t: FullModeTheta, session: ort.InferenceSession, pieces: WeightPiece[][], groupElements = DEFAULT_GROUP_ELEMENTS): Promise<FullDeviceServing> {
+  static async create(t: FullModeTheta, session: ort.InferenceSession, pieces: WeightPiece[][], groupElements = DEFAULT_GROUP_ELEMENTS): Promise<FullDeviceMembers> {
     noiseGroups([], groupElements); // its range is checked before anything is made
     const graph = deviceNoiseGraph();
     const noise = { session: await ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: { perturbed: 'gpu-buffer' } }), nodes: graph.graph.node.length };
-    const serving = new FullDeviceServing(t, session, noise, await DeviceTensors.create({ layers: 0 }), pieces, groupElements);
-    await serving.upload();
-    return serving;
+    const members = new FullDeviceMembers(t, session, noise, await DeviceTensors.create({ layers: 0 }), pieces, groupElements);
+    await members.upload();
+    return members;
   }
 
   /** What this route moved so far outside the decode steps. */

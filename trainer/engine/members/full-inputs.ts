@@ -6,9 +6,9 @@ import * as ort from 'onnxruntime-node';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../engine.ts';
 import { applyFullUpdate, forEachMember, type FullModeTheta } from './full-mode-switch.ts';
-import type { DecodeRows, MemberServing } from './member-serving.ts';
+import type { DecodeRows, MemberWeights } from './member-weights.ts';
 
-export class FullInputsServing implements MemberServing {
+export class FullInputsMembers implements MemberWeights {
   private population: Population | null = null;
 
   constructor(

@@ -8,9 +8,9 @@ import type * as ort from 'onnxruntime-node';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../engine.ts';
 import { applyFullUpdate, forEachMember, type FullModeTheta } from './full-mode-switch.ts';
-import type { DecodeRows, MemberServing } from './member-serving.ts';
+import type { DecodeRows, MemberWeights } from './member-weights.ts';
 
-export class FullRebuildSessionServing implements MemberServing {
+export class FullRebuildSessionMembers implements MemberWeights {
   private population: Population | null = null;
 
   constructor(

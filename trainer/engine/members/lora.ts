@@ -15,9 +15,9 @@ import type { EngineUpdate, Population } from '../engine.ts';
 import { loraGroupFactors } from '../perturbation/lora-factors.ts';
 import { groupFeeds, type GroupFactors } from '../perturbation/lowrank-factors.ts';
 import type { LowRankGroup, LowRankTarget } from '../perturbation/lowrank-graph.ts';
-import type { DecodeRows, MemberServing } from './member-serving.ts';
+import type { DecodeRows, MemberWeights } from './member-weights.ts';
 
-export class LoraServing implements MemberServing {
+export class LoraMembers implements MemberWeights {
   private population: Population | null = null;
   /** θ's own adapters as factors; null after θ changed. */
   private base: GroupFactors[] | null = null;

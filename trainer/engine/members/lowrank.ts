@@ -10,9 +10,9 @@ import { FactorCache, zeroFactorFeeds } from '../perturbation/lowrank-factors.ts
 import type { LowRankGroup, LowRankTarget } from '../perturbation/lowrank-graph.ts';
 import type { LoadedModel } from '../model/model-dir.ts';
 import type { TargetTensors } from '../model/target-tensors.ts';
-import type { DecodeRows, MemberServing } from './member-serving.ts';
+import type { DecodeRows, MemberWeights } from './member-weights.ts';
 
-export class LowRankServing implements MemberServing {
+export class LowRankMembers implements MemberWeights {
   private population: Population | null = null;
   private factorCache: FactorCache | null = null;
 

@@ -1,5 +1,5 @@
 /**
- * Builds an Engine: opens the model (a built preset or an export directory), picks the member-serving
+ * Builds an Engine: opens the model (a built preset or an export directory), picks the member-members
  * strategy for the run's mode and full-mode weights, rewrites the graph for it, and makes its sessions.
  */
 import { availableParallelism } from 'node:os';
@@ -16,16 +16,16 @@ import { fuseAttention } from './fused-attention.ts';
 import { OnnxEngine, type KvCacheForm } from './onnx-engine.ts';
 import { openModel } from './open-model.ts';
 import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from './ort-format.ts';
-import { FullInputsServing } from '../members/full-inputs.ts';
+import { FullInputsMembers } from '../members/full-inputs.ts';
 import { pointWeightsAt } from '../members/full-mode-switch.ts';
-import { FullRebuildSessionServing } from '../members/full-rebuild-session.ts';
-import { LowRankServing } from '../members/lowrank.ts';
-import { LoraServing } from '../members/lora.ts';
+import { FullRebuildSessionMembers } from '../members/full-rebuild-session.ts';
+import { LowRankMembers } from '../members/lowrank.ts';
+import { LoraMembers } from '../members/lora.ts';
 import { loraMatrices, loraSegments } from './lora-matrices.ts';
 import { checkLoraTargets } from '../perturbation/lora-factors.ts';
 import { TargetTensors } from './target-tensors.ts';
 import { createSession, INLINE_SESSION_LIMIT, keepsKvOnDevice, sessionOptionsFor } from './sessions.ts';
-import { FullDeviceServing } from '../members/full-device.ts';
+import { FullDeviceMembers } from '../members/full-device.ts';
 import { pieceInputs, weightPieces } from '../perturbation/weight-pieces.ts';
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
@@ -42,8 +42,8 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     const { model: graph, targets, groups } = lowRankRewrite(decoder, model.weights, what);
     const newSession = fromGraph(graph);
     const targetTensors = new TargetTensors(model, targets.map((t) => t.weight), "low-rank mode's matrices");
-    const serving = new LowRankServing(model, await newSession(), targets, groups, newSession, targetTensors);
-    return new OnnxEngine('lowrank', model, layoutSegments(model.weights), serving, targetTensors, options, hasPositionIds, kv);
+    const members = new LowRankMembers(model, await newSession(), targets, groups, newSession, targetTensors);
+    return new OnnxEngine('lowrank', model, layoutSegments(model.weights), members, targetTensors, options, hasPositionIds, kv);
   }
   if (options.mode === 'lora') {
     if (!options.lora) throw new Error(`${what}: lora mode needs the adapters' options (rank, alpha, targets) and the run seed`);
@@ -57,8 +57,8 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     const weights = model.half ? model.half.feeds(model.weights) : Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
     model.half?.dropInitializers();
     const session = await createSession(weightsAsInputs(rewritten, model.weights), options, what);
-    const serving = new LoraServing(session, targets, groups, layout, theta, segments, weights);
-    return new OnnxEngine('lora', model, segments, serving, targetTensors, options, hasPositionIds, kv);
+    const members = new LoraMembers(session, targets, groups, layout, theta, segments, weights);
+    return new OnnxEngine('lora', model, segments, members, targetTensors, options, hasPositionIds, kv);
   }
   const device = deviceRoute(model, options);
   // which route serves full mode's members off the CPU, said once per engine
@@ -72,12 +72,12 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
     const pieces = weightPieces(theta.segments, options.devicePieceElements);
     const session = await createSession(pieceInputs(weightsAsInputs(decoder, model.weights), model.weights, pieces), options, what);
-    const serving = await FullDeviceServing.create(theta, session, pieces, options.deviceGroupElements).catch(async (err: Error) => {
+    const members = await FullDeviceMembers.create(theta, session, pieces, options.deviceGroupElements).catch(async (err: Error) => {
       await session.release();
       await switcher.close();
       throw err;
     });
-    return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds, kv);
+    return new OnnxEngine('full', model, theta.segments, members, targetTensors, options, hasPositionIds, kv);
   }
   const threads = switchThreads(options, model);
   const rebuild = options.fullModeWeights === 'rebuild-session';
@@ -99,12 +99,12 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   // The strategy and the engine share θ's segment objects: the switcher re-points their views.
   const targetTensors = new TargetTensors(model, model.weights.map((_, i) => i), "full mode's tensors");
   const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
-  const serving = rebuild ? new FullRebuildSessionServing(theta, session, newSession) : new FullInputsServing(theta, session);
-  return new OnnxEngine('full', model, theta.segments, serving, targetTensors, options, hasPositionIds, kv);
+  const members = rebuild ? new FullRebuildSessionMembers(theta, session, newSession) : new FullInputsMembers(theta, session);
+  return new OnnxEngine('full', model, theta.segments, members, targetTensors, options, hasPositionIds, kv);
 }
 
 /**
- * Whether full mode makes its members on the device (serving/full-device.ts): webgpu, the run's noise
+ * Whether full mode makes its members on the device (members/full-device.ts): webgpu, the run's noise
  * 'esopt-device-noise', θ as inputs, the caches kept there and fp32 weights; else why not.
  */
 function deviceRoute(model: LoadedModel, options: EngineOptions): true | string {

@@ -32,8 +32,8 @@ import { DataType } from '../onnx/proto.ts';
 import { contextLength, eosTokenIds, headDim, kvHeads } from './config.ts';
 import type { LoadedModel } from './model-dir.ts';
 import { keepsKvOnDevice } from './sessions.ts';
-import type { MemberServing } from '../members/member-serving.ts';
-import { FullDeviceServing, type SwitchTransfer } from '../members/full-device.ts';
+import type { MemberWeights } from '../members/member-weights.ts';
+import { FullDeviceMembers, type SwitchTransfer } from '../members/full-device.ts';
 import type { TargetTensors } from './target-tensors.ts';
 import type { Targets } from '../../../shared/targets.ts';
 
@@ -75,7 +75,7 @@ export class OnnxEngine implements Engine {
     private readonly model: LoadedModel,
     /** θ as segments over the model's tensors (the strategy re-points their views during a switch). */
     private readonly segmentList: ParameterSegment[],
-    private readonly serving: MemberServing,
+    private readonly members: MemberWeights,
     /** The tensors this mode perturbs, as run targets choose among them. */
     private readonly targets: TargetTensors,
     private readonly options: EngineOptions,
@@ -102,7 +102,7 @@ export class OnnxEngine implements Engine {
   setPopulation(p: Population | null): void {
     this.refuseNoise(p?.noise);
     this.population = p;
-    this.serving.setPopulation(p);
+    this.members.setPopulation(p);
     this.populationVersion++;
     this.prefixCache?.evictWhere((owner) => owner !== this.baseOwner());
   }
@@ -149,18 +149,18 @@ export class OnnxEngine implements Engine {
       const owners = rows.map((r) => this.ownerOf(r.member));
       // a population set while this call decodes retires its owners: what they computed is not kept
       const current = (k: number) => owners[k] === this.ownerOf(rows[k].member);
-      await this.serving.generate(members, (session, indices, feeds, shared) => this.decode(session, indices, prepared, owners, current, out, feeds, shared));
+      await this.members.generate(members, (session, indices, feeds, shared) => this.decode(session, indices, prepared, owners, current, out, feeds, shared));
       return out;
     });
   }
 
   commitUpdate(): Promise<void> {
-    return this.exclusive(() => this.changingTheta(() => this.serving.refresh()));
+    return this.exclusive(() => this.changingTheta(() => this.members.refresh()));
   }
 
   applyUpdate(u: EngineUpdate): Promise<void> {
     this.refuseNoise(u.noise);
-    return this.exclusive(() => this.changingTheta(() => this.serving.applyUpdate(u)));
+    return this.exclusive(() => this.changingTheta(() => this.members.applyUpdate(u)));
   }
 
   /** Low-rank and LoRA members draw their factors from 'esopt-noise' only (RunConfig refuses the rest at `noise`). */
@@ -189,29 +189,29 @@ export class OnnxEngine implements Engine {
 
   close(): Promise<void> {
     return this.exclusive(async () => {
-      await this.serving.close();
+      await this.members.close();
       await (await this.device)?.release();
     });
   }
 
-  /** How members are served: 'device' (θ on the device, members made there: serving/full-device.ts) or 'host'. */
+  /** How members are served: 'device' (θ on the device, members made there: members/full-device.ts) or 'host'. */
   get memberRoute(): 'device' | 'host' {
-    return this.serving instanceof FullDeviceServing ? 'device' : 'host';
+    return this.members instanceof FullDeviceMembers ? 'device' : 'host';
   }
 
   /** The device route's strategy (its `withMember` times a switch alone: bench full); null on the host route. */
-  get deviceServing(): FullDeviceServing | null {
-    return this.serving instanceof FullDeviceServing ? this.serving : null;
+  get deviceMembers(): FullDeviceMembers | null {
+    return this.members instanceof FullDeviceMembers ? this.members : null;
   }
 
   /** The device route's bytes outside decode steps (θ's uploads, member switches); null on the host route. */
   get switchTransfer(): SwitchTransfer | null {
-    return this.serving instanceof FullDeviceServing ? this.serving.transfer : null;
+    return this.members instanceof FullDeviceMembers ? this.members.transfer : null;
   }
 
   /** gpu-buffer tensors the device route holds (θ's pieces between calls); 0 on the host route. */
   get liveRouteTensors(): number {
-    return this.serving instanceof FullDeviceServing ? this.serving.liveTensors : 0;
+    return this.members instanceof FullDeviceMembers ? this.members.liveTensors : 0;
   }
 
   /** gpu-buffer tensors the decode loop holds (0 between calls: every cache is disposed when its batch ends). */

@@ -1,6 +1,6 @@
 /**
  * Full mode's perturb / restore / switch on every core. onnxruntime-node refuses tensors over a
- * SharedArrayBuffer, so θ cannot be shared between threads; instead each worker is *lent* some of θ's
+ * SharedArrayBuffer, so θ cannot be shared between threads; instead each thread is *lent* some of θ's
  * tensors: their ArrayBuffers are transferred to it (zero-copy, the memory stays where it is), it runs the
  * same exact kernel on them that this thread runs on the rest, and transfers them back. Each tensor is one
  * contiguous span of ε's stream and the exact rule works element by element, so θ and the fix-ups are bit
@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { ParameterSegment } from '../../../shared/es.ts';
 import type { NoiseKey } from '../../../shared/noise.ts';
-import { startTsWorker } from '../../../shared/workers/ts-worker.ts';
+import { startTsThread } from '../../../shared/threads/ts-thread.ts';
 import type { Perturbation } from './exact-perturbation.ts';
 import { emptyFixups } from './fixup-list.ts';
 import { runJob, transferList, type PerturbationJob, type PerturbationReply } from './perturbation-job.ts';
@@ -45,20 +45,20 @@ export function dealTensors(segments: readonly ParameterSegment[], parts: number
 type Op = PerturbationJob['op'];
 
 export class PerturbationPool {
-  /** Set when a worker died holding lent tensors: θ is incomplete and every later call fails. */
+  /** Set when a thread died holding lent tensors: θ is incomplete and every later call fails. */
   private lost: Error | null = null;
 
-  /** Workers still running: one that exits while idle only loses its share of the work, not θ. */
-  private readonly workers: Worker[];
+  /** Threads still running: one that exits while idle only loses its share of the work, not θ. */
+  private readonly running: Worker[];
 
   private constructor(started: Worker[]) {
-    this.workers = started;
-    for (const w of started) w.once('exit', () => this.workers.splice(this.workers.indexOf(w), 1));
+    this.running = started;
+    for (const w of started) w.once('exit', () => this.running.splice(this.running.indexOf(w), 1));
   }
 
-  /** `workers` threads beside this one (default: one per further core), each running `entry`. */
-  static async create(workers = availableParallelism() - 1, entry = new URL('./perturbation-worker.ts', import.meta.url)): Promise<PerturbationPool> {
-    const started = Array.from({ length: Math.max(0, workers) }, () => startTsWorker(entry));
+  /** `threads` threads beside this one (default: one per further core), each running `entry`. */
+  static async create(threads = availableParallelism() - 1, entry = new URL('./perturbation-thread.ts', import.meta.url)): Promise<PerturbationPool> {
+    const started = Array.from({ length: Math.max(0, threads) }, () => startTsThread(entry));
     await Promise.all(started.map((w) => new Promise<void>((resolve, reject) => { w.once('message', () => resolve()); w.once('error', reject); })));
     for (const w of started) w.unref(); // an idle pool never keeps the process alive
     return new PerturbationPool(started);
@@ -66,7 +66,7 @@ export class PerturbationPool {
 
   /** Threads that share the work, this one included. */
   get threads(): number {
-    return this.workers.length + 1;
+    return this.running.length + 1;
   }
 
   /** `perturb` of exact-perturbation.ts on every thread; θ's views are replaced (see the file comment). */
@@ -85,7 +85,7 @@ export class PerturbationPool {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.running.map((w) => w.terminate()));
   }
 
   private perturbation(key: NoiseKey, c: number, fixups: Perturbation['fixups']): Perturbation {
@@ -95,8 +95,8 @@ export class PerturbationPool {
   private async run(op: Op, segments: ParameterSegment[], key: NoiseKey, c: number, fromC: number, fixups: Perturbation['fixups']): Promise<Perturbation['fixups']> {
     if (this.lost) throw this.lost;
     // threadId is −1 once a thread has stopped, which can be before its 'exit' event: lend only to live ones
-    const workers = this.workers.filter((w) => w.threadId !== -1);
-    const [own, ...lent] = dealTensors(segments, workers.length + 1);
+    const threads = this.running.filter((w) => w.threadId !== -1);
+    const [own, ...lent] = dealTensors(segments, threads.length + 1);
     const jobFor = (items: number[]): PerturbationJob => ({
       op,
       key,
@@ -107,8 +107,8 @@ export class PerturbationPool {
       offsets: items.map((i) => segments[i].offset),
     });
     const out: Perturbation['fixups'] = segments.map(() => emptyFixups());
-    // Lend first, so the workers start while this thread does its own share.
-    const replies = lent.map((items, w) => (items.length ? this.lend(workers[w], jobFor(items)) : null));
+    // Lend first, so the threads start while this thread does its own share.
+    const replies = lent.map((items, w) => (items.length ? this.lend(threads[w], jobFor(items)) : null));
     let ownError: unknown = null;
     try {
       runJob(jobFor(own))?.forEach((f, k) => (out[own[k]] = f));
@@ -124,7 +124,7 @@ export class PerturbationPool {
       try {
         r = await reply;
       } catch (err) {
-        this.lost = new Error(`perturbation worker ${w} failed holding θ's tensors ${items.map((i) => segments[i].name).join(', ')} (${(err as Error).message}); θ is lost: reload it from the last checkpoint`);
+        this.lost = new Error(`perturbation thread ${w} failed holding θ's tensors ${items.map((i) => segments[i].name).join(', ')} (${(err as Error).message}); θ is lost: reload it from the last checkpoint`);
         errors.push(this.lost.message);
         continue;
       }
@@ -134,39 +134,39 @@ export class PerturbationPool {
       });
       if (r.error) errors.push(r.error);
     }
-    if (errors.length) throw new Error(`${op} on ${workers.length + 1} threads failed: ${errors.join('; ')}`);
+    if (errors.length) throw new Error(`${op} on ${threads.length + 1} threads failed: ${errors.join('; ')}`);
     return out;
   }
 
-  private lend(worker: Worker, job: PerturbationJob): Promise<PerturbationReply> {
+  private lend(thread: Worker, job: PerturbationJob): Promise<PerturbationReply> {
     // An idle pool is unref'd; while it holds θ's tensors it must keep the process alive until they are back.
-    worker.ref();
+    thread.ref();
     return new Promise<PerturbationReply>((resolve, reject) => {
       const onMessage = (m: PerturbationReply) => {
-        worker.off('error', onError);
-        worker.off('exit', onExit);
-        worker.unref();
+        thread.off('error', onError);
+        thread.off('exit', onExit);
+        thread.unref();
         resolve(m);
       };
       const onError = (err: Error) => {
-        worker.off('message', onMessage);
-        worker.off('exit', onExit);
-        worker.unref();
+        thread.off('message', onMessage);
+        thread.off('exit', onExit);
+        thread.unref();
         reject(err);
       };
-      const onExit = (code: number) => onError(new Error(`worker exited with code ${code}`));
-      worker.once('message', onMessage);
-      worker.once('error', onError);
-      worker.once('exit', onExit);
+      const onExit = (code: number) => onError(new Error(`thread exited with code ${code}`));
+      thread.once('message', onMessage);
+      thread.once('error', onError);
+      thread.once('exit', onExit);
       try {
-        worker.postMessage(job, transferList(job.data, job.fixups));
+        thread.postMessage(job, transferList(job.data, job.fixups));
       } catch (err) {
         // Nothing was transferred: the tensors are still here, untouched.
-        worker.off('message', onMessage);
-        worker.off('error', onError);
-        worker.off('exit', onExit);
-        worker.unref();
-        resolve({ data: job.data, fixups: null, error: `could not lend tensors to a worker: ${(err as Error).message}` });
+        thread.off('message', onMessage);
+        thread.off('error', onError);
+        thread.off('exit', onExit);
+        thread.unref();
+        resolve({ data: job.data, fixups: null, error: `could not lend tensors to a thread: ${(err as Error).message}` });
       }
     });
   }

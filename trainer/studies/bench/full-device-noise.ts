@@ -58,7 +58,7 @@ type Engine = Awaited<ReturnType<typeof createOnnxEngine>>;
 
 /** A member switch on `engine`'s device route, waited for by `sync`; its graph runs and nodes a switch so far. */
 function switcher(engine: Engine, sync: ort.InferenceSession, members: ReturnType<typeof ask>) {
-  const serving = engine.deviceServing;
+  const serving = engine.deviceMembers;
   if (!serving) throw new Error('the device route was not taken (see the ESOPT_MEMBER_ROUTE warning)');
   return {
     once: (m: number) => serving.withMember(members[m % members.length], async (feeds) => {

@@ -137,7 +137,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
     const theta = new Float32Array(layout.length);
     let at = 0;
     for (const s of adapted.segments()) (theta.set(s.data, at), (at += s.data.length));
-    // what LoraServing does for a member the batch has not met yet: its adapters, their factors, its feed
+    // what LoraMembers does for a member the batch has not met yet: its adapters, their factors, its feed
     const switchTo = (m: Member) => {
       const factors = loraGroupFactors(memberAdapters(theta, layout, { runSeed: 1, iteration: 0, member: m.noiseIndex }, m.sign * o.sigma), layout, targets, groups);
       groupFeeds(targets, groups, 1, layout.rank, (g) => factors[g]);

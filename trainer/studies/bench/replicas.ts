@@ -28,7 +28,7 @@ import { memberModelName } from '../../serving/model-name.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';
 import { int, ModelSpecOption } from './options.ts';
-import { measuredPrices } from '../../jobs/measured-prices.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 
 export interface ReplicasBenchOptions {

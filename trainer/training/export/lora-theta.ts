@@ -8,11 +8,11 @@ import { applyDenseUpdate } from '../../../shared/es.ts';
 import { initLoraAdapters, mergeLora, type LoraLayout, type LoraOptions } from '../../../shared/lora.ts';
 import { targetsAll } from '../../../shared/targets.ts';
 import type { EngineUpdate } from '../../engine/engine.ts';
-import type { WeightHost } from '../loop/index.ts';
+import type { ThetaHolder } from '../loop/index.ts';
 import { loraMatrices, loraSegments } from '../../engine/model/lora-matrices.ts';
 import type { LoadedModel } from '../../engine/model/model-dir.ts';
 
-export interface LoraTheta extends WeightHost {
+export interface LoraTheta extends ThetaHolder {
   layout: LoraLayout;
   /** The adapter vector the segments view. */
   adapters: Float32Array;

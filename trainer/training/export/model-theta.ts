@@ -6,13 +6,13 @@
  */
 import { applyDenseUpdate, layoutSegments, type ParameterSegment } from '../../../shared/es.ts';
 import type { EngineUpdate, PerturbationMode } from '../../engine/engine.ts';
-import type { WeightHost } from '../loop/index.ts';
+import type { ThetaHolder } from '../loop/index.ts';
 import type { LoadedModel } from '../../engine/model/model-dir.ts';
 import { foldLowRankUpdate } from '../../engine/perturbation/lowrank-fold.ts';
 import { lowRankTargets } from '../../engine/perturbation/lowrank-graph.ts';
 import { TargetTensors } from '../../engine/model/target-tensors.ts';
 
-export function modelTheta(model: LoadedModel, mode: PerturbationMode): WeightHost {
+export function modelTheta(model: LoadedModel, mode: PerturbationMode): ThetaHolder {
   const segments: ParameterSegment[] = layoutSegments(model.weights);
   const targets = mode === 'lowrank' ? lowRankTargets(model.graph, model.weights, model.file ?? model.dir) : null;
   const chosen = targets

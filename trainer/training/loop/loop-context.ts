@@ -6,10 +6,10 @@ import type { EnvironmentDefinition, Split } from '../../../environments/environ
 import type { Engine, Population } from '../../engine/engine.ts';
 import type { FaultHook } from './fault-points.ts';
 import type { ReplicaSet } from './replica-set.ts';
-import type { WeightHost } from './restore.ts';
+import type { ThetaHolder } from './restore.ts';
 
 /** Whatever serves members (the inference service): told which population is live. */
-export interface PopulationHost {
+export interface LivePopulation {
   setPopulation(p: Population | null): void;
 }
 
@@ -22,8 +22,8 @@ export interface LoopContext {
    * θ, and (where it can say) which of its tensors the run's targets name, checked at run start; without
    * `targetTensors` a bad pattern fails at the first population or update instead.
    */
-  weights: WeightHost & Partial<Pick<Engine, 'targetTensors'>>;
-  population: PopulationHost;
+  weights: ThetaHolder & Partial<Pick<Engine, 'targetTensors'>>;
+  population: LivePopulation;
   /** Where episodes reach their policy (the inference server); `model` is filled in per member. */
   policy: Omit<PolicyEndpoint, 'model'>;
   environment: EnvironmentDefinition;

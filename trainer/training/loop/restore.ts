@@ -12,7 +12,7 @@ import { getJson } from './stored-json.ts';
 import { applyLogEntry } from './weight-update.ts';
 
 /** θ: views onto the live weights, and the update applied in the engine's own mode. */
-export type WeightHost = Pick<Engine, 'segments' | 'applyUpdate' | 'commitUpdate'>;
+export type ThetaHolder = Pick<Engine, 'segments' | 'applyUpdate' | 'commitUpdate'>;
 
 export interface Restored {
   /** The first iteration whose update θ does not hold yet. */
@@ -28,7 +28,7 @@ export interface Restored {
  * θ after the updates of iterations below `atMost` (θ_atMost; default: the whole log): the newest verified
  * checkpoint at or below it, then the log entries after that checkpoint and below `atMost`.
  */
-export async function restoreFromLog(store: ObjectStore, run: string, weights: WeightHost, rank: number, atMost = Infinity): Promise<Restored> {
+export async function restoreFromLog(store: ObjectStore, run: string, weights: ThetaHolder, rank: number, atMost = Infinity): Promise<Restored> {
   const segments = weights.segments();
   const loaded = await loadLatestCheckpoint(store, run, segments, atMost);
   // A loaded checkpoint wrote θ behind the engine's back: let it refresh what depends on θ.

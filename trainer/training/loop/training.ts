@@ -12,13 +12,13 @@ import { hashTheta } from '../../../shared/theta-hash.ts';
 import { EvaluationSchedule } from './evaluation-schedule.ts';
 import type { FaultHook } from './fault-points.ts';
 import { runIteration } from './iteration.ts';
-import type { LoopContext, PopulationHost } from './loop-context.ts';
+import type { LoopContext, LivePopulation } from './loop-context.ts';
 import { readRows } from './metrics-row.ts';
-import type { WeightHost } from './restore.ts';
+import type { ThetaHolder } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
 import { putJson } from './stored-json.ts';
 
-export type { PopulationHost, WeightHost };
+export type { LivePopulation, ThetaHolder };
 export { readRunConfig } from './resume.ts';
 
 /** The loop's parts as the caller has them: the environment's options are parsed here, polling and faults default. */

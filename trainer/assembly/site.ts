@@ -8,14 +8,14 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { Engine } from '../engine/engine.ts';
 
 /** How the workers reach the trainer's inference server, as the episode requests carry it. */
-export interface WorkerPolicyEndpoint {
+export interface InferenceEndpoint {
   /** The OpenAI-compatible base URL, ending in /v1. */
   baseUrl: string;
   /** The variable in the workers' environment that holds the bearer token (the token never travels in a request). */
   tokenEnv?: string;
 }
 
-export interface RunTarget {
+export interface Site {
   store: ObjectStore;
   fanout: Fanout;
   /** Where a key of the store is, for people to open: a path, or an s3:// URL. */
@@ -24,7 +24,7 @@ export interface RunTarget {
    * How the workers reach the inference server. Absent: the server's own (loopback) URL, which is all a
    * local pool needs; a remote fan-out must be given the server's public address.
    */
-  policyEndpoint?: WorkerPolicyEndpoint;
+  policyEndpoint?: InferenceEndpoint;
   /** In-process targets play episodes on the run's engine: given it once the run has served it, before `warm`. */
   useEngine?(engine: Engine): void;
   /** Get the workers ready before the first iteration's clock runs. */

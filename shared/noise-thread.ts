@@ -4,7 +4,7 @@ import { applyNoise } from './noise.ts';
 import type { PoolJob } from './noise-pool.ts';
 
 const port = parentPort;
-if (!port) throw new Error('noise-worker must run as a worker thread');
+if (!port) throw new Error('noise-thread must run as a thread');
 port.on('message', (job: PoolJob) => {
   try {
     if (job.op === 'noise') applyNoise(job.theta, job.key, job.c, job.offset, job.start, job.end);

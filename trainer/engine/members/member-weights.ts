@@ -16,7 +16,7 @@ import type { EngineUpdate, Population } from '../engine.ts';
  */
 export type DecodeRows = (session: ort.InferenceSession, rows: number[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, shared?: Record<string, ort.Tensor>) => Promise<void>;
 
-export interface MemberServing {
+export interface MemberWeights {
   /**
    * Decodes every row on its member's weights (null: θ itself), members of the population last set. Never runs
    * concurrently with another call.

@@ -6,11 +6,11 @@
 import { join } from 'node:path';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
-import { InProcessFanout } from './in-process.ts';
-import { LocalFanout } from './local.ts';
-import type { RunTarget } from './run-target.ts';
+import { InProcessFanout } from '../fanout/in-process.ts';
+import { LocalFanout } from '../fanout/local.ts';
+import type { Site } from './site.ts';
 
-export function localRunTarget(storeRoot: string, o: { workers: number; token?: string; localEpisodes?: RunConfig['localEpisodes'] }): RunTarget {
+export function localSite(storeRoot: string, o: { workers: number; token?: string; localEpisodes?: RunConfig['localEpisodes'] }): Site {
   const store = new FsObjectStore(storeRoot);
   if (o.localEpisodes === 'in-process') {
     const fanout = new InProcessFanout(store);

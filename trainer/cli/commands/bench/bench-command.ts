@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import { parseFlags, type FlagSpec } from '../../cli/argv/args.ts';
-import type { Command } from '../../cli/argv/command.ts';
-import { optionsFromFlags } from '../../cli/argv/flag-options.ts';
-import type { Benchmark } from './benchmark.ts';
+import { parseFlags, type FlagSpec } from '../../argv/args.ts';
+import type { Command } from '../../argv/command.ts';
+import { optionsFromFlags } from '../../argv/flag-options.ts';
+import type { Benchmark } from '../../../studies/bench/benchmark.ts';
 
 export interface BenchCommandSpec<B extends Benchmark> {
   name: string;

@@ -1,5 +1,5 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../../cli/argv/args.ts';
+import { stringFlags } from '../../argv/args.ts';
 
 const gb = (b: number) => `${(b / 1e9).toFixed(3)} GB`;
 
@@ -7,7 +7,7 @@ export const command = benchCommand({
   name: 'bench transfer',
   usage: 'esopt bench transfer [--model small|NAME|DIR] [--batch 32] [--context 1024] [--rank 1] [--measure-on webgpu|cpu|cuda|none] [--prompt 64] [--new-tokens 8] [--json]',
   flags: stringFlags('model', 'batch', 'context', 'rank', 'measure-on', 'prompt', 'new-tokens'),
-  load: () => import('./transfer.ts'),
+  load: () => import('../../../studies/bench/transfer.ts'),
   indent: true,
   text: (out) =>
     [

@@ -1,12 +1,12 @@
 /**
- * The ModelHost of the local API and the trainer box: an Engine for the weights asked for (θ_0 of a
+ * The ModelServer of the local API and the trainer box: an Engine for the weights asked for (θ_0 of a
  * model spec, or a run's verified checkpoint) behind an inference server; a named model is read from the
  * same store and cached on this machine first. By default on a free loopback
  * port with its own token; the trainer box serves on its public port with the stack's token instead
- * (`PublicServing`), where the Episode function can reach it.
+ * (`PublicAddress`), where the Episode function can reach it.
  */
 import { randomBytes } from 'node:crypto';
-import type { HostedModel, ModelHost, ServedModel } from '../../shared/ports/model-host.ts';
+import type { ModelToServe, ModelServer, ServedModel } from '../../shared/ports/model-server.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { loadLatestCheckpoint } from '../training/loop/index.ts';
 import { readRunConfig } from '../training/loop/index.ts';
@@ -18,7 +18,7 @@ import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 import type { EngineOptions } from '../engine/engine.ts';
 
 /** Serve where remote workers reach the server: they hold `token` in their variable `tokenEnv`. */
-export interface PublicServing {
+export interface PublicAddress {
   host: string;
   port: number;
   /** The server's address as the workers reach it, with or without /v1. */
@@ -29,18 +29,18 @@ export interface PublicServing {
   tls?: TlsIdentity;
 }
 
-export interface LocalModelHostOptions {
-  serving?: PublicServing;
+export interface EngineModelServerOptions {
+  serving?: PublicAddress;
   executionProvider?: ExecutionProvider;
 }
 
-export class LocalModelHost implements ModelHost {
+export class EngineModelServer implements ModelServer {
   constructor(
     private readonly store: ObjectStore,
-    private readonly options: LocalModelHostOptions = {},
+    private readonly options: EngineModelServerOptions = {},
   ) {}
 
-  async serve(model: HostedModel): Promise<ServedModel> {
+  async serve(model: ModelToServe): Promise<ServedModel> {
     let spec;
     let mode: EngineOptions['mode'] = 'full';
     let lora: EngineOptions['lora'];

@@ -1,5 +1,5 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../../cli/argv/args.ts';
+import { stringFlags } from '../../argv/args.ts';
 
 const f = (x: number | null) => (x === null ? 'n/a' : `${(x / 1e6).toFixed(1)} M/s`);
 const r = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
@@ -8,7 +8,7 @@ export const command = benchCommand({
   name: 'bench noise',
   usage: 'esopt bench noise [--log2-size 24] [--repeats 5] [--threads N] [--json]',
   flags: stringFlags('log2-size', 'repeats', 'threads'),
-  load: () => import('./noise.ts'),
+  load: () => import('../../../studies/bench/noise.ts'),
   indent: true,
   text: (out) =>
     [

@@ -4,7 +4,7 @@
  */
 import type { ModelSpec } from '../schemas/index.ts';
 
-export type HostedModel = { kind: 'base'; model: ModelSpec } | { kind: 'checkpoint'; run: string; iteration?: number };
+export type ModelToServe = { kind: 'base'; model: ModelSpec } | { kind: 'checkpoint'; run: string; iteration?: number };
 
 export interface ServedModel {
   /** e.g. http://127.0.0.1:PORT/v1 */
@@ -23,6 +23,6 @@ export interface ServedModel {
   close(): Promise<void>;
 }
 
-export interface ModelHost {
-  serve(model: HostedModel): Promise<ServedModel>;
+export interface ModelServer {
+  serve(model: ModelToServe): Promise<ServedModel>;
 }

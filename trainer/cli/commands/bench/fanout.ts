@@ -1,11 +1,11 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../../cli/argv/args.ts';
+import { stringFlags } from '../../argv/args.ts';
 
 export const command = benchCommand({
   name: 'bench fanout',
   usage: 'esopt bench fanout [--max-workers N] [--per-worker E] [--repeats R] [--episodes 1000] [--median-ms 2000] [--concurrency 64] [--per-invocation 1] [--poll-ms 100] [--json]',
   flags: stringFlags('max-workers', 'per-worker', 'repeats', 'episodes', 'median-ms', 'concurrency', 'per-invocation', 'poll-ms'),
-  load: () => import('./fanout.ts'),
+  load: () => import('../../../studies/bench/fanout.ts'),
   text: (report) => {
     const overhead = report.overhead;
     return [

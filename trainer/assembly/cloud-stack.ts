@@ -7,11 +7,11 @@
 import { z } from 'zod';
 import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import type { RunTarget } from './run-target.ts';
-import { LambdaFanout } from './lambda.ts';
-import { RecordAwaitingFanout } from './record-awaiting.ts';
+import type { Site } from './site.ts';
+import { LambdaFanout } from '../fanout/lambda.ts';
+import { RecordAwaitingFanout } from '../fanout/record-awaiting.ts';
 
-export const CloudTarget = z
+export const CloudStack = z
   .object({
     bucket: z.string().min(3).max(63),
     episodeFunction: z.string().min(1).max(170),
@@ -26,7 +26,7 @@ export const CloudTarget = z
     forcePathStyle: z.boolean().optional(),
   })
   .strict();
-export type CloudTarget = z.infer<typeof CloudTarget>;
+export type CloudStack = z.infer<typeof CloudStack>;
 
 /** A variable that is unset or empty is "not set": shells and CI often export empty strings. */
 const notSet = (iss: { input?: unknown }) => (iss.input === undefined ? 'is not set' : undefined);
@@ -51,7 +51,7 @@ const CloudEnv = z.object({
  * AWS_REGION (or ESOPT_AWS_REGION), and optionally ESOPT_INVOCATION_TYPE, ESOPT_EPISODES_PER_INVOCATION,
  * AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_LAMBDA / AWS_ENDPOINT_URL and ESOPT_S3_FORCE_PATH_STYLE.
  */
-export function cloudTargetFromEnv(env: Record<string, string | undefined>): CloudTarget {
+export function cloudStackFromEnv(env: Record<string, string | undefined>): CloudStack {
   const present = Object.fromEntries(Object.keys(CloudEnv.shape).flatMap((name) => (env[name] ? [[name, env[name]]] : [])));
   const r = CloudEnv.safeParse(present);
   if (!r.success) {
@@ -59,7 +59,7 @@ export function cloudTargetFromEnv(env: Record<string, string | undefined>): Clo
     throw new Error(`the cloud target is incomplete: ${problems} (ESOPT_BUCKET and ESOPT_EPISODE_FUNCTION are \`sst deploy\`'s outputs bucket and episodeFunction)`);
   }
   const e = r.data;
-  return CloudTarget.parse({
+  return CloudStack.parse({
     bucket: e.ESOPT_BUCKET,
     episodeFunction: e.ESOPT_EPISODE_FUNCTION,
     region: e.AWS_REGION ?? e.ESOPT_AWS_REGION,
@@ -86,12 +86,12 @@ export function bucketStoreFromEnv(env: Record<string, string | undefined>): { s
 }
 
 /** The stack's bucket; credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
-export function openCloudStore(target: CloudTarget): S3ObjectStore {
+export function openCloudStore(target: CloudStack): S3ObjectStore {
   return new S3ObjectStore({ bucket: target.bucket, region: target.region, endpoint: target.s3Endpoint, forcePathStyle: target.forcePathStyle ?? target.s3Endpoint !== undefined });
 }
 
 /** Credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
-export function openCloudTarget(target: CloudTarget): { store: S3ObjectStore; fanout: LambdaFanout } {
+export function openCloudStack(target: CloudStack): { store: S3ObjectStore; fanout: LambdaFanout } {
   return {
     store: openCloudStore(target),
     fanout: new LambdaFanout({
@@ -109,8 +109,8 @@ export function openCloudTarget(target: CloudTarget): { store: S3ObjectStore; fa
  * reaches it, with or without the `/v1` the stack's `trainerUrl` output ends in; the function holds the
  * bearer token in ESOPT_TRAINER_TOKEN.
  */
-export function cloudRunTarget(target: CloudTarget, publicUrl: string): RunTarget {
-  const { store, fanout } = openCloudTarget(target);
+export function cloudSite(target: CloudStack, publicUrl: string): Site {
+  const { store, fanout } = openCloudStack(target);
   return {
     store,
     // The loop takes a settled dispatch to mean every record is in; an Event invoke settles at the queue.

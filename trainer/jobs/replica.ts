@@ -5,16 +5,16 @@
  * members once k's manifest names its θ, applies k's update once the trainer has recorded it, and reports
  * its θ hash before k+1 (create-only), which the coordinator checks before routing k+1 to it.
  */
-import { keys } from '../../../shared/keys.ts';
-import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
-import { hashTheta } from '../../../shared/theta-hash.ts';
-import { serveModel, type ServedModel } from '../../assembly/run.ts';
-import { restoreFromLog } from '../loop/index.ts';
-import { getJson, putJson } from '../loop/index.ts';
-import { applyLogEntry, logEntryFor } from '../loop/index.ts';
-import type { TlsIdentity } from '../../serving/tls-identity.ts';
-import type { ExecutionProvider } from '../../../shared/execution-provider.ts';
+import { keys } from '../../shared/keys.ts';
+import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, UpdateRecord } from '../../shared/schemas/index.ts';
+import { hashTheta } from '../../shared/theta-hash.ts';
+import { serveModel, type ServedEngine } from '../assembly/run.ts';
+import { restoreFromLog } from '../training/loop/index.ts';
+import { getJson, putJson } from '../training/loop/index.ts';
+import { applyLogEntry, logEntryFor } from '../training/loop/index.ts';
+import type { TlsIdentity } from '../serving/tls-identity.ts';
+import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 
 export interface ReplicaOptions {
   store: ObjectStore;
@@ -36,7 +36,7 @@ export interface ReplicaOptions {
 export interface RunningReplica {
   id: string;
   baseUrl: string;
-  served: ServedModel;
+  served: ServedEngine;
   /** Resolves once the run's last update is applied and reported (or after stop()); rejects on an error. */
   done: Promise<{ iterations: number; thetaHash: string }>;
   /** Stops following the run and closes the server at once, mid-iteration or not. */

@@ -1,12 +1,12 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../../cli/argv/args.ts';
-import { modelFlags } from '../../cli/argv/model-flags.ts';
+import { stringFlags } from '../../argv/args.ts';
+import { modelFlags } from '../../argv/model-flags.ts';
 
 export const command = benchCommand({
   name: 'bench full',
   usage: 'esopt bench full [--model small|NAME|DIR] [--batches 1,8] [--episode-tokens 256] [--prompt-tokens 64] [--new-tokens 64] [--sigma 0.001] [--cycles 1000] [--drift-model tiny|NAME|DIR] [--repeats 3] [--threads N] [--switch-threads N] [--provider cpu|cuda|webgpu] [--json]',
   flags: { ...modelFlags, ...stringFlags('threads', 'batches', 'episode-tokens', 'prompt-tokens', 'new-tokens', 'sigma', 'cycles', 'drift-model', 'repeats', 'switch-threads') },
-  load: () => import('./full.ts'),
+  load: () => import('../../../studies/bench/full.ts'),
   indent: true,
   text: (out) =>
     [

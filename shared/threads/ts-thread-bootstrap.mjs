@@ -1,4 +1,4 @@
-// Entry of every TypeScript worker thread: Node 20 does not apply `--import tsx` to a worker's own entry,
+// Entry of every TypeScript thread: Node 20 does not apply `--import tsx` to a thread's own entry,
 // so this plain-JS file registers tsx first and then loads the real (TypeScript) entry.
 import { workerData } from 'node:worker_threads';
 import { register } from 'tsx/esm/api';

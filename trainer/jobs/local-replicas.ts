@@ -4,7 +4,7 @@
  * update is applied; close() ends any still running (a run that failed).
  */
 import type { ChildProcess } from 'node:child_process';
-import { spawnEsopt } from '../../assembly/esopt-process.ts';
+import { spawnEsopt } from '../assembly/esopt-process.ts';
 
 export interface LocalReplicas {
   ids: string[];

@@ -1,11 +1,11 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../../cli/argv/args.ts';
+import { stringFlags } from '../../argv/args.ts';
 
 export const command = benchCommand({
   name: 'bench replicas',
   usage: 'esopt bench replicas [--model DIR|small|tiny] [--mode full|lowrank] [--episodes 48] [--concurrency 8] [--rounds 3] [--json]',
   flags: stringFlags('model', 'mode', 'episodes', 'concurrency', 'rounds'),
-  load: () => import('./replicas.ts'),
+  load: () => import('../../../studies/bench/replicas.ts'),
   text: (result) =>
     [
       `episodes/s, 1 replica:  ${result.episodes_per_s_1.toFixed(2)}`,

@@ -7,7 +7,7 @@ import { parentPort } from 'node:worker_threads';
 import { runJob, transferList, type PerturbationJob, type PerturbationReply } from './perturbation-job.ts';
 
 const port = parentPort;
-if (!port) throw new Error('perturbation-worker must run as a worker thread');
+if (!port) throw new Error('perturbation-thread must run as a thread');
 
 port.on('message', (job: PerturbationJob) => {
   let reply: PerturbationReply;

@@ -1,12 +1,12 @@
 import { benchCommand } from './bench-command.ts';
-import { stringFlags } from '../../cli/argv/args.ts';
+import { stringFlags } from '../../argv/args.ts';
 
 export const command = benchCommand({
   name: 'bench memory',
   usage: 'esopt bench memory [--mode full|lowrank] [--model small|NAME|DIR] [--population 8] [--batch 4] [--prompt-tokens 32] [--new-tokens 32] [--iterations 3] [--switch-threads N] [--full-weights inputs|rebuild-session] [--vs generate|grpo [--grpo-state float64|float32] [--grpo-kl β]] [--json]',
   flags: stringFlags('model', 'mode', 'population', 'batch', 'prompt-tokens', 'new-tokens', 'iterations', 'switch-threads', 'full-weights', 'vs', 'grpo-state', 'grpo-kl'),
   rename: { 'full-weights': 'fullModeWeights' },
-  load: () => import('./memory.ts'),
+  load: () => import('../../../studies/bench/memory.ts'),
   indent: true,
   text: (out) =>
     'grpo_over_es' in out
