@@ -7,7 +7,7 @@
 import * as ort from 'onnxruntime-node';
 import { ask } from '../shared/es.ts';
 import { modelSpecFlag } from '../trainer/cli/argv/model-flags.ts';
-import { createOnnxEngine } from '../trainer/assembly/engine.ts';
+import { openEngineOn } from '../trainer/assembly/engine.ts';
 import { openModel } from '../trainer/engine/model/open-model.ts';
 import { GraphBuilder } from '../trainer/engine/onnx/graph-builder.ts';
 import { DataType, encodeModel } from '../trainer/engine/onnx/proto.ts';
@@ -24,7 +24,7 @@ const members = ask({ population: 4, antithetic: true });
 const rows = [];
 for (const size of sizes.map(Number)) {
   const spec = modelSpecFlag(name, 0);
-  const engine = await createOnnxEngine(openModel(spec), { model: spec, executionProvider: 'webgpu', mode: 'full', noise: 'esopt-device-noise', prefixCacheBytes: 0, deviceGroupElements: size });
+  const engine = await openEngineOn(openModel(spec), { model: spec, executionProvider: 'webgpu', mode: 'full', noise: 'esopt-device-noise', prefixCacheBytes: 0, deviceGroupElements: size });
   try {
     engine.setPopulation({ runSeed: 1, iteration: 0, sigma: 0.01, rank: 1, noise: 'esopt-device-noise', members });
     const once = (m: number) => engine.deviceMembers!.withMember(members[m % 4], async (feeds) => {

@@ -13,7 +13,7 @@ import { FsObjectStore } from '../shared/store/fs.ts';
 import { ExportFormat } from '../shared/schemas/index.ts';
 import { exportModel } from '../trainer/training/export/export-model.ts';
 import { thetaAtIteration } from '../trainer/training/export/theta-at-iteration.ts';
-import { createOnnxEngine } from '../trainer/assembly/engine.ts';
+import { openEngineOn } from '../trainer/assembly/engine.ts';
 
 const { values } = parseArgs({ options: { store: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, format: { type: 'string', default: 'safetensors' }, iteration: { type: 'string' }, prompts: { type: 'string' } } });
 if (!values.store || !values.run || !values.out || !values.prompts) throw new Error('usage: --store DIR --run RUN --out DIR --prompts greedy.json [--format F] [--iteration K]');
@@ -22,7 +22,7 @@ const iteration = values.iteration === undefined ? undefined : Number(values.ite
 const summary = await exportModel({ store, run: values.run, iteration, out: values.out, format: ExportFormat.parse(values.format), onProgress: (m) => process.stderr.write(`${m}\n`) });
 const fixture = JSON.parse(readFileSync(values.prompts, 'utf8')) as { new_tokens: number; runs: Array<{ prompt: number[] }> };
 const theta = await thetaAtIteration(store, values.run, summary.iteration);
-const engine = await createOnnxEngine(theta.model, { model: await resolveModelSpec(theta.config.model, store), mode: theta.config.mode });
+const engine = await openEngineOn(theta.model, { model: await resolveModelSpec(theta.config.model, store), mode: theta.config.mode });
 try {
   const out = await engine.generate(fixture.runs.map((r) => ({ promptIds: r.prompt, member: { kind: 'base' }, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, maxNewTokens: fixture.new_tokens, stop: [], ignoreEos: true })));
   const greedy = { run: summary.run, iteration: summary.iteration, thetaHash: summary.thetaHash, mode: summary.mode, runs: fixture.runs.map((r, i) => ({ prompt: r.prompt, greedy: out[i].tokenIds })) };

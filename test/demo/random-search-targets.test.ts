@@ -5,8 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { embeddedTarget } from '../../trainer/assembly/wirings.ts';
-import { serveModel } from '../../trainer/assembly/run.ts';
+import { openStudyRun } from '../../trainer/assembly/run.ts';
 import { randomSearch } from '../../trainer/studies/demo/random-search.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-rs-targets-'));
@@ -27,16 +26,14 @@ async function searchWith(targets: unknown) {
   });
   const environment = await loadEnvironment('sudoku');
   const options = environment.optionsSchema.parse(config.environment.options);
-  const served = await serveModel(config);
-  const target = embeddedTarget(join(root, String(Math.random())), config);
-  target.useEngine?.(served.engine);
+  const served = await openStudyRun(config, join(root, String(Math.random())));
   try {
     const before = served.engine.segments().map((s) => ({ name: s.name, hash: hashTheta([s]) }));
     const rs = await randomSearch({
       run: 'rs',
       config,
-      store: target.store,
-      fanout: target.fanout,
+      store: served.site.store,
+      fanout: served.site.fanout,
       engine: served.engine,
       population: served.server.service,
       policy: { baseUrl: `${served.server.url}/v1` },
@@ -46,7 +43,6 @@ async function searchWith(targets: unknown) {
     const after = served.engine.segments().map((s) => ({ name: s.name, hash: hashTheta([s]) }));
     return { rs, changed: after.filter((s, i) => s.hash !== before[i].hash).map((s) => s.name) };
   } finally {
-    await target.close();
     await served.close();
   }
 }

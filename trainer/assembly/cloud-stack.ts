@@ -6,10 +6,11 @@
  */
 import { z } from 'zod';
 import { DEFAULT_AWS_REGION } from '../../shared/store/aws-region.ts';
-import { S3ObjectStore } from '../../shared/store/s3.ts';
+import type { S3ObjectStore } from '../../shared/store/s3.ts';
 import type { Site } from './site.ts';
-import { LambdaFanout } from '../fanout/lambda.ts';
-import { RecordAwaitingFanout } from '../fanout/record-awaiting.ts';
+import type { LambdaFanout } from '../fanout/lambda.ts';
+import { awaitingRecords, lambdaFanout } from './fanouts.ts';
+import { bucketStore } from './stores.ts';
 
 export const CloudStack = z
   .object({
@@ -56,7 +57,7 @@ export function cloudStackFromEnv(env: Record<string, string | undefined>): Clou
   const r = CloudEnv.safeParse(present);
   if (!r.success) {
     const problems = r.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
-    throw new Error(`the cloud target is incomplete: ${problems} (ESOPT_BUCKET and ESOPT_EPISODE_FUNCTION are \`sst deploy\`'s outputs bucket and episodeFunction)`);
+    throw new Error(`the cloud stack is incomplete: ${problems} (ESOPT_BUCKET and ESOPT_EPISODE_FUNCTION are \`sst deploy\`'s outputs bucket and episodeFunction)`);
   }
   const e = r.data;
   return CloudStack.parse({
@@ -82,40 +83,40 @@ export function bucketStoreFromEnv(env: Record<string, string | undefined>): { s
   const e = r.data;
   const endpoint = e.AWS_ENDPOINT_URL_S3 ?? e.AWS_ENDPOINT_URL;
   const forcePathStyle = e.ESOPT_S3_FORCE_PATH_STYLE === undefined ? endpoint !== undefined : e.ESOPT_S3_FORCE_PATH_STYLE === 'true';
-  return { store: new S3ObjectStore({ bucket: e.ESOPT_BUCKET, region: e.AWS_REGION ?? e.ESOPT_AWS_REGION ?? DEFAULT_AWS_REGION, endpoint, forcePathStyle }), bucket: e.ESOPT_BUCKET };
+  return { store: bucketStore({ bucket: e.ESOPT_BUCKET, region: e.AWS_REGION ?? e.ESOPT_AWS_REGION ?? DEFAULT_AWS_REGION, endpoint, forcePathStyle }), bucket: e.ESOPT_BUCKET };
 }
 
 /** The stack's bucket; credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
-export function openCloudStore(target: CloudStack): S3ObjectStore {
-  return new S3ObjectStore({ bucket: target.bucket, region: target.region, endpoint: target.s3Endpoint, forcePathStyle: target.forcePathStyle ?? target.s3Endpoint !== undefined });
+export function openCloudStore(stack: CloudStack): S3ObjectStore {
+  return bucketStore({ bucket: stack.bucket, region: stack.region, endpoint: stack.s3Endpoint, forcePathStyle: stack.forcePathStyle ?? stack.s3Endpoint !== undefined });
 }
 
 /** Credentials come from the SDK's default provider chain (instance role, AWS_ACCESS_KEY_ID, profiles). */
-export function openCloudStack(target: CloudStack): { store: S3ObjectStore; fanout: LambdaFanout } {
+export function openCloudStack(stack: CloudStack): { store: S3ObjectStore; fanout: LambdaFanout } {
   return {
-    store: openCloudStore(target),
-    fanout: new LambdaFanout({
-      functionName: target.episodeFunction,
-      region: target.region,
-      endpoint: target.lambdaEndpoint,
-      invocationType: target.invocationType,
-      episodesPerInvocation: target.episodesPerInvocation,
+    store: openCloudStore(stack),
+    fanout: lambdaFanout({
+      functionName: stack.episodeFunction,
+      region: stack.region,
+      endpoint: stack.lambdaEndpoint,
+      invocationType: stack.invocationType,
+      episodesPerInvocation: stack.episodesPerInvocation,
     }),
   };
 }
 
 /**
- * The stack as a run target. `publicUrl` is the inference server's address as the Episode function
+ * The stack as a run stack. `publicUrl` is the inference server's address as the Episode function
  * reaches it, with or without the `/v1` the stack's `trainerUrl` output ends in; the function holds the
  * bearer token in ESOPT_TRAINER_TOKEN.
  */
-export function cloudSite(target: CloudStack, publicUrl: string): Site {
-  const { store, fanout } = openCloudStack(target);
+export function cloudSite(stack: CloudStack, publicUrl: string): Site {
+  const { store, fanout } = openCloudStack(stack);
   return {
     store,
     // The loop takes a settled dispatch to mean every record is in; an Event invoke settles at the queue.
-    fanout: target.invocationType === 'Event' ? new RecordAwaitingFanout(fanout, store) : fanout,
-    locate: (key) => `s3://${target.bucket}/${key}`,
+    fanout: stack.invocationType === 'Event' ? awaitingRecords(fanout, store) : fanout,
+    locate: (key) => `s3://${stack.bucket}/${key}`,
     policyEndpoint: { baseUrl: `${publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`, tokenEnv: 'ESOPT_TRAINER_TOKEN' },
     async close() {
       await fanout.close();

@@ -1,9 +1,9 @@
 /**
  * The run wiring `esopt train` (and `start`, the local API, the demo) uses: the engine and its inference
- * server, a {store, fanout} target (assembly/site.ts), the ES loop, then the report and the curve written
- * next to the run's records. The embedded default target is everything in one process tree on this
+ * server, a {store, fanout} site (assembly/site.ts), the ES loop, then the report and the curve written
+ * next to the run's records. The embedded default site is everything in one process tree on this
  * machine: a filesystem store under the store root and the local worker pool running the Episode
- * function against the server on a loopback port. A cloud target (an S3 bucket and the Episode Lambda)
+ * function against the server on a loopback port. A cloud site (an S3 bucket and the Episode Lambda)
  * goes through exactly the same wiring.
  */
 import { noiseField } from '../../shared/noise-definition.ts';
@@ -11,7 +11,8 @@ import { keys } from '../../shared/keys.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localSite } from './local-site.ts';
-import { createEngine } from './engine.ts';
+import { embeddedWiring } from './wirings.ts';
+import { openEngine } from './engine.ts';
 import { resolveModelSpec } from '../training/model-store/resolve-model.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { Engine } from '../engine/engine.ts';
@@ -46,10 +47,10 @@ interface RunOptionsCommon {
 }
 
 /**
- * Either `storeRoot` (the embedded default target over that directory) or a `target` the run takes
+ * Either `storeRoot` (the embedded default site over that directory) or a `site` the run takes
  * over: it is warmed before the first iteration and closed when the run ends.
  */
-export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; target?: never } | { target: Site; storeRoot?: never });
+export type EmbeddedRunOptions = RunOptionsCommon & ({ storeRoot: string; site?: never } | { site: Site; storeRoot?: never });
 
 export interface EmbeddedRunResult {
   report: TrainingReport;
@@ -69,7 +70,7 @@ export interface ServedEngine {
 export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedEngine> {
   const model = await resolveModelSpec(config.model, o.models);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await createEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  const engine = await openEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
   try {
     const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
     return {
@@ -88,8 +89,8 @@ export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 't
 
 export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {
   const { config, run } = o;
-  const target = o.target ?? localSite(o.storeRoot, { workers: config.workers, token: o.token, localEpisodes: config.localEpisodes });
-  const { store, fanout } = target;
+  const site = o.site ?? localSite(o.storeRoot, config, o.token);
+  const { store, fanout } = site;
   let served: ServedEngine | undefined;
   let lease: HeldLease | undefined;
   try {
@@ -98,10 +99,10 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     const environment = await loadEnvironment(config.environment.name);
     served = await serveModel(config, { ...o, models: store });
     const { engine, server } = served;
-    const endpoint = target.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
-    target.useEngine?.(engine);
+    const endpoint = site.policyEndpoint ?? { baseUrl: `${server.url}/v1`, ...(o.token ? { tokenEnv: 'ESOPT_TOKEN' } : {}) };
+    site.useEngine?.(engine);
     // Workers take a moment to load; start them before the clock of the first iteration runs.
-    await target.warm?.();
+    await site.warm?.();
     if (o.replicas && config.policy !== 'model') throw new Error(`replicas serve the model's members; this run's policy is ${config.policy}`);
     const replicas = o.replicas
       ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, expected: o.replicas.expected, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost, lease })
@@ -123,7 +124,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
       onEvaluation: (e) => o.progress.evaluation(e),
     });
     o.progress.stop();
-    const files = { report: target.locate(keys.report(run)), curve: target.locate(keys.curve(run)) };
+    const files = { report: site.locate(keys.report(run)), curve: site.locate(keys.curve(run)) };
     const report = buildReport(config, result, files);
     await store.put(keys.curve(run), renderCurveSvg(`esopt run ${run}: ${config.environment.name}`, result.rows, result.evaluations), { contentType: 'image/svg+xml' });
     await store.put(keys.report(run), JSON.stringify(report, null, 2), { contentType: 'application/json' });
@@ -131,7 +132,36 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
   } finally {
     o.progress.stop();
     await lease?.release();
-    await target.close();
+    await site.close();
     await served?.close();
+  }
+}
+
+/** What a study's other method (random search, GRPO) plays its episodes with: the parts `runEmbedded` uses. */
+export interface StudyRun extends ServedEngine {
+  site: Site;
+}
+
+/**
+ * The run's model served as `runEmbedded` serves it and the local site over `storeRoot` (the embedded
+ * wiring's), the engine handed to the site; close() releases both. A study compares ES with another method
+ * on exactly the parts an ES run of the same config gets.
+ */
+export async function openStudyRun(config: RunConfig, storeRoot: string): Promise<StudyRun> {
+  const served = await serveModel(config);
+  try {
+    const { site } = await embeddedWiring(storeRoot, undefined).open(config);
+    site.useEngine?.(served.engine);
+    return {
+      ...served,
+      site,
+      async close() {
+        await site.close();
+        await served.close();
+      },
+    };
+  } catch (err) {
+    await served.close();
+    throw err;
   }
 }

@@ -11,19 +11,19 @@
  */
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { RunConfig } from '../../shared/schemas/index.ts';
-import { FsObjectStore } from '../../shared/store/fs.ts';
 import { cloudSite, type CloudStack } from './cloud-stack.ts';
 import { localSite } from './local-site.ts';
 import type { Site } from './site.ts';
+import { storeAt } from './stores.ts';
 import { createTlsIdentity, publishCertificate, type TlsIdentity } from '../serving/tls-identity.ts';
 
-/** A run's store and target before its config is known (a resume reads the config from the store). */
+/** A run's store and site before its config is known (a resume reads the config from the store). */
 export interface RunWiring {
   store: ObjectStore;
   /** Where the records are, for people: the directory or the bucket. */
   where: string;
-  /** The run's target and how its inference server listens (tls: over HTTPS with that identity). */
-  open(config: RunConfig): Promise<{ target: Site; tls?: TlsIdentity }>;
+  /** The run's site and how its inference server listens (tls: over HTTPS with that identity). */
+  open(config: RunConfig): Promise<{ site: Site; tls?: TlsIdentity }>;
   /** Release what the wiring holds when the run never starts. */
   abandon(): Promise<void>;
 }
@@ -33,17 +33,9 @@ export async function tlsFor(publicUrl: string): Promise<TlsIdentity | undefined
   return publicUrl.startsWith('https:') ? createTlsIdentity([new URL(publicUrl).hostname.replace(/^\[|\]$/g, '')]) : undefined;
 }
 
-/** The embedded target of a run: the store under `storeRoot` and the local pool sized by its config (the server's token passed on). */
-export function embeddedTarget(storeRoot: string, config: Pick<RunConfig, 'workers' | 'localEpisodes'>, token?: string): Site {
-  return localSite(storeRoot, { workers: config.workers, token, localEpisodes: config.localEpisodes });
-}
-
-/** The cloud target of a run: the stack's bucket and Episode function, which reaches the server at `publicUrl`. */
-export const cloudTarget = (cloud: CloudStack, publicUrl: string): Site => cloudSite(cloud, publicUrl);
-
 /** Embedded: the store under `storeRoot`; the local pool, sized by the run's config, gets the server's token. */
 export function embeddedWiring(storeRoot: string, token: string | undefined): RunWiring {
-  return { store: new FsObjectStore(storeRoot), where: storeRoot, open: async (config) => ({ target: embeddedTarget(storeRoot, config, token) }), abandon: async () => {} };
+  return { store: storeAt(storeRoot), where: storeRoot, open: async (config) => ({ site: localSite(storeRoot, config, token) }), abandon: async () => {} };
 }
 
 /**
@@ -51,15 +43,15 @@ export function embeddedWiring(storeRoot: string, token: string | undefined): Ru
  * bearer token it holds. Over https the certificate is published in the bucket before the run, for the pin.
  */
 export function cloudWiring(cloud: CloudStack, publicUrl: string): RunWiring {
-  const target = cloudSite(cloud, publicUrl);
+  const site = cloudSite(cloud, publicUrl);
   return {
-    store: target.store,
+    store: site.store,
     where: `s3://${cloud.bucket}`,
     async open() {
       const tls = await tlsFor(publicUrl);
-      if (tls) await publishCertificate(target.store, tls);
-      return { target, tls };
+      if (tls) await publishCertificate(site.store, tls);
+      return { site, tls };
     },
-    abandon: () => target.close(),
+    abandon: () => site.close(),
   };
 }

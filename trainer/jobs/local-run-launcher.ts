@@ -1,7 +1,7 @@
 /**
  * The RunLauncher that trains in this process: starts `runEmbedded` (the same wiring `esopt train`
- * uses: engine, inference server, a {store, fanout} target, ES loop) for a run the API put in the store.
- * The local API gives it the embedded target over its store directory; the trainer box's poller
+ * uses: engine, inference server, a {store, fanout} site, ES loop) for a run the API put in the store.
+ * The local API gives it the local site over its store directory; the trainer box's poller
  * (cloud/box/trainer-box.ts) gives it the stack's S3 bucket and Episode function.
  *
  * Stop: the loop calls its progress hook right after an iteration's metrics row is written; when a stop
@@ -18,7 +18,7 @@ import { keys } from '../../shared/keys.ts';
 import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
-import { embeddedTarget } from '../assembly/wirings.ts';
+import { localSite } from '../assembly/local-site.ts';
 import { runEmbedded } from '../assembly/run.ts';
 import type { Site } from '../assembly/site.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
@@ -47,10 +47,10 @@ interface LauncherOptionsCommon {
 }
 
 /**
- * `storeRoot`: the embedded target over that directory (the same one `store` is opened on), its
- * workers given the run's token. `target`: a fresh Site for each run, over the same store.
+ * `storeRoot`: the local site over that directory (the same one `store` is opened on), its
+ * workers given the run's token. `site`: a fresh Site for each run, over the same store.
  */
-export type LocalRunLauncherOptions = LauncherOptionsCommon & ({ storeRoot: string; target?: never } | { target: (config: RunConfig) => Site; storeRoot?: never });
+export type LocalRunLauncherOptions = LauncherOptionsCommon & ({ storeRoot: string; site?: never } | { site: (config: RunConfig) => Site; storeRoot?: never });
 
 const FINAL = new Set<RunStatus['state']>(['finished', 'stopped', 'failed']);
 
@@ -98,11 +98,11 @@ export class LocalRunLauncher implements RunLauncher {
     }, this.o.stopPollMs ?? 1000);
     // A per-run token keeps the loopback inference server closed to anything but this run's workers.
     const token = this.o.token ?? randomBytes(24).toString('hex');
-    const target = this.o.target ? this.o.target(config) : embeddedTarget(this.o.storeRoot, config, token);
+    const site = this.o.site ? this.o.site(config) : localSite(this.o.storeRoot, config, token);
     const job = runEmbedded({
       config,
       run,
-      target,
+      site,
       token,
       server: this.o.server,
       executionProvider: this.o.executionProvider,

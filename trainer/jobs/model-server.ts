@@ -10,7 +10,7 @@ import type { ModelToServe, ModelServer, ServedModel } from '../../shared/ports/
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { loadLatestCheckpoint } from '../training/loop/index.ts';
 import { readRunConfig } from '../training/loop/index.ts';
-import { createEngine } from '../assembly/engine.ts';
+import { openEngine } from '../assembly/engine.ts';
 import { resolveModelSpec } from '../training/model-store/resolve-model.ts';
 import { startInferenceServer } from '../serving/server.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
@@ -55,7 +55,7 @@ export class EngineModelServer implements ModelServer {
     // Only θ itself is served here, never a member, so full mode's weights are a prepacked session
     // (rebuild-session, which never rebuilds without members): decoding at initializer speed, and on CUDA
     // θ stays on the device instead of being copied there on every run, for a prepacked copy of θ.
-    const engine = await createEngine({ model: await resolveModelSpec(spec, this.store), mode, lora, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
+    const engine = await openEngine({ model: await resolveModelSpec(spec, this.store), mode, lora, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
     let iteration = 0;
     try {
       if (model.kind === 'checkpoint') {

@@ -11,7 +11,7 @@ import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-c
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
 import { CloudStack } from '../../assembly/cloud-stack.ts';
-import { cloudTarget } from '../../assembly/wirings.ts';
+import { cloudSite } from '../../assembly/cloud-stack.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
 import { getJson, putJson } from '../../training/loop/index.ts';
@@ -73,11 +73,11 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
     await putJson(cloud.store, keys.activeRun(), { run, startedAt: now } satisfies ActiveRun);
     for (const f of followers) f.start();
     o.log(`training ${o.iterations} iterations of ${o.population} members over ${o.replicas} boxes …`);
-    const target = cloudTarget(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
+    const site = cloudSite(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
     const { result } = await runEmbedded({
       config,
       run,
-      target,
+      site,
       token,
       server: { host: '127.0.0.1', port: coordinator.port, tls: coordinator.identity },
       progress: silentProgress,

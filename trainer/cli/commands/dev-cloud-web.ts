@@ -10,7 +10,7 @@ import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-c
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudStack } from '../../assembly/cloud-stack.ts';
-import { cloudTarget } from '../../assembly/wirings.ts';
+import { cloudSite } from '../../assembly/cloud-stack.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
@@ -47,7 +47,7 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
   try {
     await publishCertificate(cloud.store, identity);
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; trainer at ${publicUrl} (TLS, certificate ${identity.sha256.slice(0, 23)}… published)`);
-    const target = cloudTarget(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
+    const site = cloudSite(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
     const run = `dev-cloud-web-${o.seed}`;
     const config = RunConfig.parse({
       environment: { name: 'web', options: { backend: 'chromium', actionTimeoutMs: 5_000, episodeTimeoutMs: 60_000 } },
@@ -61,7 +61,7 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
       seed: o.seed,
     });
     o.log(`training 1 iteration: ${o.population} members × ${o.tasks} web tasks, episodes on the Episode handler in the Lambda Chromium …`);
-    await runEmbedded({ config, run, target, server: { host: '127.0.0.1', port, tls: identity }, progress: silentProgress, token });
+    await runEmbedded({ config, run, site, server: { host: '127.0.0.1', port, tls: identity }, progress: silentProgress, token });
     const read = async (key: string) => JSON.parse(new TextDecoder().decode((await cloud.store.get(key))!)) as unknown;
     const rewardKeys = (await cloud.store.list(`${keys.run(run)}iterations/`)).filter((k) => k.includes('/rewards/'));
     const records = await Promise.all(rewardKeys.map(async (k) => RewardRecord.parse(await read(k))));

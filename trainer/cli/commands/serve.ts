@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FullModeWeights } from '../../../shared/schemas/index.ts';
-import { createEngine } from '../../assembly/engine.ts';
+import { openEngine } from '../../assembly/engine.ts';
 import { startInferenceServer } from '../../serving/server.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import { modelSpecFlag } from '../argv/model-flags.ts';
@@ -26,7 +26,7 @@ export const command: Command = {
     const host = flag(p.values, 'host', z.union([z.ipv4(), z.ipv6(), z.literal('localhost')]));
     const mode = flag(p.values, 'mode', z.enum(['full', 'lowrank']));
     const fullModeWeights = flag(p.values, 'full-weights', FullModeWeights);
-    const engine = await createEngine({ model, mode, fullModeWeights });
+    const engine = await openEngine({ model, mode, fullModeWeights });
     const token = process.env.ESOPT_TOKEN || undefined;
     const server = await startInferenceServer(engine, { host, port, token });
     const info = { url: server.url, openaiBaseUrl: `${server.url}/v1`, mode, model, auth: token ? 'bearer (ESOPT_TOKEN)' : 'none' };

@@ -39,7 +39,7 @@ function defaultRunId(config: RunConfig): string {
 
 /**
  * The embedded default over --store, or with --cloud the deployed stack the environment names
- * (cloud-target.ts), whose Episode function reaches the inference server at --public-url with the bearer
+ * (cloud-site.ts), whose Episode function reaches the inference server at --public-url with the bearer
  * token ESOPT_TOKEN. Every missing piece is a UsageError naming the flag or variable.
  */
 function chooseWiring(p: ReturnType<typeof parseFlags>, token: string | undefined): RunWiring {
@@ -118,14 +118,14 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
   let report;
   try {
     // An https --public-url (the stack's trainerUrl) means TLS, as on the trainer box (assembly/wirings.ts).
-    const { target, tls } = await choice.open(config).catch(async (err: unknown) => {
+    const { site, tls } = await choice.open(config).catch(async (err: unknown) => {
       await choice.abandon();
       throw err;
     });
     ({ report } = await runEmbedded({
       config,
       run,
-      target,
+      site,
       server: { host, port, tls },
       progress: p.json ? silentProgress : progressBar(config.iterations),
       token,

@@ -3,7 +3,7 @@
  * evaluation's request, and a QueuedWork entry under `queue/`), and this poller lists that prefix,
  * claims each entry exactly once and runs it here, through the stack's S3 bucket and Episode function:
  *
- *   - a run with the in-process RunLauncher (LocalRunLauncher over the cloud run target), which writes
+ *   - a run with the in-process RunLauncher (LocalRunLauncher over the cloud site), which writes
  *     the status, metrics and checkpoints where the API's readers look and honours the run's stop.json
  *     after the iteration in flight;
  *   - an evaluation with the same runner the local API uses (trainer/jobs/evaluation-runner.ts),
@@ -40,7 +40,7 @@ import { ArtifactPointer, EvaluationStatus, MetricsRow, QueuedWork, RunStatus, W
 import { runEvaluation, type EvaluationRunnerDeps } from '../../jobs/evaluation-runner.ts';
 import { readJson, writeJson } from '../../../functions/http-api/store-json.ts';
 import { openCloudStore, type CloudStack } from '../../assembly/cloud-stack.ts';
-import { cloudTarget } from '../../assembly/wirings.ts';
+import { cloudSite } from '../../assembly/cloud-stack.ts';
 import { publishCertificate, type TlsIdentity } from '../../serving/tls-identity.ts';
 import { idleStopDue } from './idle-stop.ts';
 import { EngineModelServer } from '../../jobs/model-server.ts';
@@ -197,7 +197,7 @@ export class TrainerBox {
         log: this.log,
         token: inner.token,
         server,
-        target: () => cloudTarget(o.cloud, o.publicUrl),
+        site: () => cloudSite(o.cloud, o.publicUrl),
         stopPollMs: o.stopPollMs,
         pollMs: o.trainingPollMs,
         executionProvider: o.executionProvider,
@@ -214,8 +214,8 @@ export class TrainerBox {
         }),
         // The Episode function has its own environment: nothing can be handed to it per evaluation.
         fanoutFor: (): Fanout => {
-          const target = cloudTarget(o.cloud, o.publicUrl);
-          return { dispatch: (requests, options) => target.fanout.dispatch(requests, options), close: () => target.close() };
+          const site = cloudSite(o.cloud, o.publicUrl);
+          return { dispatch: (requests, options) => site.fanout.dispatch(requests, options), close: () => site.close() };
         },
       };
     })().catch((err: unknown) => {

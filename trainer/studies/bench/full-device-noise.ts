@@ -9,7 +9,7 @@
 import * as ort from 'onnxruntime-node';
 import { ask } from '../../../shared/es.ts';
 import type { LocalModelSpec } from '../../../shared/schemas/index.ts';
-import { createOnnxEngine } from '../../assembly/engine.ts';
+import { openEngineOn } from '../../assembly/engine.ts';
 import type { GenerateRow } from '../../engine/engine.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { GraphBuilder } from '../../engine/onnx/graph-builder.ts';
@@ -54,7 +54,7 @@ function rows(batch: number, promptTokens: number, newTokens: number, member: bo
   }));
 }
 
-type Engine = Awaited<ReturnType<typeof createOnnxEngine>>;
+type Engine = Awaited<ReturnType<typeof openEngineOn>>;
 
 /** A member switch on `engine`'s device route, waited for by `sync`; its graph runs and nodes a switch so far. */
 function switcher(engine: Engine, sync: ort.InferenceSession, members: ReturnType<typeof ask>) {
@@ -74,11 +74,11 @@ function switcher(engine: Engine, sync: ort.InferenceSession, members: ReturnTyp
 
 export async function measureDeviceNoiseFull(o: { model: LocalModelSpec; batches: number[]; promptTokens: number; newTokens: number; episodeTokens: number; repeats: number; sigma: number; threads?: number }, log: Log): Promise<DeviceNoiseFull> {
   const options = { model: o.model, executionProvider: 'webgpu' as const, mode: 'full' as const, noise: 'esopt-device-noise' as const, prefixCacheBytes: 0, ...(o.threads ? { threads: o.threads } : {}) };
-  const engine = await createOnnxEngine(openModel(o.model), options);
+  const engine = await openEngineOn(openModel(o.model), options);
   let perPieceEngine: Engine | null = null;
   const sync = await ort.InferenceSession.create(syncGraph(), { executionProviders: ['webgpu'] });
   try {
-    perPieceEngine = await createOnnxEngine(openModel(o.model), { ...options, deviceGroupElements: 1 });
+    perPieceEngine = await openEngineOn(openModel(o.model), { ...options, deviceGroupElements: 1 });
     const members = ask({ population: 4, antithetic: true });
     const population = { runSeed: 1, iteration: 0, sigma: o.sigma, rank: 1, noise: 'esopt-device-noise' as const, members };
     engine.setPopulation(population);

@@ -15,7 +15,7 @@ import { memberAdapters } from '../../../shared/lora-members.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { Engine, GenerateRow, MemberSelector } from '../../engine/engine.ts';
 import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
-import { createOnnxEngine } from '../../assembly/engine.ts';
+import { openEngineOn } from '../../assembly/engine.ts';
 import { loraMatrices } from '../../engine/model/lora-matrices.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { createSession } from '../../engine/model/sessions.ts';
@@ -112,7 +112,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
 
   // --- full mode: θ as inputs ---
   log(`full mode: a switch (perturb + restore of ${parameters} parameters, one thread), an episode, ${o.population} members' rows`);
-  const full = await createOnnxEngine(openModel(spec), { model: spec, mode: 'full', maxBatch: o.population, switchThreads: 1, prefixCacheBytes: 0, ...sessionOptions });
+  const full = await openEngineOn(openModel(spec), { model: spec, mode: 'full', maxBatch: o.population, switchThreads: 1, prefixCacheBytes: 0, ...sessionOptions });
   let fullFigures;
   try {
     const switches: number[] = [];
@@ -131,7 +131,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const keep = new Set(targets.map((t) => t.weight));
   const { groups } = lowRankRewrite(model.graph, model.weights, model.dir, (w) => keep.has(w));
   log(`lora mode: rank ${lora.rank} on ${layout.slots.length} matrices (${layout.length} adapter parameters), a switch (a member's adapters and factor inputs), an episode, ${o.population} members' rows`);
-  const adapted = await createOnnxEngine(model, { model: spec, mode: 'lora', lora: { ...lora, seed: 0 }, maxBatch: o.population, prefixCacheBytes: 0, ...sessionOptions });
+  const adapted = await openEngineOn(model, { model: spec, mode: 'lora', lora: { ...lora, seed: 0 }, maxBatch: o.population, prefixCacheBytes: 0, ...sessionOptions });
   let loraFigures;
   try {
     const theta = new Float32Array(layout.length);

@@ -15,7 +15,7 @@ import { ask, tell } from '../../../shared/es.ts';
 import { FullModeWeights } from '../../../shared/schemas/index.ts';
 import { LoraOptions } from '../../../shared/lora.ts';
 import type { GenerateRow, MemberSelector } from '../../engine/engine.ts';
-import { createEngine } from '../../assembly/engine.ts';
+import { openEngine } from '../../assembly/engine.ts';
 import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
@@ -44,7 +44,7 @@ const Options = z.object({
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
 if ((o.mode === 'lora') !== (o.lora !== undefined)) throw new Error('memory probe: lora options go with mode lora, and only with it');
-const engine = await createEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights, ...(o.lora ? { lora: { ...o.lora, seed: 0 } } : {}) });
+const engine = await openEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights, ...(o.lora ? { lora: { ...o.lora, seed: 0 } } : {}) });
 const prompt = (b: number) => Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256);
 // Each member's rows sample their own stream: GRPO's rollouts of a prompt must differ, or their ±1
 // advantages cancel when identical sequences merge and the step differentiates nothing.

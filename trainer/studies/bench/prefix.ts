@@ -12,7 +12,7 @@ import { sudoku } from '../../../environments/sudoku/definition.ts';
 import { SudokuOptions } from '../../../environments/sudoku/task.ts';
 import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
 import type { Engine } from '../../engine/engine.ts';
-import { createEngine } from '../../assembly/engine.ts';
+import { openEngine } from '../../assembly/engine.ts';
 import { ModelPolicy } from '../../engine/model/model-policy.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';
@@ -67,8 +67,8 @@ export async function run(o: Options, log: Log) {
   const spec = modelSpecFlag(o.model, 0);
   const population = { runSeed: 1, iteration: 0, sigma: 0.01, rank: 1, members: ask({ population: 2 * (o.repeats + 1), antithetic: true }) };
   const made = { executionProvider: o.provider, threads: o.threads, contextPolicy: 'error' as const };
-  const cached = await createEngine({ model: spec, mode: o.mode, ...made });
-  const plain = await createEngine({ model: spec, mode: o.mode, ...made, prefixCacheBytes: 0 });
+  const cached = await openEngine({ model: spec, mode: o.mode, ...made });
+  const plain = await openEngine({ model: spec, mode: o.mode, ...made, prefixCacheBytes: 0 });
   try {
     for (const e of [cached, plain]) e.setPopulation(population);
     log(`warm-up: one ${o.turns}-turn ${o.episode} episode each, then ${o.repeats} interleaved rounds`);

@@ -12,7 +12,7 @@ import type { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import type { LocalModelSpec } from '../../../shared/schemas/index.ts';
 import { ask } from '../../../shared/es.ts';
 import type { EngineOptions, GenerateRow, Population } from '../../engine/engine.ts';
-import { createEngine } from '../../assembly/engine.ts';
+import { openEngine } from '../../assembly/engine.ts';
 
 export const PARITY_WAYS = ['full-inputs', 'full-rebuild-session', 'lowrank', 'full-device-noise'] as const;
 export type ParityWay = (typeof PARITY_WAYS)[number];
@@ -63,7 +63,7 @@ function parityRows(rows: number, newTokens: number): GenerateRow[] {
 }
 
 async function decode(model: LocalModelSpec, provider: ExecutionProvider, way: ParityWay, rows: GenerateRow[], kvOnDevice: boolean): Promise<{ tokens: number[][]; ms: number }> {
-  const engine = await createEngine({ model, executionProvider: provider, kvOnDevice, ...engineOptions(way) });
+  const engine = await openEngine({ model, executionProvider: provider, kvOnDevice, ...engineOptions(way) });
   try {
     if (way === 'full-device-noise') engine.setPopulation(devicePopulation);
     const t0 = performance.now();

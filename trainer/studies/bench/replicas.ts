@@ -21,7 +21,7 @@ import { hashTheta } from '../../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { runEpisode } from '../../../environments/episode-runner.ts';
 import { HttpPolicy } from '../../../environments/policies/http-client.ts';
-import { createEngine } from '../../assembly/engine.ts';
+import { openEngine } from '../../assembly/engine.ts';
 import { resolveModelSpec } from '../../training/model-store/resolve-model.ts';
 import { endpointOf, routeMembers } from '../../training/loop/index.ts';
 import { memberModelName } from '../../serving/model-name.ts';
@@ -61,7 +61,7 @@ async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<Replica
   const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
   const children: ChildProcess[] = [];
   try {
-    const engine = await createEngine({ model: await resolveModelSpec(o.config.model, store), mode: o.config.mode });
+    const engine = await openEngine({ model: await resolveModelSpec(o.config.model, store), mode: o.config.mode });
     const thetaHash = hashTheta(engine.segments());
     await engine.close();
     const members = ask(o.config.es);

@@ -13,7 +13,7 @@
 import type { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import type { LocalModelSpec } from '../../../shared/schemas/index.ts';
 import { ask } from '../../../shared/es.ts';
-import { createEngine, createOnnxEngine } from '../../assembly/engine.ts';
+import { openEngine, openEngineOn } from '../../assembly/engine.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import type { EngineOptions, GenerateRow, Population, StepTransfer } from '../../engine/engine.ts';
 
@@ -94,7 +94,7 @@ export async function measureTransfers(o: { model: LocalModelSpec; provider: Exe
     for (const kvOnDevice of [true, false]) {
       const steps: StepTransfer[] = [];
       // the prefix cache off: what a row keeps for the next turn is not a decode step's traffic
-      const engine = await createEngine({ model: o.model, executionProvider: o.provider, mode, fullModeWeights: 'inputs', kvOnDevice, prefixCacheBytes: 0, onDecodeStep: (t) => steps.push(t) });
+      const engine = await openEngine({ model: o.model, executionProvider: o.provider, mode, fullModeWeights: 'inputs', kvOnDevice, prefixCacheBytes: 0, onDecodeStep: (t) => steps.push(t) });
       try {
         engine.setPopulation(population);
         await engine.generate(rows(o.batch, o.prompt, o.newTokens, mode === 'lowrank'));
@@ -136,7 +136,7 @@ export async function measureMemberSwitches(o: { model: LocalModelSpec; provider
   for (const route of ['host', 'device-noise'] as const) {
     const noise = route === 'device-noise' ? ('esopt-device-noise' as const) : undefined;
     let uploaded = 0;
-    const engine = await createOnnxEngine(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), onDecodeStep: (t) => (uploaded += t.hostToDevice.uploaded ?? 0) });
+    const engine = await openEngineOn(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), onDecodeStep: (t) => (uploaded += t.hostToDevice.uploaded ?? 0) });
     try {
       if (route === 'device-noise' && engine.memberRoute !== 'device') throw new Error(`the device route is not taken on ${o.provider} (see the ESOPT_MEMBER_ROUTE warning)`);
       engine.setPopulation({ runSeed: 1, iteration: 0, sigma: 0.01, rank: 1, ...(noise ? { noise } : {}), members });

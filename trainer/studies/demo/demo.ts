@@ -10,12 +10,11 @@ import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { keys } from '../../../shared/keys.ts';
 import type { EvaluationResult } from '../../../shared/schemas/index.ts';
-import { FsObjectStore } from '../../../shared/store/fs.ts';
+import { storeAt } from '../../assembly/stores.ts';
 import { wilsonInterval } from '../../../shared/wilson.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
-import { embeddedTarget } from '../../assembly/wirings.ts';
 import { runGrpo } from '../grpo/grpo.ts';
-import { runEmbedded, serveModel } from '../../assembly/run.ts';
+import { openStudyRun, runEmbedded } from '../../assembly/run.ts';
 import type { TrainingProgress } from '../../training/loop/index.ts';
 import { DemoConfig } from './demo-config.ts';
 import { pairedDifference, type PairedDifference } from './paired-difference.ts';
@@ -149,9 +148,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   const options = environment.optionsSchema.parse(config.environment.options);
   const heldOut = environment.sampleTasks('eval', config.tasks.evalCount, config.tasks.seed, options).map((t) => ({ id: t.id, task: t.task }));
   if (heldOut.some((t, i) => t.id !== before.perTask[i]?.task)) throw new Error('the held-out tasks drawn for the control differ from the ES run\'s evaluation tasks');
-  const { engine, server, close } = await serveModel(config);
-  const target = embeddedTarget(storeRoot, config);
-  target.useEngine?.(engine);
+  const { engine, server, site, close } = await openStudyRun(config, storeRoot);
   const bar = progressBar(o.showBaselineProgress, 'random search |{bar}| round {value}/{total} | best train reward {best} | ETA {eta_formatted}');
   const baselineStarted = performance.now();
   // Training curves for the comparison chart: success against training episodes.
@@ -163,8 +160,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     baseline = await randomSearch({
       run: runs.randomSearch,
       config,
-      store: target.store,
-      fanout: target.fanout,
+      store: site.store,
+      fanout: site.fanout,
       engine,
       population: server.service,
       policy: { baseUrl: `${server.url}/v1` },
@@ -177,7 +174,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     });
   } finally {
     bar?.stop();
-    await target.close();
     await close();
   }
   const baselineMs = performance.now() - baselineStarted;
@@ -257,7 +253,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     heldOut: { base: rate95(report.before), es: rate95(report.es.after), randomSearch: rate95(report.randomSearch.after), grpo: rate95(report.grpo.after) },
     budget: report.es.trainingEpisodes,
   });
-  await new FsObjectStore(storeRoot).put(`${keys.run(run)}comparison.svg`, comparison, { contentType: 'image/svg+xml' });
-  await new FsObjectStore(storeRoot).put(demoKey, JSON.stringify(report, null, 2), { contentType: 'application/json' });
+  await storeAt(storeRoot).put(`${keys.run(run)}comparison.svg`, comparison, { contentType: 'image/svg+xml' });
+  await storeAt(storeRoot).put(demoKey, JSON.stringify(report, null, 2), { contentType: 'application/json' });
   return report;
 }

@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import type { EvaluationResult, RunConfig } from '../../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { heldOutTasks } from '../../../environments/task-sampler.ts';
-import { embeddedTarget } from '../../assembly/wirings.ts';
-import { runEmbedded, serveModel } from '../../assembly/run.ts';
+import { openStudyRun, runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
 import { randomSearch } from '../demo/random-search.ts';
 import { runGrpo } from '../grpo/grpo.ts';
@@ -61,17 +60,15 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: R
 
   if (methods.has('randomSearch')) {
     t = performance.now();
-    const served = await serveModel(config);
-    const target = embeddedTarget(storeRoot, config);
-    target.useEngine?.(served.engine);
+    const served = await openStudyRun(config, storeRoot);
     const rsCurve: Array<{ episodes: number; successRate: number }> = [];
     let rs;
     try {
       rs = await randomSearch({
         run: `${run}-random-search`,
         config,
-        store: target.store,
-        fanout: target.fanout,
+        store: served.site.store,
+        fanout: served.site.fanout,
         engine: served.engine,
         population: served.server.service,
         policy: { baseUrl: `${served.server.url}/v1` },
@@ -80,7 +77,6 @@ async function runCell(c: HorizonExperimentConfig, config: RunConfig, methods: R
         onRound: (round, best) => rsCurve.push({ episodes: (round + 1) * perIteration, successRate: best.reward }),
       });
     } finally {
-      await target.close();
       await served.close();
   }
   cell.wallMs.randomSearch = performance.now() - t;

@@ -12,8 +12,7 @@ import type { EvaluationResult, RunConfig, TaskRef } from '../../../shared/schem
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { runEpisode } from '../../../environments/episode-runner.ts';
-import { embeddedTarget } from '../../assembly/wirings.ts';
-import { serveModel } from '../../assembly/run.ts';
+import { openStudyRun } from '../../assembly/run.ts';
 import { evaluate } from '../../training/loop/index.ts';
 import { iterationTaskSeed } from '../../training/loop/index.ts';
 import { loadModelDir } from '../../engine/model/model-dir.ts';
@@ -84,9 +83,7 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   const adam = new Adam(model.weights.map((w) => w.data), grpo.learningRate, grpo.stateDtype);
   // The base policy the KL term measures against: the loaded weights, which the model's copy leaves untouched.
   const kl = grpo.klCoef > 0 ? { coef: grpo.klCoef, reference: new DecoderGradient(loaded.config, loaded.weights) } : null;
-  const { engine, server, close } = await serveModel(config);
-  const target = embeddedTarget(o.storeRoot, config);
-  target.useEngine?.(engine);
+  const { engine, server, site, close } = await openStudyRun(config, o.storeRoot);
   const history: GrpoStepRecord[] = [];
   let episodes = 0;
   try {
@@ -133,8 +130,8 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
       o.onStep?.(record);
     }
     const evaluation = await evaluate({
-      store: target.store,
-      fanout: target.fanout,
+      store: site.store,
+      fanout: site.fanout,
       run: o.run,
       config,
       iteration: config.iterations,
@@ -145,7 +142,6 @@ export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
     });
     return { evaluation, episodes, history };
   } finally {
-    await target.close();
     await close();
   }
 }
