@@ -1,7 +1,10 @@
 /**
- * The ES loop's public face: what entry points, studies, benchmarks, replicas and hosting may use. The rest
- * of loop/ (the iteration's steps, the collector, the record classification) is the loop's own;
- * test/architecture.test.ts refuses imports of it from outside.
+ * The ES loop's public face. `train` (an ES run) is called by the composition root only
+ * (trainer/assembly/run.ts: `runEmbedded`), through which `esopt train`, the local API, the box, the studies
+ * and the benchmarks all run; the rest — reward collection, checkpoints and restore, the report, the
+ * coordinator lease — is for any room above (random search collects rewards as the loop does, exports replay
+ * checkpoints, replicas restore θ). The loop's own steps stay inside loop/. docs/architecture.json states
+ * both rules (`builders`, `forbidden`); test/architecture.test.ts holds the code to them.
  */
 export * from './training.ts';
 export * from './progress.ts';
