@@ -8,15 +8,15 @@
  */
 import { noiseField } from '../../shared/noise-definition.ts';
 import { keys } from '../../shared/keys.ts';
-import type { RunConfig } from '../../shared/schemas/index.ts';
+import type { ModelSpec, RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localSite } from './local-site.ts';
 import { embeddedWiring } from './wirings.ts';
-import { openEngine } from './engine.ts';
+import { openEngine, serveEngine } from './engine.ts';
 import { resolveModelSpec } from '../training/model-store/resolve-model.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import type { Engine } from '../engine/engine.ts';
-import { startInferenceServer, type RunningServer } from '../serving/server.ts';
+import type { Engine, EngineOptions } from '../engine/engine.ts';
+import type { RunningServer, ServerOptions } from '../serving/server.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
 import { renderCurveSvg } from '../training/loop/index.ts';
 import type { FaultHook } from '../training/loop/index.ts';
@@ -63,16 +63,28 @@ export interface ServedEngine {
   close(): Promise<void>;
 }
 
+/** How `serveSpec` opens the engine and its server: everything but the model, which it resolves itself. */
+export interface ServeSpecOptions {
+  /** Where a named model is read from (and cached on this machine first). */
+  models?: ObjectStore;
+  engine: Omit<EngineOptions, 'model' | 'contextPolicy'>;
+  server: Omit<ServerOptions, 'contextPolicy'>;
+  /** Done to the engine before the server opens (a checkpoint loaded into θ); a throw closes the engine. */
+  prepare?(engine: Engine): Promise<void>;
+}
+
 /**
- * A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. A named
- * model is read from `models` (the run's store) and cached on this machine first.
+ * A model spec served: the engine for it (a named model resolved through `models`) and the OpenAI-compatible
+ * server in front; close() closes both. The one place an engine and its server are put together, for a
+ * run (`serveModel`) and for the API's and the box's ModelServer (trainer/jobs/model-server.ts).
  */
-export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedEngine> {
-  const model = await resolveModelSpec(config.model, o.models);
+export async function serveSpec(spec: ModelSpec, o: ServeSpecOptions): Promise<ServedEngine> {
+  const model = await resolveModelSpec(spec, o.models);
   // Multi-turn episodes outgrow small contexts; the policy then sees the newest tokens (the current state).
-  const engine = await openEngine({ model, mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), contextPolicy: 'truncate-left', executionProvider: o.executionProvider });
+  const engine = await openEngine({ ...o.engine, model, contextPolicy: 'truncate-left' });
   try {
-    const server = await startInferenceServer(engine, { token: o.token, requestTimeoutMs: config.deadlineMs, contextPolicy: 'truncate-left', host: o.server?.host, port: o.server?.port, tls: o.server?.tls });
+    await o.prepare?.(engine);
+    const server = await serveEngine(engine, { ...o.server, contextPolicy: 'truncate-left' });
     return {
       engine,
       server,
@@ -85,6 +97,18 @@ export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 't
     await engine.close();
     throw err;
   }
+}
+
+/**
+ * A run's inference side: the engine holding θ and the OpenAI-compatible server in front of it. A named
+ * model is read from `models` (the run's store) and cached on this machine first.
+ */
+export async function serveModel(config: RunConfig, o: Pick<RunOptionsCommon, 'token' | 'server' | 'executionProvider'> & { models?: ObjectStore } = {}): Promise<ServedEngine> {
+  return serveSpec(config.model, {
+    models: o.models,
+    engine: { mode: config.mode, fullModeWeights: config.fullModeWeights, ...noiseField(config.noise), ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}), executionProvider: o.executionProvider },
+    server: { token: o.token, requestTimeoutMs: config.deadlineMs, host: o.server?.host, port: o.server?.port, tls: o.server?.tls },
+  });
 }
 
 export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunResult> {

@@ -10,9 +10,7 @@ import type { ModelToServe, ModelServer, ServedModel } from '../../shared/ports/
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { loadLatestCheckpoint } from '../training/loop/index.ts';
 import { readRunConfig } from '../training/loop/index.ts';
-import { openEngine } from '../assembly/engine.ts';
-import { resolveModelSpec } from '../training/model-store/resolve-model.ts';
-import { startInferenceServer } from '../serving/server.ts';
+import { serveSpec } from '../assembly/run.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
 import type { EngineOptions } from '../engine/engine.ts';
@@ -52,36 +50,32 @@ export class EngineModelServer implements ModelServer {
       mode = config.mode;
       lora = config.lora && { ...config.lora, seed: config.seed };
     }
+    const pub = this.options.serving;
+    const token = pub?.token ?? randomBytes(24).toString('hex');
+    let iteration = 0;
     // Only θ itself is served here, never a member, so full mode's weights are a prepacked session
     // (rebuild-session, which never rebuilds without members): decoding at initializer speed, and on CUDA
     // θ stays on the device instead of being copied there on every run, for a prepacked copy of θ.
-    const engine = await openEngine({ model: await resolveModelSpec(spec, this.store), mode, lora, fullModeWeights: 'rebuild-session', contextPolicy: 'truncate-left', executionProvider: this.options.executionProvider });
-    let iteration = 0;
-    try {
-      if (model.kind === 'checkpoint') {
+    const served = await serveSpec(spec, {
+      models: this.store,
+      engine: { mode, lora, fullModeWeights: 'rebuild-session', executionProvider: this.options.executionProvider },
+      server: { token, ...(pub ? { host: pub.host, port: pub.port, tls: pub.tls } : {}) },
+      prepare: async (engine) => {
+        if (model.kind !== 'checkpoint') return;
         const loaded = await loadLatestCheckpoint(this.store, model.run, engine.segments(), model.iteration ?? Infinity);
         if (!loaded) throw new Error(`run ${model.run} has no verified checkpoint${model.iteration === undefined ? '' : ` at or before iteration ${model.iteration}`}`);
         if (model.iteration !== undefined && loaded.meta.iteration !== model.iteration) throw new Error(`the checkpoint of iteration ${model.iteration} did not verify (newest good one: ${loaded.meta.iteration})`);
         await engine.commitUpdate();
         iteration = loaded.meta.iteration;
-      }
-      const pub = this.options.serving;
-      const token = pub?.token ?? randomBytes(24).toString('hex');
-      const server = await startInferenceServer(engine, { token, contextPolicy: 'truncate-left', ...(pub ? { host: pub.host, port: pub.port, tls: pub.tls } : {}) });
-      return {
-        baseUrl: pub ? `${pub.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1` : `${server.url}/v1`,
-        model: 'base',
-        token,
-        ...(pub ? { tokenEnv: pub.tokenEnv } : {}),
-        iteration,
-        close: async () => {
-          await server.close();
-          await engine.close();
-        },
-      };
-    } catch (err) {
-      await engine.close();
-      throw err;
-    }
+      },
+    });
+    return {
+      baseUrl: pub ? `${pub.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1` : `${served.server.url}/v1`,
+      model: 'base',
+      token,
+      ...(pub ? { tokenEnv: pub.tokenEnv } : {}),
+      iteration,
+      close: () => served.close(),
+    };
   }
 }
