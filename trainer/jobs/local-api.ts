@@ -9,10 +9,10 @@ import { pino, type Logger } from 'pino';
 import type { CostPricesInput } from '../../shared/cost.ts';
 import { measuredPrices } from '../fanout/measured-prices.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
-import { FsObjectStore } from '../../shared/store/fs.ts';
+import { localPool } from '../assembly/fanouts.ts';
+import { storeAt } from '../assembly/stores.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
 import { InProcessEvaluations } from './in-process-evaluations.ts';
-import { LocalFanout } from '../fanout/local.ts';
 import { EngineModelServer } from './model-server.ts';
 import { InProcessModelExports } from './local-model-exports.ts';
 import { LocalRunLauncher } from './local-run-launcher.ts';
@@ -43,7 +43,7 @@ export interface RunningApi {
 
 export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
   const log = o.log ?? pino({ name: 'esopt-api' });
-  const store = new FsObjectStore(o.storeRoot);
+  const store = storeAt(o.storeRoot);
   const prices = measuredPrices(o.prices ?? {});
   const runs = new LocalRunLauncher({ store, storeRoot: o.storeRoot, log, pollMs: o.trainingPollMs });
   const evaluations = new InProcessEvaluations({
@@ -51,7 +51,7 @@ export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
     prices,
     log,
     modelServer: new EngineModelServer(store),
-    fanoutFor: (env): Fanout => new LocalFanout({ workers: o.workers ?? 4, store: { kind: 'fs', root: o.storeRoot }, env }),
+    fanoutFor: (env): Fanout => localPool({ workers: o.workers ?? 4, store: { kind: 'fs', root: o.storeRoot }, env }),
   });
   const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
   const host = o.host ?? '127.0.0.1';

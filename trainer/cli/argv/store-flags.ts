@@ -1,8 +1,8 @@
 /** `--store DIR | --cloud`, as the commands that work on a store's records take them. */
 import { z } from 'zod';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { bucketStoreFromEnv } from '../../assembly/cloud-stack.ts';
+import { storeAt } from '../../assembly/stores.ts';
 import { flag, type FlagSpec, type Parsed } from './args.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -22,7 +22,7 @@ export interface ChosenStore {
 export function storeFromFlags(p: Parsed, env: Record<string, string | undefined> = process.env): ChosenStore {
   if (!p.values.cloud) {
     const root = p.values.store === undefined ? DEFAULT_STORE_ROOT : flag(p.values, 'store', z.string().min(1));
-    return { store: new FsObjectStore(root), where: root, close: () => {} };
+    return { store: storeAt(root), where: root, close: () => {} };
   }
   if (p.values.store !== undefined) throw new UsageError('give one of --store DIR or --cloud');
   try {

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { pinnedFetch } from '../../../environments/policies/pinned-fetch.ts';
 import { readBoxBootStates, type BoxBootStates } from '../../../functions/http-api/box-reader.ts';
 import { keys } from '../../../shared/keys.ts';
+import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { TrainerCertificate } from '../../../shared/schemas/trainer-certificate.ts';
-import { S3ObjectStore } from '../../../shared/store/s3.ts';
+import { bucketStore } from '../../assembly/stores.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command, CommandIo } from '../argv/command.ts';
 import { DEFAULT_OUTPUTS, readStackOutputs } from '../argv/stack-outputs.ts';
@@ -36,7 +37,7 @@ async function apiCheck(apiUrl: string): Promise<Check> {
 }
 
 /** The box's /healthz over TLS pinned to the certificate it published, as the Episode function connects. */
-async function trainerCheck(store: S3ObjectStore, trainerUrl: string): Promise<NonNullable<CloudStatus['trainer']>> {
+async function trainerCheck(store: ObjectStore, trainerUrl: string): Promise<NonNullable<CloudStatus['trainer']>> {
   const url = new URL('/healthz', trainerUrl).href;
   const body = await store.get(keys.trainerCertificate());
   if (body === null) return { ok: false, url, detail: `no certificate published at ${keys.trainerCertificate()}: the trainer box has not started its service` };
@@ -79,7 +80,7 @@ function errorText(err: unknown): string {
 }
 
 export async function cloudStatus(o: { bucket: string; region: string; apiUrl?: string; trainerUrl?: string; episodeFunction?: string; artifactSha256?: string; s3Endpoint?: string }): Promise<CloudStatus> {
-  const store = new S3ObjectStore({ bucket: o.bucket, region: o.region, ...(o.s3Endpoint ? { endpoint: o.s3Endpoint, forcePathStyle: true } : {}), maxAttempts: 3 });
+  const store = bucketStore({ bucket: o.bucket, region: o.region, ...(o.s3Endpoint ? { endpoint: o.s3Endpoint, forcePathStyle: true } : {}), maxAttempts: 3 });
   try {
     const [boxes, api, trainer, episodeFunction] = await Promise.all([
       readBoxBootStates(store).catch((err: unknown) => ({ error: errorText(err) })),

@@ -12,7 +12,7 @@ import type { InvokeFaultsInput } from '../../dev/local-cloud/invoke-faults.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { RewardCollector } from '../../training/loop/index.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
-import { LambdaFanout } from '../../fanout/lambda.ts';
+import { lambdaFanout } from '../../assembly/fanouts.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command } from '../argv/command.ts';
 import { UsageError } from '../argv/usage-error.ts';
@@ -109,7 +109,7 @@ export const command: Command = {
     }
 
     const cloud = await startLocalCloud({ prices: measuredPrices(), faults: p.values.faults ? { ...FAULTS, seed } : { seed } });
-    const fanout = new LambdaFanout({
+    const fanout = lambdaFanout({
       functionName: EPISODE_FUNCTION,
       endpoint: cloud.invoke.url,
       credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' },

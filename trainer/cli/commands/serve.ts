@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { FullModeWeights } from '../../../shared/schemas/index.ts';
-import { openEngine } from '../../assembly/engine.ts';
-import { startInferenceServer } from '../../serving/server.ts';
+import { openEngine, serveEngine } from '../../assembly/engine.ts';
 import { flag, parseFlags } from '../argv/args.ts';
-import { modelSpecFlag } from '../argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import type { Command } from '../argv/command.ts';
 
 export const command: Command = {
@@ -28,7 +27,7 @@ export const command: Command = {
     const fullModeWeights = flag(p.values, 'full-weights', FullModeWeights);
     const engine = await openEngine({ model, mode, fullModeWeights });
     const token = process.env.ESOPT_TOKEN || undefined;
-    const server = await startInferenceServer(engine, { host, port, token });
+    const server = await serveEngine(engine, { host, port, token });
     const info = { url: server.url, openaiBaseUrl: `${server.url}/v1`, mode, model, auth: token ? 'bearer (ESOPT_TOKEN)' : 'none' };
     io.stdout(p.json ? JSON.stringify(info) : `serving ${JSON.stringify(model)} (${mode}) at ${info.openaiBaseUrl} — auth: ${info.auth}; Ctrl-C stops`);
     await new Promise<void>((resolve) => {

@@ -6,7 +6,8 @@
  */
 import { createEpisodeHandler, EpisodeFunctionEnv, type EpisodeLog } from '../../../functions/episode.ts';
 import { trainerLinkFromEnv } from '../../../functions/trainer-certificate.ts';
-import { S3ObjectStore, type S3StoreConfig } from '../../../shared/store/s3.ts';
+import type { S3StoreConfig } from '../../../shared/store/s3.ts';
+import { bucketStore } from '../../assembly/stores.ts';
 import type { SecretStore } from '../../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../../shared/secrets/ssm.ts';
 import type { CostPrices } from '../../../shared/cost.ts';
@@ -31,7 +32,7 @@ export interface HandlerTally {
 
 export interface LocalCloud {
   s3: LocalS3;
-  store: S3ObjectStore;
+  store: ReturnType<typeof bucketStore>;
   /** Parameter Store: where queued evaluations' keys are (read by the Episode handler through the SSM adapter). */
   ssm: SsmEndpoint;
   /** The SSM adapter on `ssm`, as the Api function and the trainer box use it. */
@@ -53,9 +54,9 @@ export interface EpisodeEndpointOptions {
 }
 
 /** The dev invoke endpoint running the real Episode handler, which writes through the S3 adapter to `storeConfig`'s bucket. */
-export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: EpisodeEndpointOptions = {}): Promise<{ store: S3ObjectStore; invoke: InvokeEndpoint; tally: HandlerTally }> {
+export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: EpisodeEndpointOptions = {}): Promise<{ store: ReturnType<typeof bucketStore>; invoke: InvokeEndpoint; tally: HandlerTally }> {
   // Many episodes write at once: enough sockets that writes do not queue inside the SDK.
-  const store = new S3ObjectStore({ ...storeConfig, maxSockets: 512 });
+  const store = bucketStore({ ...storeConfig, maxSockets: 512 });
   const env = options.env ?? process.env;
   // As on Lambda (episode.ts `handler`): the token only to the trainer boxes, each https one pinned.
   const link = trainerLinkFromEnv(store, EpisodeFunctionEnv.pick({ ESOPT_TRAINER_URL: true, ESOPT_REPLICA_URLS: true }).parse(env));

@@ -28,7 +28,7 @@ import { S3StoreConfig } from '../../../shared/store/s3.ts';
 export interface LocalS3 {
   endpoint: string;
   bucket: string;
-  /** Ready to hand to `new S3ObjectStore(...)`. */
+  /** Ready to hand to `bucketStore(...)` (trainer/assembly/stores.ts). */
   storeConfig: S3StoreConfig;
   close(): Promise<void>;
 }

@@ -16,7 +16,8 @@ import { startSsmEndpoint, type SsmEndpoint } from '../local-cloud/ssm-endpoint.
 import { startEc2Endpoint } from '../local-cloud/ec2-endpoint.ts';
 import { startInvokeEndpoint, type InvokeEndpoint } from '../local-cloud/invoke-endpoint.ts';
 import { keys } from '../../../shared/keys.ts';
-import { S3ObjectStore } from '../../../shared/store/s3.ts';
+import type { ObjectStore } from '../../../shared/ports/object-store.ts';
+import { bucketStore } from '../../assembly/stores.ts';
 import { buildBoxArtifact } from '../../cloud/box/box-artifact.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
 import { startBoxService, type BoxService } from './box-service.ts';
@@ -60,7 +61,7 @@ export interface Rehearsal {
   apiUrl: string;
   token: string;
   bucket: string;
-  store: S3ObjectStore;
+  store: ObjectStore;
   s3: LocalS3;
   ssm: SsmEndpoint;
   /** CloudWatch Logs on loopback, holding the boxes' log group the stack declares. */
@@ -99,7 +100,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
     const boxLogGroup = `/esopt/${REHEARSAL_STAGE}/boxes`;
     const logs = await startLogsEndpoint([boxLogGroup]);
     closers.push(() => logs.close());
-    const store = new S3ObjectStore(s3.storeConfig);
+    const store = bucketStore(s3.storeConfig);
     closers.push(async () => store.destroy());
 
     // The deploy's settings: the defaults, but a free inference port (every box shares it, each on its own address).
