@@ -169,8 +169,8 @@ case $? in 0|3) ;; *) STEP=parity; fail "the webgpu provider does not decode her
 STEP=model
 say "building $MODEL (cached under .esopt/models)"
 run_step model 150 node --import tsx --input-type=module -e "
-  const { openModel } = await import('./trainer/model/open-model.ts');
-  const { modelSpecFlag } = await import('./trainer/argv/model-flags.ts');
+  const { openModel } = await import('./trainer/engine/model/open-model.ts');
+  const { modelSpecFlag } = await import('./trainer/engine/model/presets.ts');
   const t = Date.now();
   const model = openModel(modelSpecFlag(${MODEL@Q}, 0));
   console.log(JSON.stringify({ model: ${MODEL@Q}, dir: model.dir, open_ms: Date.now() - t }));" || { STEP=model; fail "could not build or open $MODEL"; }

@@ -6,7 +6,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { ask } from '../shared/es.ts';
-import { modelSpecFlag } from '../trainer/cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../trainer/engine/model/presets.ts';
 import { openEngineOn } from '../trainer/assembly/engine.ts';
 import { openModel } from '../trainer/engine/model/open-model.ts';
 import { GraphBuilder } from '../trainer/engine/onnx/graph-builder.ts';

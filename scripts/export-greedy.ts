@@ -9,15 +9,15 @@ import { resolveModelSpec } from '../trainer/training/model-store/resolve-model.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FsObjectStore } from '../shared/store/fs.ts';
 import { ExportFormat } from '../shared/schemas/index.ts';
 import { exportModel } from '../trainer/training/export/export-model.ts';
 import { thetaAtIteration } from '../trainer/training/export/theta-at-iteration.ts';
 import { openEngineOn } from '../trainer/assembly/engine.ts';
+import { storeAt } from '../trainer/assembly/stores.ts';
 
 const { values } = parseArgs({ options: { store: { type: 'string' }, run: { type: 'string' }, out: { type: 'string' }, format: { type: 'string', default: 'safetensors' }, iteration: { type: 'string' }, prompts: { type: 'string' } } });
 if (!values.store || !values.run || !values.out || !values.prompts) throw new Error('usage: --store DIR --run RUN --out DIR --prompts greedy.json [--format F] [--iteration K]');
-const store = new FsObjectStore(values.store);
+const store = storeAt(values.store);
 const iteration = values.iteration === undefined ? undefined : Number(values.iteration);
 const summary = await exportModel({ store, run: values.run, iteration, out: values.out, format: ExportFormat.parse(values.format), onProgress: (m) => process.stderr.write(`${m}\n`) });
 const fixture = JSON.parse(readFileSync(values.prompts, 'utf8')) as { new_tokens: number; runs: Array<{ prompt: number[] }> };

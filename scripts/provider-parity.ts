@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ExecutionProvider } from '../shared/execution-provider.ts';
-import { modelSpecFlag } from '../trainer/cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../trainer/engine/model/presets.ts';
 import { providerParity } from '../trainer/studies/bench/provider-parity.ts';
 
 const Flags = z.object({

@@ -5,6 +5,7 @@
  * heads of 128, q/k norms, MLP 3,072, tied head, vocabulary 151,936 of which the 260 byte tokens are
  * sampled (the rest are padding rows, as Qwen3's rows past its tokenizer are).
  */
+import type { LocalModelSpec } from '../../../shared/schemas/index.ts';
 import type { ModelConfig } from './config.ts';
 import { BYTE_VOCAB } from './byte-tokenizer.ts';
 
@@ -50,3 +51,8 @@ export const PRESETS: Record<PresetName, ModelConfig> = {
  * and loaded from there like an export (preset-dir.ts), instead of built in memory on every open.
  */
 export const CACHED_PRESETS: ReadonlySet<PresetName> = new Set(['qwen3-0.6b-shape']);
+
+/** `--model NAME|DIR` as a model spec: a preset's name is that preset (seeded with `seed`), anything else an export directory. */
+export function modelSpecFlag(value: string, seed: number): LocalModelSpec {
+  return value in PRESETS ? ({ preset: value, seed } as LocalModelSpec) : { dir: value };
+}

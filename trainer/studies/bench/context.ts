@@ -8,7 +8,7 @@
  * their greedy tokens are compared.
  */
 import { z } from 'zod';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { contextLength } from '../../engine/model/config.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { createSession } from '../../engine/model/sessions.ts';

@@ -17,15 +17,13 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
-import { S3ObjectStore } from '../../../shared/store/s3.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import type { EpisodeRequest } from '../../../shared/schemas/index.ts';
 import { collectRewards } from '../../training/loop/index.ts';
 import { iterationRequests, requestedPairs } from '../../fanout/iteration-requests.ts';
-import { LambdaFanout } from '../../fanout/lambda.ts';
-import { RecordAwaitingFanout } from '../../fanout/record-awaiting.ts';
 import { MAX_EPISODES_PER_INVOCATION } from '../../../functions/episode-event.ts';
-import { LocalFanout } from '../../fanout/local.ts';
+import { awaitingRecords, lambdaFanout, localPool } from '../../assembly/fanouts.ts';
+import { bucketStore } from '../../assembly/stores.ts';
 import type { Log } from './benchmark.ts';
 import { spinRate } from './cpu-capacity.ts';
 import { startCloudProcesses } from './fanout-cloud.ts';
@@ -56,7 +54,7 @@ async function sudokuRequests(run: string, size: 4 | 9, members: number, tasksPe
 async function measureScaling(maxWorkers: number, perWorker: number, repeats: number, perInvocation: number, log: Log) {
   const dir = await mkdtemp(join(tmpdir(), 'esopt-bench-fanout-'));
   const sizes = Array.from({ length: maxWorkers }, (_, i) => i + 1);
-  const pools = sizes.map((n) => new LocalFanout({ workers: n, store: { kind: 'fs', root: join(dir, `w${n}`) }, episodesPerInvocation: perInvocation }));
+  const pools = sizes.map((n) => localPool({ workers: n, store: { kind: 'fs', root: join(dir, `w${n}`) }, episodesPerInvocation: perInvocation }));
   const rates = sizes.map((): number[] => []);
   const spins = sizes.map((): number[] => []);
   const dispatcherCpu = sizes.map((): number[] => []);
@@ -104,8 +102,8 @@ const EndpointStats = z.object({ firstStartMs: z.number().nullable(), lastEndMs:
 
 async function measureOverhead(episodes: number, medianMs: number, concurrency: number, perInvocation: number, pollMs: number, log: Log) {
   const cloud = await startCloudProcesses({ latency: { kind: 'lognormal', medianMs, sigma: 0.5, maxMs: medianMs * 4 }, concurrency: episodes, seed: 3 });
-  const store = new S3ObjectStore({ ...cloud.storeConfig, maxSockets: 256 });
-  const fanout = new LambdaFanout({
+  const store = bucketStore({ ...cloud.storeConfig, maxSockets: 256 });
+  const fanout = lambdaFanout({
     functionName: EPISODE_FUNCTION,
     endpoint: cloud.invokeUrl,
     credentials: { accessKeyId: 'dev', secretAccessKey: 'dev' },
@@ -122,7 +120,7 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     // collection runs from the first invoke on, the iteration closes when every record is in (or the
     // fan-out has settled), and the loop then waits for the fan-out to settle.
     let dispatchedAt = t0;
-    const awaiting = new RecordAwaitingFanout(fanout, store);
+    const awaiting = awaitingRecords(fanout, store);
     const recordsIn = new AbortController();
     const dispatching = awaiting.dispatch(requests, { concurrency, timeoutMs: 60_000, recordsIn: recordsIn.signal }).finally(() => (dispatchedAt = Date.now()));
     const got = await collectRewards(store, 'overhead', 0, {

@@ -9,7 +9,7 @@ import * as ort from 'onnxruntime-node';
 import { z } from 'zod';
 import { layoutSegments, perturbDense } from '../../../shared/es.ts';
 import type { ParameterSegment } from '../../../shared/es.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from '../../engine/model/ort-format.ts';
 import { createSession, INLINE_SESSION_LIMIT, sessionOptionsFor } from '../../engine/model/sessions.ts';

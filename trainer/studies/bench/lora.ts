@@ -14,7 +14,7 @@ import { LoraOptions } from '../../../shared/lora.ts';
 import { memberAdapters } from '../../../shared/lora-members.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { Engine, GenerateRow, MemberSelector } from '../../engine/engine.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { openEngineOn } from '../../assembly/engine.ts';
 import { loraMatrices } from '../../engine/model/lora-matrices.ts';
 import { openModel } from '../../engine/model/open-model.ts';

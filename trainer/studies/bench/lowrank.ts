@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ask } from '../../../shared/es.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { createSession } from '../../engine/model/sessions.ts';
 import { parameterCount } from '../../engine/model/weights.ts';

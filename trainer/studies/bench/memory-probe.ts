@@ -16,7 +16,7 @@ import { FullModeWeights } from '../../../shared/schemas/index.ts';
 import { LoraOptions } from '../../../shared/lora.ts';
 import type { GenerateRow, MemberSelector } from '../../engine/engine.ts';
 import { openEngine } from '../../assembly/engine.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
 import { GRADIENT_DTYPES } from '../pretrain/gradient-kernels.ts';
@@ -29,7 +29,7 @@ const Options = z.object({
   mode: z.enum(['full', 'lowrank', 'lora']),
   /** LoRA mode: the adapters' rank, alpha and matrices. */
   lora: LoraOptions.optional(),
-  /** A preset's name or an export directory (model-flags.ts). */
+  /** A preset's name or an export directory (engine/model/presets.ts `modelSpecFlag`). */
   model: z.string().min(1),
   population: z.number().int().min(2),
   batch: z.number().int().min(1),

@@ -1,7 +1,7 @@
 /** Option schemas several benchmarks share: sizes, repeats, the execution provider and the model. */
 import { z } from 'zod';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 
 export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -20,7 +20,7 @@ export const BatchList = (fallback: string) =>
     .default(fallback)
     .transform((s) => s.split(',').map(Number));
 
-/** `--model NAME|DIR` as given (a preset's name or an export directory; model-flags.ts tells them apart). */
+/** `--model NAME|DIR` as given (a preset's name or an export directory; engine/model/presets.ts `modelSpecFlag` tells them apart). */
 export const ModelName = (fallback: string) => z.string().min(1).default(fallback);
 
 /** The same, as the ModelSpec the engine takes (seed 0). */

@@ -10,7 +10,7 @@ import type { Policy } from '../../../shared/ports/policy.ts';
 import { runEpisode, type EpisodeInput } from '../../../environments/episode-runner.ts';
 import { sudoku } from '../../../environments/sudoku/definition.ts';
 import { SudokuOptions } from '../../../environments/sudoku/task.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import type { Engine } from '../../engine/engine.ts';
 import { openEngine } from '../../assembly/engine.ts';
 import { ModelPolicy } from '../../engine/model/model-policy.ts';

@@ -16,12 +16,12 @@ import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../../shared/cost
 import { ask } from '../../../shared/es.ts';
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, RunConfig } from '../../../shared/schemas/index.ts';
-import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { runEpisode } from '../../../environments/episode-runner.ts';
 import { HttpPolicy } from '../../../environments/policies/http-client.ts';
 import { openEngine } from '../../assembly/engine.ts';
+import { storeAt } from '../../assembly/stores.ts';
 import { resolveModelSpec } from '../../training/model-store/resolve-model.ts';
 import { endpointOf, routeMembers } from '../../training/loop/index.ts';
 import { memberModelName } from '../../serving/model-name.ts';
@@ -56,7 +56,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<ReplicasBenchResult> {
   const root = mkdtempSync(join(tmpdir(), 'esopt-bench-replicas-'));
-  const store = new FsObjectStore(root);
+  const store = storeAt(root);
   const run = 'bench';
   const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
   const children: ChildProcess[] = [];

@@ -2,11 +2,10 @@
 import { z } from 'zod';
 import { recordThroughput } from '../../../shared/decode-throughput.ts';
 import type { ChatMessage } from '../../../shared/ports/policy.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
+import { modelSpecFlag } from '../../engine/model/presets.ts';
 import type { Engine, GenerateRow } from '../../engine/engine.ts';
-import { openEngine } from '../../assembly/engine.ts';
+import { openEngine, serveEngine } from '../../assembly/engine.ts';
 import { ChatCompletion } from '../../serving/openai-schema.ts';
-import { startInferenceServer } from '../../serving/server.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median } from './measure.ts';
 import { int, ModelName, Provider, Repeats } from './options.ts';
@@ -67,7 +66,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const { concurrency: n, maxTokens, repeats, provider, windowMs, maxWaitMs } = o;
   const model = modelSpecFlag(o.model, 0);
   const engine = await openEngine({ model, mode: 'full', executionProvider: provider, maxBatch: n });
-  const server = await startInferenceServer(engine, { batching: { windowMs, maxWaitMs, maxBatch: n, maxQueue: 4 * n } });
+  const server = await serveEngine(engine, { batching: { windowMs, maxWaitMs, maxBatch: n, maxQueue: 4 * n } });
   try {
     // Warm-up of both paths (session first-run costs), not measured.
     await offline(engine, n, 4);

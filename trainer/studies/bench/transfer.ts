@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { buildDecoder } from '../../engine/model/build-decoder.ts';
 import { headDim, kvHeads, type ModelConfig } from '../../engine/model/config.ts';
 import { loadModelDir } from '../../engine/model/model-dir.ts';
-import { PRESETS, type PresetName } from '../../engine/model/presets.ts';
+import { modelSpecFlag, PRESETS, type PresetName } from '../../engine/model/presets.ts';
 import { decoderTensorSpecs } from '../../engine/model/weights.ts';
 import { DataType, type ModelProto } from '../../engine/onnx/proto.ts';
 import type { NamedTensor } from '../../engine/onnx/named-tensor.ts';
@@ -21,7 +21,6 @@ import { lowRankRewrite } from '../../engine/perturbation/lowrank-graph.ts';
 import type { Log } from './benchmark.ts';
 import { int, ModelName } from './options.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
-import { modelSpecFlag } from '../../cli/argv/model-flags.ts';
 import { measureMemberSwitches, measureTransfers, type MeasuredWay, type MemberSwitchRoute } from './transfer-measured.ts';
 
 export interface TransferShape {
