@@ -1,4 +1,4 @@
-import { benchmarks } from '../studies/bench/index.ts';
+import { benchCommands } from './commands/bench/index.ts';
 import type { CommandEntry } from './argv/command.ts';
 
 /**
@@ -43,5 +43,5 @@ export const registry: CommandEntry[] = [
   { name: 'experiment horizon-summary', summary: "recompute a horizon experiment's summary (table, intervals, curves) from its cell files", load: async () => (await import('./commands/experiment-horizon-summary.ts')).command },
   { name: 'es step', summary: 'one ES update from JSON on stdin, with ε shown', load: async () => (await import('./commands/es-step.ts')).command },
   { name: 'bench all', summary: 'run every benchmark (or --only some) with its defaults and gather the results, the machine and its load', load: async () => (await import('./commands/bench/all.ts')).command },
-  ...benchmarks,
+  ...benchCommands,
 ];
