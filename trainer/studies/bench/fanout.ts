@@ -30,10 +30,10 @@ import { startCloudProcesses } from './fanout-cloud.ts';
 import { machineInfo, median } from './measure.ts';
 import { int } from './options.ts';
 
-const SCALING_TARGET = 0.8;
+const SCALING_GOAL = 0.8;
 /** How long each round's pure-compute control spins (cpu-capacity.ts). */
 const CONTROL_MS = 250;
-const OVERHEAD_TARGET = 0.05;
+const OVERHEAD_GOAL = 0.05;
 
 async function sudokuRequests(run: string, size: 4 | 9, members: number, tasksPerMember: number, seed: number): Promise<EpisodeRequest[]> {
   const sudoku = await loadEnvironment('sudoku');
@@ -115,7 +115,7 @@ async function measureOverhead(episodes: number, medianMs: number, concurrency: 
     log(`  ${requests.length} episodes in ${Math.ceil(requests.length / perInvocation)} Event invokes, injected latency lognormal(median ${medianMs} ms, σ 0.5) …`);
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
-    // As in the ES loop (trainer/training/loop/episodes.ts, with the cloud target's wrapper): the Event fan-out
+    // As in the ES loop (trainer/training/loop/episodes.ts, with the cloud site's wrapper): the Event fan-out
     // settles once every accepted request's record is listed or the caller says it has them all,
     // collection runs from the first invoke on, the iteration closes when every record is in (or the
     // fan-out has settled), and the loop then waits for the fan-out to settle.
@@ -189,12 +189,12 @@ export async function run(o: z.output<typeof options>, log: Log) {
     scaling_workers: last.workers,
     // The same ratio for threads that only compute: what the host gave N at once in the same rounds.
     machine_scaling: last.machineScaling,
-    scaling_target: SCALING_TARGET,
+    scaling_goal: SCALING_GOAL,
     episodes_per_invocation: perInvocation,
     scaling_points: points.map((q) => ({ workers: q.workers, episodes_per_s: q.episodesPerS, scaling: q.scaling, dispatcher_cpu_share: q.dispatcherCpuShare, machine_scaling: q.machineScaling })),
     overhead_ratio: overhead.overhead_ratio,
-    overhead_target: OVERHEAD_TARGET,
+    overhead_goal: OVERHEAD_GOAL,
     overhead,
-    meets_targets: { scaling: scaling >= SCALING_TARGET, overhead: overhead.overhead_ratio <= OVERHEAD_TARGET },
+    meets_targets: { scaling: scaling >= SCALING_GOAL, overhead: overhead.overhead_ratio <= OVERHEAD_GOAL },
   };
 }

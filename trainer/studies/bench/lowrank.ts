@@ -81,7 +81,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
     provider,
     batches: results,
     ratio: Math.min(...results.map((r) => r.ratio)),
-    target: 0.95,
+    goal: 0.95,
     machine: machineInfo(),
   };
 }

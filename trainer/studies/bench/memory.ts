@@ -100,7 +100,7 @@ export async function run(all: z.output<typeof options>, log: Log) {
     train_peak_rss_mib: train / 1024,
     generate_peak_rss_mib: generate / 1024,
     ratio: train / generate,
-    target: 1.05,
+    goal: 1.05,
     // an fp16 export's θ is also held as fp32 masters, in both children (docs/MODEL.md, fp16 / bf16)
     fp16_theta: o.model in PRESETS ? null : halfPrecisionCost(o.model),
     machine: machineInfo(),

@@ -101,7 +101,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
       server_tokens_per_s: serverTps,
       server_batches_per_round: serverBatchesPerRound,
       ratio: serverTps / offlineTps,
-      target: '>= 0.8',
+      goal: '>= 0.8',
       machine: machineInfo(),
     };
     if (o.record !== undefined && o.instanceType !== undefined) {

@@ -64,7 +64,7 @@ export async function run(o: z.output<typeof options>, log: Log) {
       failed: sum((r) => r.failed),
       phases,
       overhead_ratio: (total - episodes) / total,
-      target: '<= 0.05',
+      goal: '<= 0.05',
       machine: machineInfo(),
     };
   } finally {

@@ -10,8 +10,8 @@ export const command = benchCommand({
     const overhead = report.overhead;
     return [
       ...report.scaling_points.map((q) => `${String(q.workers).padStart(3)} workers  ${q.episodes_per_s.toFixed(1).padStart(8)} episodes/s  scaling ${q.scaling.toFixed(3)}  dispatcher CPU ${q.dispatcher_cpu_share.toFixed(2)}  machine ${q.machine_scaling.toFixed(3)}`),
-      `scaling at N=${report.scaling_workers}: ${report.scaling.toFixed(3)} (target ≥ ${report.scaling_target}); the machine's own, spinning threads: ${report.machine_scaling.toFixed(3)}`,
-      `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (target ≤ ${report.overhead_target}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
+      `scaling at N=${report.scaling_workers}: ${report.scaling.toFixed(3)} (goal ≥ ${report.scaling_goal}); the machine's own, spinning threads: ${report.machine_scaling.toFixed(3)}`,
+      `overhead_ratio: ${overhead.overhead_ratio.toFixed(4)} (goal ≤ ${report.overhead_goal}) — iteration ${overhead.iteration_ms} ms, episode span ${overhead.episode_span_ms} ms, ` +
         `before first episode ${overhead.before_first_episode_ms} ms, collect after last ${overhead.collect_after_last_episode_ms} ms, longest injected latency ${overhead.longest_injected_latency_ms} ms`,
       `trainer process CPU ÷ iteration wall time: ${overhead.trainer_cpu_share.toFixed(4)}`,
     ].join('\n');

@@ -13,7 +13,7 @@ export const command = benchCommand({
   text: (out) =>
     [
       `noise regenerate+apply (${out.kernel} kernel): ${f(out.params_per_s)}  numpy: ${f(out.numpy_params_per_s)}  plain add: ${f(out.plain_add_params_per_s)}`,
-      `ratio vs numpy ${r(out.ratio_vs_numpy)} (target ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (target ≥ 0.5)`,
+      `ratio vs numpy ${r(out.ratio_vs_numpy)} (goal ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (goal ≥ 0.5)`,
       `${out.threads} threads: ${f(out.params_per_s_threads)}  plain add ${f(out.plain_add_params_per_s_threads)}  ratio vs numpy ${r(out.ratio_vs_numpy_threads)}  vs add ${r(out.ratio_vs_add_threads)}`,
     ].join('\n'),
 });

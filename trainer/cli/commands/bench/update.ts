@@ -8,5 +8,5 @@ export const command = benchCommand({
   flags: { ...modelFlags, ...stringFlags('population', 'iterations', 'workers', 'max-tokens') },
   load: () => import('../../../studies/bench/update.ts'),
   text: (out) =>
-    `overhead_ratio ${out.overhead_ratio.toFixed(4)} (target ≤ 0.05): outside episodes ${(out.phases.total_ms - out.phases.episodes_ms).toFixed(0)} ms of ${out.phases.total_ms.toFixed(0)} ms over ${out.iterations} iteration(s), G = ${out.population} — ${JSON.stringify(out.phases)}`,
+    `overhead_ratio ${out.overhead_ratio.toFixed(4)} (goal ≤ 0.05): outside episodes ${(out.phases.total_ms - out.phases.episodes_ms).toFixed(0)} ms of ${out.phases.total_ms.toFixed(0)} ms over ${out.iterations} iteration(s), G = ${out.population} — ${JSON.stringify(out.phases)}`,
 });
