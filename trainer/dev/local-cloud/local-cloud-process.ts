@@ -7,10 +7,12 @@
  *   local-cloud-process.ts s3                      s3rver (with its per-object middleware)
  *   local-cloud-process.ts invoke FAULTS STORE     the invoke endpoint + Episode handler, writing to STORE
  *
- * FAULTS and STORE are JSON (InvokeFaults, S3StoreConfig). Prints one line of JSON when ready
+ * FAULTS and STORE are JSON (InvokeFaults, S3StoreConfig); episodes are priced as `esopt dev cloud` prices them
+ * (the measured prices), the stack's ESOPT_COST_PRICES being absent here. Prints one line of JSON when ready
  * (`{"storeConfig": …}` or `{"invokeUrl": …}`) and exits when its stdin closes (the parent died or is done).
  */
 import { S3StoreConfig } from '../../../shared/store/s3.ts';
+import { measuredPrices } from '../../fanout/measured-prices.ts';
 import { InvokeFaults } from './invoke-faults.ts';
 import { startEpisodeEndpoint } from './local-cloud.ts';
 import { startLocalS3 } from './s3-server.ts';
@@ -23,7 +25,7 @@ async function start(): Promise<{ ready: object; close(): Promise<void> }> {
     return { ready: { storeConfig: s3.storeConfig }, close: () => s3.close() };
   }
   if (role === 'invoke') {
-    const endpoint = await startEpisodeEndpoint(S3StoreConfig.parse(JSON.parse(storeJson ?? 'null')), { faults: InvokeFaults.parse(JSON.parse(faultsJson ?? '{}')) });
+    const endpoint = await startEpisodeEndpoint(S3StoreConfig.parse(JSON.parse(storeJson ?? 'null')), { faults: InvokeFaults.parse(JSON.parse(faultsJson ?? '{}')), prices: measuredPrices() });
     return {
       ready: { invokeUrl: endpoint.invoke.url },
       async close() {
