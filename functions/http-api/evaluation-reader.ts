@@ -19,7 +19,7 @@ import { wilsonInterval } from '../../shared/wilson.ts';
 import { notFound } from './errors.ts';
 import { evaluationEpisodeCost } from './evaluation-pricing.ts';
 import { EvaluationPlanRecord } from './evaluation-plan.ts';
-import { readAllJson, readJson } from './store-json.ts';
+import { readAllJson, readJson } from '../../shared/store/json.ts';
 
 export function transcriptPath(id: string, index: number): string {
   return `/evaluations/${id}/episodes/${index}/transcript`;

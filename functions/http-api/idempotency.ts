@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { fail } from './errors.ts';
-import { readJson, writeJson } from './store-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 
 const HEADER = 'idempotency-key';
 /** A claim older than this belongs to a request that died half-way; a retry may take it over. */

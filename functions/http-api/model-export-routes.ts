@@ -19,7 +19,7 @@ import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem } from './errors.ts';
 import { errors, json, secured } from './openapi-common.ts';
 import { readCommittedUpdates, readConfig } from './run-reader.ts';
-import { readJson, writeJson } from './store-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 
 /** How long a presigned download URL works. */
 const SIGNED_URL_SECONDS = 3600;

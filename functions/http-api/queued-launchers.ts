@@ -18,7 +18,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { storeEvaluationKey } from '../../shared/secrets/evaluation-key.ts';
 import { StoredEvaluationRequest, type EvaluationKeyRef, type QueuedWork, type WorkKind } from '../../shared/schemas/index.ts';
-import { readJson, writeJson } from './store-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 
 /** Where queued evaluations' keys go: the secret store and the path under which each gets `<path>/<evaluation id>`. */
 export interface EvaluationKeyStore {

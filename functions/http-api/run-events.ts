@@ -8,7 +8,7 @@ import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { EvaluationResult, MetricsRow, type RunEvent, type RunState } from '../../shared/schemas/index.ts';
 import { readConfig, readCurrentIteration, readStatus, stopRequested } from './run-reader.ts';
-import { readJson } from './store-json.ts';
+import { readJson } from '../../shared/store/json.ts';
 
 const FINAL: ReadonlySet<RunState> = new Set(['finished', 'stopped', 'failed']);
 

@@ -20,7 +20,7 @@ import {
   type RunSummary,
 } from '../../shared/schemas/index.ts';
 import { notFound } from './errors.ts';
-import { readAllJson, readJson } from './store-json.ts';
+import { readAllJson, readJson } from '../../shared/store/json.ts';
 
 /** Run ids in the store: every run has a config.json. Lists the whole `runs/` prefix (see docs/API.md). */
 export async function listRunIds(store: ObjectStore): Promise<string[]> {

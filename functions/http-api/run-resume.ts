@@ -11,7 +11,7 @@ import { extendRunConfig, type RunExtension } from '../../shared/run-extension.t
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
 import { ApiProblem, invalidProblem } from './errors.ts';
 import { readCommittedUpdates, readConfig, readStatus } from './run-reader.ts';
-import { writeJson } from './store-json.ts';
+import { writeJson } from '../../shared/store/json.ts';
 
 const ACTIVE = new Set<RunStatus['state']>(['requested', 'running', 'stopping']);
 

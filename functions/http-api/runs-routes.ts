@@ -15,7 +15,7 @@ import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
 import { advanceCursor, formatEventId, parseEventId, runEvents } from './run-events.ts';
 import { listRunIds, readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
 import { readyResume } from './run-resume.ts';
-import { writeJson } from './store-json.ts';
+import { writeJson } from '../../shared/store/json.ts';
 
 const tags = ['runs'];
 const FINAL = new Set(['finished', 'stopped', 'failed']);

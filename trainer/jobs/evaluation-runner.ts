@@ -21,7 +21,7 @@ import { EvaluationStatus, RewardRecord, StoredEvaluationRequest, type Evaluatio
 import { loadEnvironment, parseWith } from '../../environments/index.ts';
 import { evaluationEpisodeCost } from '../../functions/http-api/evaluation-pricing.ts';
 import { episodeRequest, planEpisode, type EvaluationPlanRecord } from '../../functions/http-api/evaluation-plan.ts';
-import { readJson, writeJson } from '../../functions/http-api/store-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 
 /** The worker-side variable that carries the endpoint's bearer token (never the event). */
 export const EVALUATION_TOKEN_ENV = 'ESOPT_EVALUATION_TOKEN';
