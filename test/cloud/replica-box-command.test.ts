@@ -9,7 +9,7 @@ import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-ser
 import { keys } from '../../shared/keys.ts';
 import { ReplicaAnnouncement, RunConfig, type ActiveRun, type RunStatus } from '../../shared/schemas/index.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
-import { getJson, putJson } from '../../trainer/training/loop/stored-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
@@ -53,16 +53,16 @@ describe('esopt replica-box', () => {
     // What the trainer box writes when it starts a run.
     const now = new Date().toISOString();
     const status: RunStatus = { run: 'r1', state: 'running', requestedAt: now, startedAt: now, finishedAt: null, error: null, updatedAt: now };
-    await putJson(store, keys.config('r1'), RunConfig.parse(tinyRunConfig({ name: 'replica-box' })));
-    await putJson(store, keys.runStatus('r1'), status);
-    await putJson(store, keys.activeRun(), { run: 'r1', startedAt: now } satisfies ActiveRun);
+    await writeJson(store, keys.config('r1'), RunConfig.parse(tinyRunConfig({ name: 'replica-box' })));
+    await writeJson(store, keys.runStatus('r1'), status);
+    await writeJson(store, keys.activeRun(), { run: 'r1', startedAt: now } satisfies ActiveRun);
     const following = esopt(args, { ...env, ESOPT_TOKEN: 'box-token' });
     let announced: ReplicaAnnouncement | null = null;
-    while (!(announced = await getJson(store, keys.replica('r1', 'replica-1'), ReplicaAnnouncement))) await new Promise((r) => setTimeout(r, 100));
+    while (!(announced = await readJson(store, keys.replica('r1', 'replica-1'), ReplicaAnnouncement))) await new Promise((r) => setTimeout(r, 100));
     expect(announced.baseUrl).toBe(`https://127.0.0.1:${port}/v1`);
     expect(announced.tls?.sha256).toBe(await presented(port));
     expect(JSON.stringify(announced)).not.toContain('PRIVATE KEY');
-    await putJson(store, keys.runStatus('r1'), { ...status, state: 'stopped', finishedAt: new Date().toISOString() } satisfies RunStatus);
+    await writeJson(store, keys.runStatus('r1'), { ...status, state: 'stopped', finishedAt: new Date().toISOString() } satisfies RunStatus);
     const exit = await following;
     expect(exit.code, exit.stderr).toBe(0);
     expect(JSON.parse(exit.stdout.trim().split('\n').at(-1) as string)).toEqual({ followed: 'r1' });

@@ -14,7 +14,7 @@ import { IterationManifest, ReplicaAnnouncement, RunConfig, type ActiveRun, type
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { runEmbedded } from '../../trainer/assembly/run.ts';
 import { silentProgress } from '../../trainer/training/loop/progress.ts';
-import { getJson, putJson } from '../../trainer/training/loop/stored-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 import { ReplicaBox } from '../../trainer/cloud/box/replica-box.ts';
 import { TokenFollower } from '../../trainer/serving/token-follower.ts';
 
@@ -60,18 +60,18 @@ describe('the replica box', () => {
       // Nothing named yet, then a run that is not running: nothing to follow.
       expect(await box.pollOnce()).toBeNull();
       const active: ActiveRun = { run: 'r', startedAt: new Date().toISOString() };
-      await putJson(store, keys.activeRun(), active);
-      await putJson(store, keys.runStatus('r'), status('r', 'requested'));
+      await writeJson(store, keys.activeRun(), active);
+      await writeJson(store, keys.runStatus('r'), status('r', 'requested'));
       expect(await box.pollOnce()).toBeNull();
 
       // The coordinator box's side: the run is running, and it expects one replica besides itself.
-      await putJson(store, keys.runStatus('r'), status('r', 'running'));
+      await writeJson(store, keys.runStatus('r'), status('r', 'running'));
       const following = box.pollOnce();
       const { result } = await runEmbedded({ config, run: 'r', storeRoot: join(root, 'store'), progress: silentProgress, pollMs: 20, token: 'box-token', replicas: { syncTimeoutMs: 30_000, expected: 1 } });
       expect(await following).toBe('r');
       // It announced its public URL, was routed members, and reported the coordinator's final θ.
-      expect((await getJson(store, keys.replica('r', 'replica-1'), ReplicaAnnouncement))?.baseUrl).toBe(publicUrl);
-      const manifest = await getJson(store, keys.manifest('r', 1), IterationManifest);
+      expect((await readJson(store, keys.replica('r', 'replica-1'), ReplicaAnnouncement))?.baseUrl).toBe(publicUrl);
+      const manifest = await readJson(store, keys.manifest('r', 1), IterationManifest);
       expect(manifest?.routing?.replicas).toEqual([expect.objectContaining({ id: 'coordinator' }), { id: 'replica-1', baseUrl: publicUrl }]);
       expect(manifest?.routing?.routes.filter((r) => r.replica === 1).length).toBeGreaterThan(0);
       const final = JSON.parse(new TextDecoder().decode((await store.get(keys.replicaReport('r', config.iterations, 'replica-1')))!)) as { thetaHash: string };
@@ -82,12 +82,12 @@ describe('the replica box', () => {
       expect(await box.pollOnce()).toBeNull();
 
       // A run the coordinator starts and then stops before its end: the replica joins, then lets it go.
-      await putJson(store, keys.config('s'), config);
-      await putJson(store, keys.runStatus('s'), status('s', 'running'));
-      await putJson(store, keys.activeRun(), { run: 's', startedAt: new Date().toISOString() } satisfies ActiveRun);
+      await writeJson(store, keys.config('s'), config);
+      await writeJson(store, keys.runStatus('s'), status('s', 'running'));
+      await writeJson(store, keys.activeRun(), { run: 's', startedAt: new Date().toISOString() } satisfies ActiveRun);
       const stopping = box.pollOnce();
       while (!(await store.get(keys.replica('s', 'replica-1')))) await new Promise((r) => setTimeout(r, 20));
-      await putJson(store, keys.runStatus('s'), status('s', 'stopped'));
+      await writeJson(store, keys.runStatus('s'), status('s', 'stopped'));
       expect(await stopping).toBe('s');
       expect(lines).toContain('the coordinator stopped this run or moved on: replica released');
       // Its port is free again for the next run.
@@ -114,8 +114,8 @@ describe('the replica box', () => {
       return res.status;
     };
     try {
-      await putJson(store, keys.activeRun(), { run: 'g', startedAt: new Date().toISOString() } satisfies ActiveRun);
-      await putJson(store, keys.runStatus('g'), status('g', 'running'));
+      await writeJson(store, keys.activeRun(), { run: 'g', startedAt: new Date().toISOString() } satisfies ActiveRun);
+      await writeJson(store, keys.runStatus('g'), status('g', 'running'));
       const following = box.pollOnce();
       // The coordinator's workers send the token they started with throughout: the grace keeps it good.
       // Long enough that the checks below land while the replica serves.
@@ -131,7 +131,7 @@ describe('the replica box', () => {
       const final = JSON.parse(new TextDecoder().decode((await store.get(keys.replicaReport('g', long.iterations, 'replica-1')))!)) as { thetaHash: string };
       expect(final.thetaHash).toBe(result.thetaHash);
       // The members routed to it were served through the gate, none refused.
-      const manifest = await getJson(store, keys.manifest('g', 1), IterationManifest);
+      const manifest = await readJson(store, keys.manifest('g', 1), IterationManifest);
       expect(manifest?.routing?.routes.filter((r) => r.replica === 1).length).toBeGreaterThan(0);
     } finally {
       await box.close();

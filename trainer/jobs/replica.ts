@@ -11,7 +11,7 @@ import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RunConfig, Updat
 import { hashTheta } from '../../shared/theta-hash.ts';
 import { serveModel, type ServedEngine } from '../assembly/run.ts';
 import { restoreFromLog } from '../training/loop/index.ts';
-import { getJson, putJson } from '../training/loop/index.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 import { applyLogEntry, logEntryFor } from '../training/loop/index.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
@@ -51,7 +51,7 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
   let stopped = false;
   // A replica may start before the trainer has stored the run's config.
   let config: RunConfig | null = null;
-  while (!(config = await getJson(store, keys.config(run), RunConfig))) {
+  while (!(config = await readJson(store, keys.config(run), RunConfig))) {
     await sleep(pollMs);
   }
   const cfg = config;
@@ -64,7 +64,7 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
     const thetaHash = hashTheta(segments);
     const body: ReplicaReport = { id: o.id, iteration: k, thetaHash, reportedAt: new Date().toISOString() };
     // Create-only: a restarted replica with the same id never rewrites what it said before.
-    await putJson(store, keys.replicaReport(run, k, o.id), body, true);
+    await writeJson(store, keys.replicaReport(run, k, o.id), body, true);
   };
 
   const follow = async (): Promise<{ iterations: number; thetaHash: string }> => {
@@ -73,12 +73,12 @@ export async function startReplica(o: ReplicaOptions): Promise<RunningReplica> {
     const tls = o.publicTls ?? o.server?.tls;
     // The public certificate only: the key never leaves this process.
     const announcement: ReplicaAnnouncement = { id: o.id, baseUrl, ...(tls ? { tls: { certificate: tls.cert, sha256: tls.sha256 } } : {}), startedAt: new Date().toISOString() };
-    await putJson(store, keys.replica(run, o.id), announcement);
+    await writeJson(store, keys.replica(run, o.id), announcement);
     await report(next);
     let live = -1;
     while (!stopped && next < cfg.iterations) {
-      const update = await getJson(store, keys.update(run, next), UpdateRecord);
-      const manifest = live === next && !update ? null : await getJson(store, keys.manifest(run, next), IterationManifest);
+      const update = await readJson(store, keys.update(run, next), UpdateRecord);
+      const manifest = live === next && !update ? null : await readJson(store, keys.manifest(run, next), IterationManifest);
       if (update && manifest) {
         server.service.setPopulation(null);
         await applyLogEntry(engine, logEntryFor(cfg, next, manifest.members, update.normalizedRewards, update.thetaHashAfter), cfg.rank);

@@ -12,7 +12,7 @@ import { FsObjectStore } from '../../../shared/store/fs.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import type { Engine, PerturbationMode } from '../../../trainer/engine/engine.ts';
 import { appendLog, writeCheckpoint } from '../../../trainer/training/loop/checkpoints.ts';
-import { putJson } from '../../../trainer/training/loop/stored-json.ts';
+import { writeJson } from '../../../shared/store/json.ts';
 import { applyLogEntry } from '../../../trainer/training/loop/weight-update.ts';
 import { createEngine } from '../../../trainer/engine/model/create-engine.ts';
 
@@ -38,7 +38,7 @@ export async function madeRun(o: { root: string; run: string; model: ModelSpec; 
     iterations: Math.max(1, o.updates),
     seed: 17,
   });
-  await putJson(store, keys.config(o.run), config, true);
+  await writeJson(store, keys.config(o.run), config, true);
   const engine = await createEngine({ model: await resolveModelSpec(config.model, store), mode: config.mode, ...(config.lora ? { lora: { ...config.lora, seed: config.seed } } : {}) });
   const hashes = [hashTheta(engine.segments())];
   for (let k = 0; k < o.updates; k++) {

@@ -14,7 +14,7 @@ import { CloudStack } from '../../assembly/cloud-stack.ts';
 import { cloudSite } from '../../assembly/cloud-stack.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
-import { getJson, putJson } from '../../training/loop/index.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 import { ReplicaBox } from '../../cloud/box/replica-box.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
 import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
@@ -68,9 +68,9 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
     // What the trainer box does when it claims a run: its status, then the pointer the replica boxes follow.
     const now = new Date().toISOString();
     const status: RunStatus = { run, state: 'running', requestedAt: now, startedAt: now, finishedAt: null, error: null, updatedAt: now };
-    await putJson(cloud.store, keys.config(run), config);
-    await putJson(cloud.store, keys.runStatus(run), status);
-    await putJson(cloud.store, keys.activeRun(), { run, startedAt: now } satisfies ActiveRun);
+    await writeJson(cloud.store, keys.config(run), config);
+    await writeJson(cloud.store, keys.runStatus(run), status);
+    await writeJson(cloud.store, keys.activeRun(), { run, startedAt: now } satisfies ActiveRun);
     for (const f of followers) f.start();
     o.log(`training ${o.iterations} iterations of ${o.population} members over ${o.replicas} boxes …`);
     const site = cloudSite(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
@@ -83,16 +83,16 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
       progress: silentProgress,
       replicas: { syncTimeoutMs: 60_000, expected: o.replicas - 1 },
     });
-    await putJson(cloud.store, keys.runStatus(run), { ...status, state: 'finished', finishedAt: new Date().toISOString(), updatedAt: new Date().toISOString() } satisfies RunStatus);
+    await writeJson(cloud.store, keys.runStatus(run), { ...status, state: 'finished', finishedAt: new Date().toISOString(), updatedAt: new Date().toISOString() } satisfies RunStatus);
     const routed: string[][] = [];
-    for (let k = 0; k < o.iterations; k++) routed.push((await getJson(cloud.store, keys.manifest(run, k), IterationManifest))?.routing?.replicas.map((r) => r.id) ?? []);
+    for (let k = 0; k < o.iterations; k++) routed.push((await readJson(cloud.store, keys.manifest(run, k), IterationManifest))?.routing?.replicas.map((r) => r.id) ?? []);
     const rewardKeys = (await cloud.store.list(`${keys.run(run)}iterations/`)).filter((k) => k.includes('/rewards/'));
-    const records = await Promise.all(rewardKeys.map(async (k) => (await getJson(cloud.store, k, RewardRecord))!));
+    const records = await Promise.all(rewardKeys.map(async (k) => (await readJson(cloud.store, k, RewardRecord))!));
     const replicaTheta: Record<string, string | null> = {};
     const pinned: Record<string, string> = { coordinator: coordinator.identity.sha256 };
     for (const b of replicaBoxes) {
-      replicaTheta[b.id] = (await getJson(cloud.store, keys.replicaReport(run, o.iterations, b.id), ReplicaReport))?.thetaHash ?? null;
-      pinned[b.id] = (await getJson(cloud.store, keys.replica(run, b.id), ReplicaAnnouncement))?.tls?.sha256 ?? '';
+      replicaTheta[b.id] = (await readJson(cloud.store, keys.replicaReport(run, o.iterations, b.id), ReplicaReport))?.thetaHash ?? null;
+      pinned[b.id] = (await readJson(cloud.store, keys.replica(run, b.id), ReplicaAnnouncement))?.tls?.sha256 ?? '';
     }
     return {
       replicas: o.replicas,

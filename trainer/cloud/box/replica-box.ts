@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { keys } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { ActiveRun, RunStatus } from '../../../shared/schemas/index.ts';
-import { getJson } from '../../training/loop/index.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import type { TlsIdentity } from '../../serving/tls-identity.ts';
 import { startReplica, type ReplicaOptions, type RunningReplica } from '../../jobs/replica.ts';
 import { randomBytes } from 'node:crypto';
@@ -73,7 +73,7 @@ export class ReplicaBox {
 
   /** Follows the active run, if there is one to follow, until it ends here; resolves with its id, or null. */
   async pollOnce(): Promise<string | null> {
-    const active = await getJson(this.o.store, keys.activeRun(), ActiveRun);
+    const active = await readJson(this.o.store, keys.activeRun(), ActiveRun);
     if (!active || this.followed.has(`${active.run}@${active.startedAt}`) || !(await this.running(active.run))) return null;
     this.followed.add(`${active.run}@${active.startedAt}`);
     const { run } = active;
@@ -107,7 +107,7 @@ export class ReplicaBox {
     try {
       while (!ended && !this.closing) {
         await this.pause();
-        const now = await getJson(this.o.store, keys.activeRun(), ActiveRun).catch(() => active);
+        const now = await readJson(this.o.store, keys.activeRun(), ActiveRun).catch(() => active);
         if (now?.run !== run || now.startedAt !== active.startedAt || !(await this.running(run).catch(() => true))) {
           this.o.log.info({ run }, 'the coordinator stopped this run or moved on: replica released');
           break;
@@ -122,7 +122,7 @@ export class ReplicaBox {
   }
 
   private async running(run: string): Promise<boolean> {
-    return (await getJson(this.o.store, keys.runStatus(run), RunStatus))?.state === 'running';
+    return (await readJson(this.o.store, keys.runStatus(run), RunStatus))?.state === 'running';
   }
 
   private pause(): Promise<void> {

@@ -17,7 +17,7 @@ import { hashTheta } from '../../../shared/theta-hash.ts';
 import { targetsAll } from '../../../shared/targets.ts';
 import { readLog } from '../loop/index.ts';
 import { readRunConfig } from '../loop/index.ts';
-import { getJson } from '../loop/index.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import { coefficientsOf } from '../loop/index.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { TargetTensors } from '../../engine/model/target-tensors.ts';
@@ -51,7 +51,7 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
   if (config.mode === 'lora') {
     throw new Error(`run ${run}: a LoRA run's θ is its adapters, and the artifact format ${RUN_ARTIFACT_FORMAT} describes runs over the model's own tensors; export the model and its adapters instead (esopt export)`);
   }
-  const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
+  const first = await readJson(store, keys.manifest(run, 0), IterationManifest);
   if (!first) throw new Error(`run ${run}: no ${keys.manifest(run, 0)} in the store, so θ_0's hash is unknown`);
   if (first.mode !== config.mode || (config.mode === 'lowrank' && first.rank !== config.rank)) {
     throw new Error(`run ${run}: iteration 0 ran in ${first.mode} mode with rank ${first.rank}, the config says ${config.mode} with rank ${config.rank}`);

@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import { keys } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { CoordinatorLease } from '../../../shared/schemas/index.ts';
-import { getJson, putJson } from './stored-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 
 export class CoordinatorConflictError extends Error {}
 
@@ -34,7 +34,7 @@ export interface HeldLease {
 async function newest(store: ObjectStore, run: string): Promise<CoordinatorLease | null> {
   const epochs = (await store.list(keys.coordinatorLeases(run))).sort();
   const last = epochs.at(-1);
-  return last ? getJson(store, last, CoordinatorLease) : null;
+  return last ? readJson(store, last, CoordinatorLease) : null;
 }
 
 const describe = (l: CoordinatorLease) => `${l.holder} (lease epoch ${l.epoch}, until ${l.expiresAt})`;
@@ -54,8 +54,8 @@ export async function acquireCoordinatorLease(store: ObjectStore, run: string, o
   };
   const key = keys.coordinatorLease(run, mine.epoch);
   // Create-only; the read-back also catches a racing writer on a store that ignores create-only (s3rver).
-  const created = await putJson(store, key, mine, true);
-  const stored = await getJson(store, key, CoordinatorLease);
+  const created = await writeJson(store, key, mine, true);
+  const stored = await readJson(store, key, CoordinatorLease);
   if (!created || stored?.token !== mine.token) throw new CoordinatorConflictError(`run ${run} is coordinated by ${stored ? describe(stored) : 'another trainer'}: it took the lease first`);
 
   const check = async () => {
@@ -64,7 +64,7 @@ export async function acquireCoordinatorLease(store: ObjectStore, run: string, o
   };
   const write = async (expiresAt: number) => {
     await check();
-    await putJson(store, key, { ...mine, expiresAt: new Date(expiresAt).toISOString() });
+    await writeJson(store, key, { ...mine, expiresAt: new Date(expiresAt).toISOString() });
   };
   const renewMs = o.renewMs ?? Math.floor(o.ttlMs / 3);
   // A failed renewal is left to the next one; a lost lease shows at the next iteration's check.

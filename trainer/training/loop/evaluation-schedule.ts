@@ -8,7 +8,7 @@ import { hashTheta } from '../../../shared/theta-hash.ts';
 import { evaluate } from './evaluation.ts';
 import { heldOutTasks } from '../../../environments/task-sampler.ts';
 import type { LoopContext } from './loop-context.ts';
-import { getJson, putJson } from './stored-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 
 export class EvaluationSchedule {
   /** The held-out tasks, the same at every evaluation. */
@@ -36,7 +36,7 @@ export class EvaluationSchedule {
   async all(): Promise<EvaluationResult[]> {
     const out: EvaluationResult[] = [];
     for (let k = 0; k <= this.ctx.config.iterations; k++) {
-      const e = await getJson(this.ctx.store, keys.evaluationOf(this.ctx.run, k), EvaluationResult);
+      const e = await readJson(this.ctx.store, keys.evaluationOf(this.ctx.run, k), EvaluationResult);
       if (e) out.push(e);
     }
     return out;
@@ -44,10 +44,10 @@ export class EvaluationSchedule {
 
   private async of(k: number): Promise<EvaluationResult> {
     const { store, fanout, run, config, policy, pollMs, weights } = this.ctx;
-    const existing = await getJson(store, keys.evaluationOf(run, k), EvaluationResult);
+    const existing = await readJson(store, keys.evaluationOf(run, k), EvaluationResult);
     if (existing) return existing;
     const result = await evaluate({ store, fanout, run, config, iteration: k, thetaHash: hashTheta(weights.segments()), tasks: this.tasks, policy, pollMs });
-    await putJson(store, keys.evaluationOf(run, k), result);
+    await writeJson(store, keys.evaluationOf(run, k), result);
     this.onEvaluation?.(result);
     return result;
   }

@@ -16,7 +16,6 @@ export * from './checkpoints.ts';
 export * from './restore.ts';
 export * from './resume.ts';
 export * from './weight-update.ts';
-export * from './stored-json.ts';
 export * from './replica-set.ts';
 export * from './coordinator-lease.ts';
 export * from './fault-points.ts';

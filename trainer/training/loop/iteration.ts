@@ -15,7 +15,7 @@ import type { Classification } from './classify-records.ts';
 import { playEpisodes } from './episodes.ts';
 import { sampleTaskRefs, type LoopContext } from './loop-context.ts';
 import { rowStats } from './metrics-row.ts';
-import { getJson, putJson } from './stored-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 import { iterationTaskSeed } from './task-seed.ts';
 import { applyTold, normalizedOf } from './weight-update.ts';
 
@@ -33,7 +33,7 @@ export async function runIteration(ctx: LoopContext, k: number, evaluation: Eval
   const told = tell(m.members, c.rewards, { alpha: esAt(config.es, k, config.iterations).alpha, shaping: config.es.shaping });
   const entry = await applyTold(weights, config, k, m.members, told);
   await faults('after-update', k);
-  if (!(await putJson(store, keys.update(run, k), updateRecord(ctx, k, c, told, thetaHashBefore, entry.thetaHashAfter), true))) {
+  if (!(await writeJson(store, keys.update(run, k), updateRecord(ctx, k, c, told, thetaHashBefore, entry.thetaHashAfter), true))) {
     throw new Error(`iteration ${k} already has an update record: is another trainer running this run?`);
   }
   await faults('after-update-record', k);
@@ -64,7 +64,7 @@ export async function runIteration(ctx: LoopContext, k: number, evaluation: Eval
 /** Iteration k's manifest for θ_k (the stored one on resume), and this time's routing over the replicas. */
 async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Promise<{ manifest: IterationManifest; routing: MemberRoutes | undefined }> {
   const { run, config, store } = ctx;
-  const stored = await getJson(store, keys.manifest(run, k), IterationManifest);
+  const stored = await readJson(store, keys.manifest(run, k), IterationManifest);
   if (stored && stored.thetaHash !== thetaHash) throw new Error(`iteration ${k}'s manifest was made for θ ${stored.thetaHash}, but θ is ${thetaHash}`);
   // Routing is planned afresh even on resume: the replicas that served before may be gone.
   const members = stored?.members ?? ask(config.es);
@@ -91,7 +91,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
     deadline: new Date(now + config.deadlineMs).toISOString(),
     createdAt: new Date(now).toISOString(),
   });
-  await putJson(store, keys.manifest(run, k), manifest, true);
+  await writeJson(store, keys.manifest(run, k), manifest, true);
   return { manifest, routing };
 }
 

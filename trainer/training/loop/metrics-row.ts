@@ -9,7 +9,7 @@ import { keys } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { EvaluationResult, IterationManifest, MetricsRow, RewardRecord, UpdateRecord, type RunConfig } from '../../../shared/schemas/index.ts';
 import type { Classification } from './classify-records.ts';
-import { getJson, putJson } from './stored-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 
 export type RowStats = Omit<MetricsRow, 'durations'>;
 
@@ -58,10 +58,10 @@ export function rowStats(
 async function rowFromUpdate(store: ObjectStore, config: RunConfig, m: IterationManifest, update: UpdateRecord): Promise<MetricsRow> {
   const records: RewardRecord[] = [];
   for (const { member, task } of update.counted) {
-    const r = await getJson(store, keys.reward(m.run, m.iteration, member, task), RewardRecord);
+    const r = await readJson(store, keys.reward(m.run, m.iteration, member, task), RewardRecord);
     if (r) records.push(r);
   }
-  const evaluation = await getJson(store, keys.evaluationOf(m.run, m.iteration), EvaluationResult);
+  const evaluation = await readJson(store, keys.evaluationOf(m.run, m.iteration), EvaluationResult);
   const arrived = new Set([...update.counted, ...update.failures].map((r) => `${r.member}/${r.task}`)).size;
   return MetricsRow.parse({
     ...rowStats(config, m, records, { failures: update.failures, invalid: update.invalidRecords }, { missing: m.members.length * m.tasks.length - arrived, timedOut: 0 }, update.thetaHashAfter, evaluation),
@@ -73,9 +73,9 @@ async function rowFromUpdate(store: ObjectStore, config: RunConfig, m: Iteration
 export async function fillMetricsHoles(store: ObjectStore, run: string, config: RunConfig, before: number): Promise<void> {
   for (let k = 0; k < before; k++) {
     if (await store.get(keys.metricsRow(run, k))) continue;
-    const update = await getJson(store, keys.update(run, k), UpdateRecord);
-    const manifest = await getJson(store, keys.manifest(run, k), IterationManifest);
-    if (update && manifest) await putJson(store, keys.metricsRow(run, k), await rowFromUpdate(store, config, manifest, update));
+    const update = await readJson(store, keys.update(run, k), UpdateRecord);
+    const manifest = await readJson(store, keys.manifest(run, k), IterationManifest);
+    if (update && manifest) await writeJson(store, keys.metricsRow(run, k), await rowFromUpdate(store, config, manifest, update));
   }
 }
 
@@ -83,7 +83,7 @@ export async function fillMetricsHoles(store: ObjectStore, run: string, config: 
 export async function readRows(store: ObjectStore, run: string, iterations: number): Promise<MetricsRow[]> {
   const rows: MetricsRow[] = [];
   for (let k = 0; k < iterations; k++) {
-    const row = await getJson(store, keys.metricsRow(run, k), MetricsRow);
+    const row = await readJson(store, keys.metricsRow(run, k), MetricsRow);
     if (row) rows.push(row);
   }
   return rows;

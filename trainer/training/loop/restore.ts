@@ -8,7 +8,7 @@ import { IterationManifest } from '../../../shared/schemas/index.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import type { Engine } from '../../engine/engine.ts';
 import { loadLatestCheckpoint, readLog } from './checkpoints.ts';
-import { getJson } from './stored-json.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import { applyLogEntry } from './weight-update.ts';
 
 /** θ: views onto the live weights, and the update applied in the engine's own mode. */
@@ -35,7 +35,7 @@ export async function restoreFromLog(store: ObjectStore, run: string, weights: T
   if (loaded) await weights.commitUpdate();
   let next = loaded?.meta.iteration ?? 0;
   if (!loaded) {
-    const first = await getJson(store, keys.manifest(run, 0), IterationManifest);
+    const first = await readJson(store, keys.manifest(run, 0), IterationManifest);
     if (first && first.thetaHash !== hashTheta(segments)) throw new Error(`the model's θ_0 (${hashTheta(segments)}) is not run ${run}'s θ_0 (${first.thetaHash})`);
   }
   let replayed = 0;

@@ -11,19 +11,19 @@ import { appendLog } from './checkpoints.ts';
 import type { LoopContext } from './loop-context.ts';
 import { fillMetricsHoles } from './metrics-row.ts';
 import { restoreFromLog, type Restored } from './restore.ts';
-import { getJson, putJson } from './stored-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 import { applyLogEntry, logEntryOfRecord } from './weight-update.ts';
 
 /** The run's config as stored by its first start; `train --resume` continues with exactly this one. */
 export async function readRunConfig(store: ObjectStore, run: string): Promise<RunConfig | null> {
-  return getJson(store, keys.config(run), RunConfig);
+  return readJson(store, keys.config(run), RunConfig);
 }
 
 /** A new run stores its config; a resumed one must bring the same. */
 export async function claimRunConfig(store: ObjectStore, run: string, config: RunConfig): Promise<void> {
   const stored = await readRunConfig(store, run);
   if (stored && JSON.stringify(stored) !== JSON.stringify(config)) throw new Error(`run ${run} exists with a different config; resume it with its own config or pick another run id`);
-  if (!stored) await putJson(store, keys.config(run), config, true);
+  if (!stored) await writeJson(store, keys.config(run), config, true);
 }
 
 export async function resume(ctx: Pick<LoopContext, 'store' | 'run' | 'config' | 'weights'>): Promise<Restored> {
@@ -31,9 +31,9 @@ export async function resume(ctx: Pick<LoopContext, 'store' | 'run' | 'config' |
   const restored = await restoreFromLog(store, run, weights, config.rank);
   let { next, replayed } = restored;
   for (; next < config.iterations; next++, replayed++) {
-    const update = await getJson(store, keys.update(run, next), UpdateRecord);
+    const update = await readJson(store, keys.update(run, next), UpdateRecord);
     if (!update) break;
-    const manifest = await getJson(store, keys.manifest(run, next), IterationManifest);
+    const manifest = await readJson(store, keys.manifest(run, next), IterationManifest);
     if (!manifest) throw new Error(`iteration ${next} has an update record but no manifest`);
     const entry = logEntryOfRecord(config, manifest, update);
     await applyLogEntry(weights, entry, config.rank);

@@ -16,7 +16,7 @@ import type { LoopContext, LivePopulation } from './loop-context.ts';
 import { readRows } from './metrics-row.ts';
 import type { ThetaHolder } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
-import { putJson } from './stored-json.ts';
+import { writeJson } from '../../../shared/store/json.ts';
 
 export type { LivePopulation, ThetaHolder };
 export { readRunConfig } from './resume.ts';
@@ -69,7 +69,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     const ran = await runIteration(ctx, k, await evaluations.before(k));
     const row: MetricsRow = { ...ran, spent: spentAfter(spent, ran) };
     spent = row.spent!;
-    await putJson(store, keys.metricsRow(run, k), row);
+    await writeJson(store, keys.metricsRow(run, k), row);
     o.onIteration?.(row);
     const stop = k + 1 < config.iterations ? budgetStop(config.budget, spent, spentAfter(NOTHING_SPENT, ran)) : null;
     if (stop) {
