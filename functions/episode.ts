@@ -24,6 +24,7 @@ import { evaluationKeyFrom } from '../shared/secrets/evaluation-key.ts';
 import { SsmSecretStore } from '../shared/secrets/ssm.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
 import { DEFAULT_AWS_REGION } from '../shared/store/aws-region.ts';
+import { writeJson } from '../shared/store/json.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import type { EnvironmentDefinition } from '../environments/environment.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
@@ -174,7 +175,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     try {
       // Create-only: a re-delivered episode leaves the first transcript, which its record names.
       // Tagged: the bucket's lifecycle expires transcripts after ESOPT_TRANSCRIPT_DAYS (no prefix names them all).
-      await store.put(key, JSON.stringify(body), { ifAbsent: true, contentType: 'application/json', tags: retentionTags.transcript });
+      await writeJson(store, key, body, true, { tags: retentionTags.transcript });
       return key;
     } catch (err) {
       log.error({ key, error: (err as Error).message }, 'transcript not stored');
@@ -238,7 +239,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
       transcriptKey,
       writtenAt: new Date().toISOString(),
     });
-    const written = await store.put(key, JSON.stringify(record), { ifAbsent: true, contentType: 'application/json' });
+    const written = await writeJson(store, key, record, true);
     log.info({ key, written, reward: record.reward, steps: record.steps, error: record.error }, written ? 'reward written' : 'record appeared meanwhile: duplicate delivery');
     return { ...base, written, duplicate: !written, reward: record.reward, error: record.error };
   }

@@ -12,6 +12,7 @@ import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
 import { keys } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import { ReplicaAnnouncement, ReplicaId } from '../shared/schemas/index.ts';
+import { readJson } from '../shared/store/json.ts';
 import { TrainerCertificate } from '../shared/schemas/trainer-certificate.ts';
 
 /** `replica-1=https://host:port/v1,replica-2=…`: each replica box's id and the address the stack gave it. */
@@ -45,25 +46,23 @@ export interface TrainerLink {
   pins?: TrainerPins;
 }
 
-const decoder = new TextDecoder();
-const json = (body: Uint8Array) => JSON.parse(decoder.decode(body)) as unknown;
+/** The schema's verdict rather than its throw, so each reader says what is wrong in its own words. */
+const checked = <T>(schema: z.ZodType<T>) => ({ parse: (value: unknown) => schema.safeParse(value) });
 
 /** `replicaUrls`: replica id → its base URL (the stack's ESOPT_REPLICA_URLS). */
 export function storeTrainerPins(store: ObjectStore, trainerUrl: string, replicaUrls: Record<string, string> = {}): TrainerPins {
   const coordinatorOrigin = new URL(trainerUrl).origin;
   const replicaAt = new Map(Object.entries(replicaUrls).map(([id, url]) => [new URL(url).origin, id]));
   const coordinator = async (): Promise<CertificatePin> => {
-    const body = await store.get(keys.trainerCertificate());
-    if (body === null) throw new Error(`the trainer at ${coordinatorOrigin} has not published its certificate (${keys.trainerCertificate()}): is esopt trainer-box running?`);
-    const parsed = TrainerCertificate.safeParse(json(body));
+    const parsed = await readJson(store, keys.trainerCertificate(), checked(TrainerCertificate));
+    if (parsed === null) throw new Error(`the trainer at ${coordinatorOrigin} has not published its certificate (${keys.trainerCertificate()}): is esopt trainer-box running?`);
     if (!parsed.success) throw new Error(`${keys.trainerCertificate()} is not a trainer certificate: ${parsed.error.issues[0]?.message}`);
     return parsed.data;
   };
   const replica = async (run: string, id: string, origin: string): Promise<CertificatePin> => {
     const key = keys.replica(run, id);
-    const body = await store.get(key);
-    if (body === null) throw new Error(`refusing to call ${origin}: ${id} has not announced itself for run ${run} (${key})`);
-    const parsed = ReplicaAnnouncement.safeParse(json(body));
+    const parsed = await readJson(store, key, checked(ReplicaAnnouncement));
+    if (parsed === null) throw new Error(`refusing to call ${origin}: ${id} has not announced itself for run ${run} (${key})`);
     if (!parsed.success) throw new Error(`refusing to call ${origin}: ${key} is not a replica announcement: ${parsed.error.issues[0]?.message}`);
     const announced = parsed.data;
     if (announced.id !== id || new URL(announced.baseUrl).origin !== origin) throw new Error(`refusing to call ${origin}: ${key} announces ${announced.id} at ${new URL(announced.baseUrl).origin}, not ${id} at ${origin}`);

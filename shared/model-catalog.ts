@@ -9,6 +9,7 @@ import { keys, parseModelNameKey } from './keys.ts';
 import type { ObjectStore } from './ports/object-store.ts';
 import { ModelManifest, NamedModel, Sha256 } from './schemas/index.ts';
 import { formatIssues } from './validation.ts';
+import { readJson, writeJson } from './store/json.ts';
 
 const decoder = new TextDecoder();
 
@@ -37,9 +38,8 @@ export async function readManifest(store: ObjectStore, sha256: string): Promise<
 /** The name's record, its manifest checked against the sha256 it names; null when there is no such name. */
 export async function readNamedModel(store: ObjectStore, name: string): Promise<NamedModel | null> {
   const key = keys.modelName(name);
-  const body = await store.get(key);
-  if (body === null) return null;
-  const record = NamedModel.parse(JSON.parse(decoder.decode(body)));
+  const record = await readJson(store, key, NamedModel);
+  if (record === null) return null;
   const actual = manifestSha256(record.manifest);
   if (actual !== record.manifestSha256) throw new Error(`${key}: its manifest hashes to ${actual}, not to the ${record.manifestSha256} it names`);
   return record;
@@ -60,7 +60,7 @@ export async function publishNamedModel(store: ObjectStore, name: string, manife
   const manifestSha = manifestSha256(manifest);
   await store.put(keys.modelManifest(manifestSha), manifestBytes(manifest), { ifAbsent: true, contentType: 'application/json' });
   const record = NamedModel.parse({ name, manifestSha256: manifestSha, manifest, pushedAt: pushedAt.toISOString() });
-  await store.put(keys.modelName(name), JSON.stringify(record), { contentType: 'application/json' });
+  await writeJson(store, keys.modelName(name), record);
   return record;
 }
 

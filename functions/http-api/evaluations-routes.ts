@@ -15,7 +15,7 @@ import { listEvaluationIds, readEpisodes, readEvaluation } from './evaluation-re
 import { newId } from './ids.ts';
 import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
 import { readConfig } from './run-reader.ts';
-import { readJson, writeJson } from './store-json.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 
 const tags = ['evaluations'];
 
@@ -134,9 +134,9 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       if (!found) throw notFound('episode', `${id}/${index}`);
       const key = found.record.transcriptKey;
       // Only the evaluation's own objects: a record can never make this route read elsewhere in the store.
-      const body = key && key.startsWith(keys.run(id)) ? await store.get(key) : null;
-      if (!body) throw new ApiProblem(404, 'no_transcript', `episode ${index} of ${id} has no stored transcript`);
-      return c.json(StoredTranscript.parse(JSON.parse(new TextDecoder().decode(body))), 200);
+      const transcript = key && key.startsWith(keys.run(id)) ? await readJson(store, key, StoredTranscript) : null;
+      if (!transcript) throw new ApiProblem(404, 'no_transcript', `episode ${index} of ${id} has no stored transcript`);
+      return c.json(transcript, 200);
     },
   );
 }

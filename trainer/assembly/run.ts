@@ -8,6 +8,7 @@
  */
 import { noiseField } from '../../shared/noise-definition.ts';
 import { keys } from '../../shared/keys.ts';
+import { writeJson } from '../../shared/store/json.ts';
 import type { ModelSpec, RunConfig } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { localSite } from './local-site.ts';
@@ -151,7 +152,7 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     const files = { report: site.locate(keys.report(run)), curve: site.locate(keys.curve(run)) };
     const report = buildReport(config, result, files);
     await store.put(keys.curve(run), renderCurveSvg(`esopt run ${run}: ${config.environment.name}`, result.rows, result.evaluations), { contentType: 'image/svg+xml' });
-    await store.put(keys.report(run), JSON.stringify(report, null, 2), { contentType: 'application/json' });
+    await writeJson(store, keys.report(run), report, false, { pretty: true });
     return { report, result };
   } finally {
     o.progress.stop();

@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { keys } from '../../shared/keys.ts';
 import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
 import { localSite } from '../assembly/local-site.ts';
 import { runEmbedded } from '../assembly/run.ts';
@@ -61,15 +62,14 @@ export class LocalRunLauncher implements RunLauncher {
   constructor(private readonly o: LocalRunLauncherOptions) {}
 
   private async readStatus(run: string): Promise<RunStatus | null> {
-    const body = await this.o.store.get(keys.runStatus(run));
-    return body ? RunStatus.parse(JSON.parse(new TextDecoder().decode(body))) : null;
+    return readJson(this.o.store, keys.runStatus(run), RunStatus);
   }
 
   private async setStatus(run: string, patch: Partial<RunStatus>): Promise<void> {
     const now = new Date().toISOString();
     const current = (await this.readStatus(run)) ?? { run, state: 'requested' as const, requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now };
     const next = RunStatus.parse({ ...current, ...patch, updatedAt: now });
-    await this.o.store.put(keys.runStatus(run), JSON.stringify(next), { contentType: 'application/json' });
+    await writeJson(this.o.store, keys.runStatus(run), next);
   }
 
   async start(run: string): Promise<void> {

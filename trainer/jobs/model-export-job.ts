@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { create as createTar } from 'tar';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { readJson, writeJson } from '../../shared/store/json.ts';
 import { ModelExportStatus, type ModelExportRequest } from '../../shared/schemas/index.ts';
 import { exportModel } from '../training/export/export-model.ts';
 
@@ -31,12 +32,13 @@ async function sha256OfFile(path: string): Promise<string> {
 
 async function writeStatus(store: ObjectStore, status: ModelExportStatus): Promise<void> {
   const key = keys.modelExportStatus(status.run, status.iteration, status.format);
-  await store.put(key, JSON.stringify(ModelExportStatus.parse(status)), { contentType: 'application/json' });
+  await writeJson(store, key, ModelExportStatus.parse(status));
 }
 
 export async function runModelExport(store: ObjectStore, request: ModelExportRequest, exportInto: ExportInto): Promise<ModelExportStatus> {
-  const previous = await store.get(keys.modelExportStatus(request.run, request.iteration, request.format));
-  const requestedAt = previous ? (ModelExportStatus.safeParse(JSON.parse(new TextDecoder().decode(previous))).data?.requestedAt ?? new Date().toISOString()) : new Date().toISOString();
+  // A previous status keeps its requestedAt; one that is not a status (but is JSON) is written over.
+  const previous = await readJson(store, keys.modelExportStatus(request.run, request.iteration, request.format), { parse: (v) => ModelExportStatus.safeParse(v).data?.requestedAt });
+  const requestedAt = previous ?? new Date().toISOString();
   const base = { ...request, requestedAt };
   await writeStatus(store, { ...base, state: 'exporting', updatedAt: new Date().toISOString() });
   const scratch = mkdtempSync(join(tmpdir(), 'esopt-model-export-'));

@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
+import { writeJson } from '../../shared/store/json.ts';
 import { TrainerCertificate } from '../../shared/schemas/trainer-certificate.ts';
 
 export interface TlsIdentity {
@@ -33,6 +34,6 @@ export async function createTlsIdentity(hosts: string[]): Promise<TlsIdentity> {
 /** Writes the certificate where the Episode function reads the pin (overwriting the previous start's). */
 export async function publishCertificate(store: ObjectStore, identity: TlsIdentity): Promise<TrainerCertificate> {
   const published = TrainerCertificate.parse({ certificate: identity.cert, sha256: identity.sha256, publishedAt: new Date().toISOString() });
-  await store.put(keys.trainerCertificate(), JSON.stringify(published), { contentType: 'application/json' });
+  await writeJson(store, keys.trainerCertificate(), published);
   return published;
 }

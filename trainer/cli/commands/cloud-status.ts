@@ -3,6 +3,7 @@ import { pinnedFetch } from '../../../environments/policies/pinned-fetch.ts';
 import { readBoxBootStates, type BoxBootStates } from '../../../functions/http-api/box-reader.ts';
 import { keys } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import { TrainerCertificate } from '../../../shared/schemas/trainer-certificate.ts';
 import { bucketStore } from '../../assembly/stores.ts';
 import { flag, parseFlags } from '../argv/args.ts';
@@ -39,9 +40,8 @@ async function apiCheck(apiUrl: string): Promise<Check> {
 /** The box's /healthz over TLS pinned to the certificate it published, as the Episode function connects. */
 async function trainerCheck(store: ObjectStore, trainerUrl: string): Promise<NonNullable<CloudStatus['trainer']>> {
   const url = new URL('/healthz', trainerUrl).href;
-  const body = await store.get(keys.trainerCertificate());
-  if (body === null) return { ok: false, url, detail: `no certificate published at ${keys.trainerCertificate()}: the trainer box has not started its service` };
-  const pin = TrainerCertificate.safeParse(JSON.parse(new TextDecoder().decode(body)));
+  const pin = await readJson(store, keys.trainerCertificate(), { parse: (v) => TrainerCertificate.safeParse(v) });
+  if (pin === null) return { ok: false, url, detail: `no certificate published at ${keys.trainerCertificate()}: the trainer box has not started its service` };
   if (!pin.success) return { ok: false, url, detail: `${keys.trainerCertificate()} is not a trainer certificate` };
   try {
     const res = await pinnedFetch(pin.data)(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-cloud.ts';
 import { keys } from '../../../shared/keys.ts';
+import { readJson, type JsonSchema } from '../../../shared/store/json.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudStack } from '../../assembly/cloud-stack.ts';
 import { cloudSite } from '../../assembly/cloud-stack.ts';
@@ -62,11 +63,15 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
     });
     o.log(`training 1 iteration: ${o.population} members × ${o.tasks} web tasks, episodes on the Episode handler in the Lambda Chromium …`);
     await runEmbedded({ config, run, site, server: { host: '127.0.0.1', port, tls: identity }, progress: silentProgress, token });
-    const read = async (key: string) => JSON.parse(new TextDecoder().decode((await cloud.store.get(key))!)) as unknown;
+    const read = async <T>(key: string, schema: JsonSchema<T>): Promise<T> => {
+      const value = await readJson(cloud.store, key, schema);
+      if (value === null) throw new Error(`${key} is not in the bucket`);
+      return value;
+    };
     const rewardKeys = (await cloud.store.list(`${keys.run(run)}iterations/`)).filter((k) => k.includes('/rewards/'));
-    const records = await Promise.all(rewardKeys.map(async (k) => RewardRecord.parse(await read(k))));
-    const manifest = IterationManifest.parse(await read(keys.manifest(run, 0)));
-    const update = UpdateRecord.parse(await read(keys.update(run, 0)));
+    const records = await Promise.all(rewardKeys.map((k) => read(k, RewardRecord)));
+    const manifest = await read(keys.manifest(run, 0), IterationManifest);
+    const update = await read(keys.update(run, 0), UpdateRecord);
     return {
       env: 'web',
       run,

@@ -15,6 +15,7 @@ import type { Command, CommandIo } from '../argv/command.ts';
 import { UsageError } from '../argv/usage-error.ts';
 import { spawnLocalReplicas } from '../../jobs/local-replicas.ts';
 import { keys } from '../../../shared/keys.ts';
+import { writeJson } from '../../../shared/store/json.ts';
 import { extendRunConfig } from '../../../shared/run-extension.ts';
 import { readCommittedUpdates } from '../../../functions/http-api/run-reader.ts';
 import { extensionFlags, extensionFromFlags, extensionUsage, flagOfPath } from '../argv/extension-flags.ts';
@@ -92,7 +93,7 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
         config = extended.config;
         changes = extended.changes;
         // The stored config is the run's: the loop resumes only with exactly the one in the store.
-        if (changes.length) await choice.store.put(keys.config(run), JSON.stringify(config), { contentType: 'application/json' });
+        if (changes.length) await writeJson(choice.store, keys.config(run), config);
         if (!p.json) io.stdout(`run ${run}: ${changes.length ? changes.join(', ') : 'nothing changed'} (its stored config)`);
       }
     } else {

@@ -7,6 +7,7 @@
 import type { ParameterSegment } from '../../../shared/es.ts';
 import { keys, parseCheckpointIteration } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
+import { writeJson } from '../../../shared/store/json.ts';
 import { CheckpointMeta, LogEntry } from '../../../shared/schemas/index.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 
@@ -40,7 +41,7 @@ export async function writeCheckpoint(store: ObjectStore, run: string, iteration
     weightsKey,
     createdAt: new Date().toISOString(),
   };
-  await store.put(keys.checkpointMeta(run, iteration), JSON.stringify(meta), { contentType: 'application/json' });
+  await writeJson(store, keys.checkpointMeta(run, iteration), meta);
   return meta;
 }
 

@@ -7,6 +7,7 @@
  */
 import { keys } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import { MemberRoutes, ReplicaAnnouncement, ReplicaReport, type Member } from '../../../shared/schemas/index.ts';
 
 export class ReplicaMismatchError extends Error {}
@@ -26,8 +27,6 @@ export interface ReplicaSetOptions {
   /** The coordinator's lease on the run (coordinator-lease.ts), checked before each iteration is planned. */
   lease?: { check(): Promise<void> };
 }
-
-const decoder = new TextDecoder();
 
 /** Members over replicas: antithetic twins (same noise index) together, groups dealt round-robin in index order. */
 export function routeMembers(members: readonly Member[], replicas: ReadonlyArray<{ id: string; baseUrl: string }>): MemberRoutes {
@@ -92,10 +91,8 @@ export class ReplicaSet {
   private async reports(k: number): Promise<Map<string, ReplicaReport>> {
     const out = new Map<string, ReplicaReport>();
     for (const key of await this.o.store.list(keys.replicaReports(this.o.run, k))) {
-      const body = await this.o.store.get(key);
-      if (!body) continue;
-      const r = ReplicaReport.safeParse(JSON.parse(decoder.decode(body)));
-      if (r.success && r.data.iteration === k) out.set(r.data.id, r.data);
+      const r = await readJson(this.o.store, key, { parse: (v) => ReplicaReport.safeParse(v) });
+      if (r?.success && r.data.iteration === k) out.set(r.data.id, r.data);
     }
     return out;
   }
@@ -103,10 +100,8 @@ export class ReplicaSet {
   private async announcements(): Promise<Map<string, ReplicaAnnouncement>> {
     const out = new Map<string, ReplicaAnnouncement>();
     for (const key of await this.o.store.list(keys.replicas(this.o.run))) {
-      const body = await this.o.store.get(key);
-      if (!body) continue;
-      const a = ReplicaAnnouncement.safeParse(JSON.parse(decoder.decode(body)));
-      if (a.success) out.set(a.data.id, a.data);
+      const a = await readJson(this.o.store, key, { parse: (v) => ReplicaAnnouncement.safeParse(v) });
+      if (a?.success) out.set(a.data.id, a.data);
     }
     return out;
   }
