@@ -11,13 +11,13 @@ import { startLocalCloud, EPISODE_FUNCTION } from '../../dev/local-cloud/local-c
 import { keys } from '../../../shared/keys.ts';
 import { IterationManifest, ReplicaAnnouncement, ReplicaReport, RewardRecord, RunConfig, type ActiveRun, type RunStatus } from '../../../shared/schemas/index.ts';
 import { CloudStack } from '../../assembly/cloud-stack.ts';
-import { cloudSite } from '../../assembly/cloud-stack.ts';
+import { cloudWiring } from '../../assembly/wirings.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
 import { readJson, writeJson } from '../../../shared/store/json.ts';
 import { ReplicaBox } from '../../cloud/box/replica-box.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
-import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
+import { createTlsIdentity } from '../../serving/tls-identity.ts';
 import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 export interface DevCloudReplicasReport {
@@ -51,7 +51,6 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
     (b) => new ReplicaBox({ store: cloud.store, id: b.id, publicUrl: b.url, host: '127.0.0.1', port: b.port, token, tls: b.identity, pollMs: 50, followPollMs: 50, log: { info() {}, error: (f: object, m: string) => o.log(`${b.id}: ${m} ${JSON.stringify(f)}`) } }),
   );
   try {
-    await publishCertificate(cloud.store, coordinator.identity);
     o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; ${boxes.map((b) => `${b.id} at ${b.url}`).join(', ')} (TLS, each its own certificate)`);
     const run = `dev-cloud-replicas-${o.seed}`;
     const config = RunConfig.parse({
@@ -73,7 +72,8 @@ export async function devCloudReplicas(o: { replicas: number; seed: number; popu
     await writeJson(cloud.store, keys.activeRun(), { run, startedAt: now } satisfies ActiveRun);
     for (const f of followers) f.start();
     o.log(`training ${o.iterations} iterations of ${o.population} members over ${o.replicas} boxes …`);
-    const site = cloudSite(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url);
+    // The wiring publishes the coordinator's certificate, which the Episode function pins.
+    const { site } = await cloudWiring(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), coordinator.url, coordinator.identity).open(config);
     const { result } = await runEmbedded({
       config,
       run,

@@ -11,11 +11,11 @@ import { keys } from '../../../shared/keys.ts';
 import { readJson, type JsonSchema } from '../../../shared/store/json.ts';
 import { IterationManifest, RewardRecord, RunConfig, UpdateRecord } from '../../../shared/schemas/index.ts';
 import { CloudStack } from '../../assembly/cloud-stack.ts';
-import { cloudSite } from '../../assembly/cloud-stack.ts';
+import { cloudWiring } from '../../assembly/wirings.ts';
 import { runEmbedded } from '../../assembly/run.ts';
 import { silentProgress } from '../../training/loop/index.ts';
 import { freeLoopbackPort } from '../../serving/free-port.ts';
-import { createTlsIdentity, publishCertificate } from '../../serving/tls-identity.ts';
+import { createTlsIdentity } from '../../serving/tls-identity.ts';
 import { measuredPrices } from '../../fanout/measured-prices.ts';
 
 export interface DevCloudWebReport {
@@ -46,9 +46,6 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
   const identity = await createTlsIdentity(['127.0.0.1']);
   const cloud = await startLocalCloud({ prices: measuredPrices(), env: { ...process.env, ESOPT_TRAINER_URL: publicUrl, ESOPT_TRAINER_TOKEN: token } });
   try {
-    await publishCertificate(cloud.store, identity);
-    o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; trainer at ${publicUrl} (TLS, certificate ${identity.sha256.slice(0, 23)}… published)`);
-    const site = cloudSite(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl);
     const run = `dev-cloud-web-${o.seed}`;
     const config = RunConfig.parse({
       environment: { name: 'web', options: { backend: 'chromium', actionTimeoutMs: 5_000, episodeTimeoutMs: 60_000 } },
@@ -61,6 +58,9 @@ export async function devCloudWeb(o: { seed: number; population: number; tasks: 
       deadlineMs: 120_000,
       seed: o.seed,
     });
+    // The wiring publishes the server's certificate, which the Episode function pins.
+    const { site } = await cloudWiring(CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url }), publicUrl, identity).open(config);
+    o.log(`s3rver at ${cloud.s3.endpoint}, invoke endpoint at ${cloud.invoke.url}; trainer at ${publicUrl} (TLS, certificate ${identity.sha256.slice(0, 23)}… published)`);
     o.log(`training 1 iteration: ${o.population} members × ${o.tasks} web tasks, episodes on the Episode handler in the Lambda Chromium …`);
     await runEmbedded({ config, run, site, server: { host: '127.0.0.1', port, tls: identity }, progress: silentProgress, token });
     const read = async <T>(key: string, schema: JsonSchema<T>): Promise<T> => {
