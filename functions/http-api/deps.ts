@@ -15,7 +15,7 @@ export interface ApiDeps {
   exports: ModelExports;
   /** Presigned downloads of archives (S3); absent: the API sends the archive's bytes itself. */
   signedDownload?: SignedDownload;
-  /** A deployed stack: no request may name a program or a path on its machines (host-choices.ts). */
+  /** A deployed stack: no request may name a program or a path on its machines (request-choices.ts). */
   deployed: boolean;
   /** Whether POST /evaluations may ask for base or checkpoint models (a model host is configured). */
   servesOwnModels: boolean;

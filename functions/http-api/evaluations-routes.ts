@@ -5,7 +5,7 @@ import { keys } from '../../shared/keys.ts';
 import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, type EvaluationStatus, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { hostChoiceIssues } from './host-choices.ts';
+import { requestChoiceIssues } from './request-choices.ts';
 import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
@@ -64,7 +64,7 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
     }),
     async (c) => {
       const asked = c.req.valid('json');
-      const issues = [...(await environmentIssues(asked)), ...hostChoiceIssues(asked, deps.deployed)];
+      const issues = [...(await environmentIssues(asked)), ...requestChoiceIssues(asked, deps.deployed)];
       if (issues.length) throw invalidProblem(issues);
       const body: EvaluationRequest = asked.model.kind === 'base' ? { ...asked, model: { ...asked.model, model: await pinRequestModel(store, asked.model.model, 'model.model') } } : asked;
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {

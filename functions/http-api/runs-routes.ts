@@ -6,7 +6,7 @@ import { keys } from '../../shared/keys.ts';
 import { RunExtension } from '../../shared/run-extension.ts';
 import { CheckpointList, Created, IdParam, MetricsSeries, ResumeAccepted, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
-import { hostChoiceIssues } from './host-choices.ts';
+import { requestChoiceIssues } from './request-choices.ts';
 import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
@@ -43,7 +43,7 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       }
       const options = definition.optionsSchema.safeParse(request.environment.options);
       if (!options.success) throw invalidProblem(issuesOf(options.error, 'environment.options'));
-      const refused = hostChoiceIssues(request, deps.deployed);
+      const refused = requestChoiceIssues(request, deps.deployed);
       if (refused.length) throw invalidProblem(refused);
       const config = { ...request, model: await pinRequestModel(store, request.model, 'model') };
 

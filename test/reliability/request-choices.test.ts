@@ -1,20 +1,20 @@
 /**
  * Requests that would choose a program or a path on a deployed stack's machines, or send an endpoint key in
- * clear text (functions/http-api/host-choices.ts): each is refused with 400 and the field's path by the app
+ * clear text (functions/http-api/request-choices.ts): each is refused with 400 and the field's path by the app
  * as the Api function builds it (queued launchers, `deployed`), and nothing is queued; so is a model that
  * was never pushed. A pushed one is pinned to its manifest. The local API, where the caller owns the
  * machine, still takes a program and a model directory.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hostChoiceIssues } from '../../functions/http-api/host-choices.ts';
+import { requestChoiceIssues } from '../../functions/http-api/request-choices.ts';
 import { keys } from '../../shared/keys.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
 import { pushModel } from '../../trainer/training/model-store/push-model.ts';
 import { tinyRunConfig } from '../api/helpers.ts';
 import { apiOverTempStore } from './helpers/api-app.ts';
 
-const TOKEN = 'host-choices-token-0123456789';
+const TOKEN = 'request-choices-token-0123456789';
 const GRID = fileURLToPath(new URL('../../models/sudoku-6x6-grid', import.meta.url));
 const api = apiOverTempStore(TOKEN);
 afterAll(() => api.dispose());
@@ -80,7 +80,7 @@ describe('what a request may not choose on a deployed stack', () => {
   });
 
   it('leaves a program and a model directory to the local API, where the caller owns the machine; the key rule holds there too', () => {
-    expect(hostChoiceIssues({ environment: web({ executablePath: '/usr/bin/chromium' }), model: { dir: 'models/mine' } }, false)).toEqual([]);
-    expect(hostChoiceIssues({ environment: { name: 'sudoku' }, model: { kind: 'external', baseUrl: 'http://agent.example.com/v1', model: 'm', apiKey: 'k', guidedDecoding: false, pricing: { usdPerMillionPromptTokens: 0, usdPerMillionCompletionTokens: 0 } } }, false).map((i) => i.path)).toEqual(['model.baseUrl']);
+    expect(requestChoiceIssues({ environment: web({ executablePath: '/usr/bin/chromium' }), model: { dir: 'models/mine' } }, false)).toEqual([]);
+    expect(requestChoiceIssues({ environment: { name: 'sudoku' }, model: { kind: 'external', baseUrl: 'http://agent.example.com/v1', model: 'm', apiKey: 'k', guidedDecoding: false, pricing: { usdPerMillionPromptTokens: 0, usdPerMillionCompletionTokens: 0 } } }, false).map((i) => i.path)).toEqual(['model.baseUrl']);
   });
 });

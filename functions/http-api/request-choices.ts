@@ -18,14 +18,14 @@ export function isLoopbackUrl(url: string): boolean {
   return LOOPBACK.test(new URL(url).hostname);
 }
 
-export interface HostChoiceInput {
+export interface RequestChoiceInput {
   environment: { name: string; options?: unknown };
   /** A run's model (at `model`), or an evaluation's (a base model's spec at `model.model`). */
   model?: ModelSpec | EvaluationModel;
 }
 
 /** The issues of a request on a deployed stack (`deployed`), or anywhere; none when it may go ahead. */
-export function hostChoiceIssues(input: HostChoiceInput, deployed: boolean): FieldIssue[] {
+export function requestChoiceIssues(input: RequestChoiceInput, deployed: boolean): FieldIssue[] {
   const issues: FieldIssue[] = [];
   if (deployed) {
     const options = (input.environment.options ?? {}) as Record<string, unknown>;
