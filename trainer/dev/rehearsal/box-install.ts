@@ -80,7 +80,7 @@ export interface BoxInstall {
   service: { command: string[]; cwd: string; env: Record<string, string>; unit: string; user: { name: string; uid: number; gid: number } } | null;
   paths: { app: string; envFile: string; unitDir: string; log: string; nodeDir: string; state: string; work: string };
   /** The environment the script ran with, less its ESOPT_BOOT_* (which it saved for `update`). */
-  hostEnv: Record<string, string>;
+  boxEnv: Record<string, string>;
   replaced: ReplacedStep[];
   durationMs: number;
 }
@@ -179,8 +179,8 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
     const ids = userIds(user);
     service = { command: field('ExecStart').split(/\s+/).filter(Boolean), cwd: field('WorkingDirectory'), env: { ...parseEnvFile(await readFile(field('EnvironmentFile'), 'utf8')), ...unitEnv }, unit, user: { name: user, ...ids } };
   }
-  const hostEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('ESOPT_BOOT_')));
-  return { exitCode, state, log, service, paths, hostEnv, replaced: REPLACED_STEPS, durationMs };
+  const boxEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('ESOPT_BOOT_')));
+  return { exitCode, state, log, service, paths, boxEnv, replaced: REPLACED_STEPS, durationMs };
 }
 
 /**
@@ -190,7 +190,7 @@ export async function rehearseBoxInstall(o: BoxInstallOptions): Promise<BoxInsta
  */
 export async function rehearseBoxUpdate(box: BoxInstall, variables: BoxBootVariables, s3Endpoint: string): Promise<{ exitCode: number; state: BoxBootState | null; log: string }> {
   const exitCode = await new Promise<number>((resolve, reject) => {
-    const child = spawn('bash', [join(box.paths.work, 'box-boot.sh'), 'update', join(box.paths.work, 'boot-variables.sh')], { env: box.hostEnv, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn('bash', [join(box.paths.work, 'box-boot.sh'), 'update', join(box.paths.work, 'boot-variables.sh')], { env: box.boxEnv, stdio: ['ignore', 'ignore', 'inherit'] });
     child.on('error', reject);
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
   });
