@@ -67,12 +67,12 @@ async function json<T>(key: string, schema: { parse(v: unknown): T }): Promise<T
   return schema.parse(JSON.parse(new TextDecoder().decode(body!)));
 }
 
-describe('the cloud run target', () => {
+describe('the cloud site', () => {
   it('takes the SDK endpoint overrides (path-style for an S3-compatible server) and the public URL with or without /v1', async () => {
-    const target = cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-dev-runs', ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4569', AWS_ENDPOINT_URL_LAMBDA: 'http://127.0.0.1:9001', ESOPT_TOKEN: 'x' });
-    expect(target).toMatchObject({ s3Endpoint: 'http://127.0.0.1:4569', lambdaEndpoint: 'http://127.0.0.1:9001', region: 'us-east-1' });
+    const stack = cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-dev-runs', ESOPT_EPISODE_FUNCTION: 'Episode', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4569', AWS_ENDPOINT_URL_LAMBDA: 'http://127.0.0.1:9001', ESOPT_TOKEN: 'x' });
+    expect(stack).toMatchObject({ s3Endpoint: 'http://127.0.0.1:4569', lambdaEndpoint: 'http://127.0.0.1:9001', region: 'us-east-1' });
     for (const url of ['http://10.0.0.5:8080', 'http://10.0.0.5:8080/', 'http://10.0.0.5:8080/v1']) {
-      const t = cloudSite(target, url);
+      const t = cloudSite(stack, url);
       expect(t.policyEndpoint).toEqual({ baseUrl: 'http://10.0.0.5:8080/v1', tokenEnv: 'ESOPT_TRAINER_TOKEN' });
       expect(t.locate('runs/r/report.json')).toBe('s3://esopt-dev-runs/runs/r/report.json');
       await t.close();

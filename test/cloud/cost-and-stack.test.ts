@@ -1,4 +1,4 @@
-/** The cost model's arithmetic and prices, and reading a deployed stack's target from the environment. */
+/** The cost model's arithmetic and prices, and reading a deployed stack's description from the environment. */
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,12 +93,12 @@ describe('cost model', () => {
   });
 });
 
-describe('cloud target', () => {
+describe('cloud stack', () => {
   it('names what is missing, and opens the S3 store and Lambda fan-out of a complete one', async () => {
     expect(() => cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs' })).toThrow(/ESOPT_EPISODE_FUNCTION is not set/);
-    const target = cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs', ESOPT_EPISODE_FUNCTION: 'esopt-prod-Episode', AWS_REGION: 'eu-west-1', ESOPT_EPISODES_PER_INVOCATION: '4' });
-    expect(target).toEqual({ bucket: 'esopt-prod-runs', episodeFunction: 'esopt-prod-Episode', region: 'eu-west-1', invocationType: 'Event', episodesPerInvocation: 4 });
-    const { store, fanout } = openCloudStack(target);
+    const stack = cloudStackFromEnv({ ESOPT_BUCKET: 'esopt-prod-runs', ESOPT_EPISODE_FUNCTION: 'esopt-prod-Episode', AWS_REGION: 'eu-west-1', ESOPT_EPISODES_PER_INVOCATION: '4' });
+    expect(stack).toEqual({ bucket: 'esopt-prod-runs', episodeFunction: 'esopt-prod-Episode', region: 'eu-west-1', invocationType: 'Event', episodesPerInvocation: 4 });
+    const { store, fanout } = openCloudStack(stack);
     expect(store.config).toMatchObject({ bucket: 'esopt-prod-runs', region: 'eu-west-1', forcePathStyle: false });
     expect(fanout.options).toMatchObject({ functionName: 'esopt-prod-Episode', invocationType: 'Event', episodesPerInvocation: 4 });
     await fanout.close();
