@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { costOfEpisodes, costOfEpisodesWithReplicas } from '../../../shared/cost.ts';
 import { ask } from '../../../shared/es.ts';
 import { keys } from '../../../shared/keys.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import { IterationManifest, ReplicaAnnouncement, RunConfig } from '../../../shared/schemas/index.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
@@ -87,9 +88,9 @@ async function benchReplicas(o: ReplicasBenchOptions, log: Log): Promise<Replica
     const replicas: Array<{ id: string; baseUrl: string }> = [];
     for (const id of ['core-0', 'core-1']) {
       for (;;) {
-        const body = await store.get(keys.replica(run, id));
-        if (body) {
-          replicas.push({ id, baseUrl: ReplicaAnnouncement.parse(JSON.parse(new TextDecoder().decode(body))).baseUrl });
+        const announced = await readJson(store, keys.replica(run, id), ReplicaAnnouncement);
+        if (announced) {
+          replicas.push({ id, baseUrl: announced.baseUrl });
           break;
         }
         await sleep(50);

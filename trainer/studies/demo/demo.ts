@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { keys } from '../../../shared/keys.ts';
 import type { EvaluationResult } from '../../../shared/schemas/index.ts';
 import { storeAt } from '../../assembly/stores.ts';
+import { writeJson } from '../../../shared/store/json.ts';
 import { wilsonInterval } from '../../../shared/wilson.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
 import { runGrpo } from '../grpo/grpo.ts';
@@ -253,7 +254,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     heldOut: { base: rate95(report.before), es: rate95(report.es.after), randomSearch: rate95(report.randomSearch.after), grpo: rate95(report.grpo.after) },
     budget: report.es.trainingEpisodes,
   });
-  await storeAt(storeRoot).put(`${keys.run(run)}comparison.svg`, comparison, { contentType: 'image/svg+xml' });
-  await storeAt(storeRoot).put(demoKey, JSON.stringify(report, null, 2), { contentType: 'application/json' });
+  const store = storeAt(storeRoot);
+  await store.put(`${keys.run(run)}comparison.svg`, comparison, { contentType: 'image/svg+xml' });
+  await writeJson(store, demoKey, report, false, { pretty: true });
   return report;
 }
