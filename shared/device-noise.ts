@@ -66,7 +66,7 @@ function round(x: number, c: number): number {
 /**
  * The two mixed words of element `index` of a block with keys (k0, k1): h0 = R3 R2 R1(R0(index·G + k0) + k1),
  * h1 = R5 R4(h0 + k0), R_r the round with C_r. Three rounds follow every key and the index, enough for each
- * input bit to flip each bit of h0 and h1 with probability ½ (test/model/device-noise.test.ts).
+ * input bit to flip each bit of h0 and h1 with probability ½ (test/engine/device-noise.test.ts).
  */
 export function deviceNoiseWords(index: number, k0: number, k1: number): [number, number] {
   let x = (Math.imul(index, GOLDEN) + k0) >>> 0;
@@ -85,7 +85,7 @@ const [C0, C1, C2, C3, C4, C5] = ROUND_CONSTANTS.map((c) => c | 0);
  * S, the sum of h0's and h1's 16-bit halves, computed as `deviceNoiseWords` defines them with the rounds
  * written out in int32 arithmetic (the same low 32 bits; the rotation's two halves never overlap, so its
  * addition is an OR): no tuple, no loop over the table, no uint32 value a double must hold, which is what
- * makes the host's updates and members fast. test/model/device-noise.test.ts holds it to the words.
+ * makes the host's updates and members fast. test/engine/device-noise.test.ts holds it to the words.
  */
 export function deviceNoiseSum(index: number, k0: number, k1: number): number {
   let x = (Math.imul(index | 0, GOLDEN) + k0) | 0;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { ResumeAccepted, RunDetail, type RunConfigInput } from '../../shared/schemas/index.ts';
-import { baseConfig } from '../trainer/helpers/killable-run.ts';
+import { baseConfig } from '../training/helpers/killable-run.ts';
 import { startTestApi, waitFor, type TestApi } from './helpers.ts';
 
 let api: TestApi;

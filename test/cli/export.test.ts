@@ -11,7 +11,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExportSummary, RunArtifact } from '../../shared/schemas/index.ts';
 import { main } from '../../trainer/cli/main.ts';
-import { baseConfig, esopt, type Report } from '../trainer/helpers/killable-run.ts';
+import { baseConfig, esopt, type Report } from '../training/helpers/killable-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-export-cli-'));
 const store = join(root, 'store');

@@ -1,7 +1,7 @@
 /**
  * The learning test: a small fixed-seed ES run through the real loop (ONNX engine holding θ, the ES loop
  * with its store and evaluations, sudoku episodes played in-process on the engine — localEpisodes; the
- * worker-pool path plays the same episodes, test/trainer/in-process-episodes.test.ts — the dense reward,
+ * worker-pool path plays the same episodes, test/training/in-process-episodes.test.ts — the dense reward,
  * the ES update) must raise held-out
  * success by LEARNING_MARGIN within a few iterations; the same run with the update's sign flipped, and the
  * same run with σ = 0 (every member is θ, so no reward difference to follow; one iteration shows it), must

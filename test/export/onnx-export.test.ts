@@ -23,7 +23,7 @@ import { PRESETS } from '../../trainer/engine/model/presets.ts';
 import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { bf16Bits, bf16Value, toHalf } from '../../trainer/engine/onnx/half.ts';
 import { DataType, decodeModel, type ModelProto } from '../../trainer/engine/onnx/proto.ts';
-import { foldTiedHead, toHalfExport, toMergedDecoder } from '../model/helpers/exporter-style.ts';
+import { foldTiedHead, toHalfExport, toMergedDecoder } from '../engine/helpers/exporter-style.ts';
 import { madeRun } from './helpers/made-run.ts';
 import { plainGreedy } from './helpers/plain-greedy.ts';
 

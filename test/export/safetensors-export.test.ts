@@ -20,7 +20,7 @@ import { saveModelDir } from '../../trainer/engine/model/model-dir.ts';
 import { initDecoderWeights } from '../../trainer/engine/model/weights.ts';
 import { toHalf } from '../../trainer/engine/onnx/half.ts';
 import { decodeModel, encodeModel } from '../../trainer/engine/onnx/proto.ts';
-import { toHalfExport } from '../model/helpers/exporter-style.ts';
+import { toHalfExport } from '../engine/helpers/exporter-style.ts';
 import { madeRun } from './helpers/made-run.ts';
 import { plainGreedy } from './helpers/plain-greedy.ts';
 import { readSafetensors } from './helpers/read-safetensors.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { esAt, Schedule, scheduleAt } from '../../shared/schedule.ts';
 import { RunConfig } from '../../shared/schemas/index.ts';
-import { baseConfig, esopt } from '../trainer/helpers/killable-run.ts';
+import { baseConfig, esopt } from '../training/helpers/killable-run.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-schedule-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -11,7 +11,7 @@
  * character: its text stays `pending` (it may still change) until a later token completes it.
  *
  * For such tokenizers `stable + pending` equals the decode of all the tokens at every step
- * (test/model/incremental-text.test.ts checks it on three kinds).
+ * (test/engine/incremental-text.test.ts checks it on three kinds).
  */
 const REPLACEMENT = '\uFFFD';
 

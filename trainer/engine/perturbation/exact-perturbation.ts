@@ -57,7 +57,7 @@ export function perturb(segments: readonly ParameterSegment[], key: NoiseKey, c:
 /**
  * `perturb` with the named noise kernel: 'wasm' runs the rule below inside the WebAssembly kernel
  * (shared/noise-wasm/kernel.ts, the faster one: docs/BENCHMARKS.md), 'js' is the reference; the two agree
- * bit for bit (test/model/full-mode.test.ts).
+ * bit for bit (test/engine/full-mode.test.ts).
  */
 export function perturbWith(kernel: NoiseKernelName, segments: readonly ParameterSegment[], key: NoiseKey, c: number): Perturbation {
   const lists = segments.map(() => new FixupWriter());

@@ -1,7 +1,7 @@
 /**
  * The elements an exact perturbation saved (exact-perturbation.ts), stored compactly: they are 4–7 % of
  * θ's elements at σ = 1e-3, so as (index, value) pairs, 8 bytes each, they cost 9–13 % of θ's memory,
- * which "training memory = inference memory" cannot afford (under 2 % here, test/model/fixup-list.test.ts). Each entry here is the gap from the previous
+ * which "training memory = inference memory" cannot afford (under 2 % here, test/engine/fixup-list.test.ts). Each entry here is the gap from the previous
  * index and k = bits(θ) − bits(θ′) (mod 2³²), θ′ = fl32(t − c·ε) being what the restore rule computes
  * there: the restore writes bits(θ′) + k, θ bit for bit. Most gaps are under 32 and most k within ±4
  * (t is one binade above θ), so most entries take one byte: (gap << 3) | zigzag(k); any other is a 0 byte,

@@ -81,7 +81,7 @@ describe('θ inside an ORT-format model (rebuild-session weights)', () => {
   });
 
   it('an engine with rebuild-session weights keeps θ in one ORT-format buffer on one switch thread, tensor by tensor on more', async () => {
-    // (test/model/perturbation-pool.test.ts checks that both serve the same members, before and after an update.)
+    // (test/engine/perturbation-pool.test.ts checks that both serve the same members, before and after an update.)
     // A saved export directory too, so the loader's tensors (external data read in) take the same path.
     const dir = mkdtempSync(join(tmpdir(), 'esopt-ort-format-'));
     savePreset(dir, 'tiny', 9);

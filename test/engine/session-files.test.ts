@@ -8,7 +8,7 @@ import { GraphBuilder } from '../../trainer/engine/onnx/graph-builder.ts';
 import { DataType } from '../../trainer/engine/onnx/proto.ts';
 
 // Writes a 2 GiB scratch file and needs memory for θ beside it (docs/BENCHMARKS.md), so it runs on
-// request only: ESOPT_LARGE_TESTS=1 npx vitest run test/model/session-files.test.ts
+// request only: ESOPT_LARGE_TESTS=1 npx vitest run test/engine/session-files.test.ts
 describe.runIf(process.env.ESOPT_LARGE_TESTS === '1')('sessions past protobuf’s 2 GiB', () => {
   it('a graph whose initializer alone is over 2 GiB becomes a session that reads it', async () => {
     const cols = 64;

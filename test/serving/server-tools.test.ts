@@ -2,7 +2,7 @@
  * OpenAI tool calling through the official `openai` client against the real hono server on loopback,
  * with the tiny model given an 8k context (ChatML template, so tools are rendered in the Hermes format). Random
  * weights do not call tools by themselves: `tool_choice` forces the call by guided decoding, which is what
- * is checked here; the parser itself is unit-tested on family-formatted text (test/model/tool-calls.test.ts).
+ * is checked here; the parser itself is unit-tested on family-formatted text (test/engine/tool-calls.test.ts).
  */
 import { rmSync } from 'node:fs';
 import OpenAI from 'openai';
@@ -15,7 +15,7 @@ import { startInferenceServer, type RunningServer } from '../../trainer/serving/
 import { HttpPolicy } from '../../environments/policies/http-client.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { tools } from '../../environments/tools/definition.ts';
-import { saveLongContextTiny } from './helpers/long-context-model.ts';
+import { saveLongContextTiny } from '../training/helpers/long-context-model.ts';
 
 let engine: Engine;
 let server: RunningServer;
