@@ -11,6 +11,8 @@
  * size-bounded (episode-transcript.ts), create-only at `keys.transcript(...)`, and the record names it
  * in `transcriptKey`. Population members' episodes do not: nobody reads a perturbed member's play, and
  * training would pay a second write per episode.
+ *
+ * Which policy an episode plays against, and where its token may go, is episode-policy.ts's.
  */
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -18,52 +20,29 @@ import { CostPrices, episodeCost } from '../shared/cost.ts';
 import { pricesFromEnv } from './cost-prices-env.ts';
 import { keys, retentionTags } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
-import type { Policy } from '../shared/ports/policy.ts';
 import type { SecretStore } from '../shared/ports/secret-store.ts';
-import { evaluationKeyFrom } from '../shared/secrets/evaluation-key.ts';
 import { SsmSecretStore } from '../shared/secrets/ssm.ts';
 import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
 import { DEFAULT_AWS_REGION } from '../shared/store/aws-region.ts';
 import { writeJson } from '../shared/store/json.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
-import type { EnvironmentDefinition } from '../environments/environment.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
-import { loadEnvironment, parseWith } from '../environments/index.ts';
-import { HttpPolicy } from '../environments/policies/http-client.ts';
+import { loadEnvironment } from '../environments/index.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
-import { ReplicaUrls, trainerLinkFromEnv, type TrainerPins } from './trainer-certificate.ts';
-import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
+import { ReplicaUrls, trainerLinkFromEnv } from './trainer-certificate.ts';
+import { evaluationKeyFor, policyFor, type EpisodePolicyOptions, type PinOf } from './episode-policy.ts';
 import { cachedSecrets } from './secret-cache.ts';
 import { redactSecret } from './secret-redaction.ts';
-
-/**
- * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
- * policies instead of a model: for CPU-only simulations of the cloud path (`esopt dev cloud`,
- * `esopt bench fanout`). Everything else is an OpenAI-compatible endpoint.
- */
-const SCRIPTED = /^scripted:(?:\/\/)?(oracle|random)$/;
 
 export interface EpisodeLog {
   info(fields: object, message: string): void;
   error(fields: object, message: string): void;
 }
 
-export interface EpisodeHandlerOptions {
+/** The handler's settings, with those of the policy each episode plays against (episode-policy.ts). */
+export interface EpisodeHandlerOptions extends EpisodePolicyOptions {
   store: ObjectStore;
-  /** Where `policy.tokenEnv` is looked up: the bearer token never travels in the event. */
-  env: Record<string, string | undefined>;
-  /**
-   * When set, a token is only ever sent to these origins (the deployed trainer boxes' URLs), so an event
-   * naming some other endpoint cannot make the function hand the secret to it.
-   */
-  tokenOrigins?: string[];
-  /**
-   * The trainer boxes' certificates: every server a token goes to (and the coordinator, token or not) is
-   * called over https pinned to the certificate published for exactly its origin (trainer-certificate.ts),
-   * and an origin nobody announced is refused. Without it the trainer is called like any endpoint.
-   */
-  trainerPins?: TrainerPins;
   /**
    * Where `policy.tokenParameter` is read (SSM on Lambda): a queued evaluation's endpoint key, sent only to
    * the origin it was stored for. Without one such requests fail.
@@ -78,11 +57,6 @@ export interface EpisodeHandlerOptions {
   log?: EpisodeLog;
   /** Aborts every episode in flight (the local pool's cancellation). */
   signal?: AbortSignal;
-  /**
-   * Plays each model episode with this policy instead of calling the request's endpoint: the trainer's
-   * own engine, when the episodes run in its process (trainer/fanout/in-process.ts).
-   */
-  policyOf?: (request: EpisodeRequest) => Policy;
 }
 
 function describeZodError(error: z.ZodError): string {
@@ -90,61 +64,6 @@ function describeZodError(error: z.ZodError): string {
     .slice(0, 10)
     .map((i) => `${i.path.length ? i.path.join('.') : '(event)'}: ${i.message}`)
     .join('; ');
-}
-
-/** A queued evaluation's key, from the secret store, once every URL the episode may call is on its origin. */
-async function evaluationKeyFor(request: EpisodeRequest, secrets: SecretStore | undefined): Promise<string | undefined> {
-  const parameter = request.policy.tokenParameter;
-  if (!parameter) return undefined;
-  if (request.policy.tokenEnv) throw new Error('a policy names its token by tokenEnv or by tokenParameter, not both');
-  if (!secrets) throw new Error(`this worker has no secret store to read ${parameter} from`);
-  return evaluationKeyFrom(parameter, await secrets.get(parameter), [request.policy.baseUrl, ...(request.policy.fallbackUrls ?? [])]);
-}
-
-type PinOf = (run: string, origin: string) => Promise<CertificatePin>;
-
-async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodeHandlerOptions, deadline: number, pinOf: PinOf | undefined, evaluationKey?: string): Promise<Policy> {
-  const scripted = SCRIPTED.exec(request.policy.baseUrl);
-  if (scripted) {
-    const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
-    const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
-    return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
-  }
-  if (options.policyOf) return options.policyOf(request);
-  let token = evaluationKey;
-  const fallbackUrls = request.policy.fallbackUrls ?? [];
-  const origins = [...new Set([request.policy.baseUrl, ...fallbackUrls].map((url) => new URL(url).origin))];
-  if (request.policy.tokenEnv) {
-    // Every server the token may go to (the member's replica and its fallbacks) must be one of ours.
-    for (const origin of origins) {
-      if (options.tokenOrigins && !options.tokenOrigins.includes(origin)) {
-        throw new Error(`refusing to send the trainer token to ${origin}: this function only talks to ${options.tokenOrigins.join(', ')}`);
-      }
-    }
-  }
-  // Each of them pinned to the certificate its box published for that origin, or refused before any request.
-  const pinned = pinOf && (request.policy.tokenEnv || origins.includes(options.trainerPins!.coordinatorOrigin))
-    ? Object.fromEntries(await Promise.all(origins.map(async (origin) => [origin, await pinOf(request.run, origin)] as const)))
-    : undefined;
-  if (request.policy.tokenEnv) {
-    token = options.env[request.policy.tokenEnv];
-    if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
-  }
-  return new HttpPolicy({
-    ...(pinned ? { pinnedCertificates: Object.fromEntries(Object.entries(pinned).map(([o, p]) => [o, { certificate: p.certificate, sha256: p.sha256 }])) } : {}),
-    baseUrl: request.policy.baseUrl,
-    fallbackUrls,
-    model: request.policy.model,
-    token,
-    temperature: request.generation.temperature,
-    topP: request.generation.topP,
-    topK: request.generation.topK,
-    maxTokens: request.generation.maxTokens,
-    seed: request.seed,
-    guidedDecoding: request.policy.guidedDecoding ?? true,
-    // No single call may outlive the episode's deadline.
-    timeoutMs: Math.max(1, Math.min(60_000, deadline - Date.now())),
-  });
 }
 
 /** An episode that never got to run (unknown environment, bad task, missing token) still gets a record. */
