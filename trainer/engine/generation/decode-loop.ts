@@ -10,7 +10,7 @@
  * A row may bring the K/V of its prompt's first p tokens (`prefix`, from prefix-cache.ts): only the rest
  * of each prompt is prefilled (kv-layout.ts places the prefixes). A row with `keep` receives, after
  * decoding, the K/V of every token it fed with its true input (prompt and completion, never the padding
- * fed once it finished).
+ * fed once it finished). kv-blocks.ts checks the one and gathers the other.
  *
  * On the webgpu route (`device`, device-tensors.ts; the exported form only) the caches stay on the device
  * from step to step, the extra inputs go up once a batch, and finished rows leave the batch there.
@@ -23,7 +23,8 @@ import { IncrementalText } from './incremental-text.ts';
 import { sampleToken } from './sampler.ts';
 import { TextStream } from './text-stream.ts';
 import type { TokenConstraint } from './token-constraint.ts';
-import type { KvBlock, KvData, PrefixHit } from './prefix-cache.ts';
+import type { KvBlock, PrefixHit } from './prefix-cache.ts';
+import { cachedLength, keepRows } from './kv-blocks.ts';
 import { ConcatCache, InPlaceCache, type KvLayout } from './kv-layout.ts';
 import { fromHalf } from '../onnx/half.ts';
 
@@ -239,7 +240,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       // each gather copies the remaining caches once, so the copies stay a bounded share of the steps.
       const leaving = device && concat ? slots.filter((b) => state[b].done !== null && feeding[b] === null) : [];
       if (concat && leaving.length > 0 && leaving.length * 4 >= slots.length && leaving.length < slots.length && state.some((s) => s.done === null)) {
-        await keepRows(ctx, rows, leaving.map((b) => [b, slots.indexOf(b)]), kv, fed);
+        await keepRows(ctx.shape, ctx.device, rows, leaving.map((b) => [b, slots.indexOf(b)]), kv, fed);
         const staying = slots.flatMap((b, j) => (leaving.includes(b) ? [] : [j]));
         await concat.leave(staying);
         if (transfer) transfer.hostToDevice.rows = staying.length * 8;
@@ -255,7 +256,7 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
       positionIds = new ort.Tensor('int64', nextPos, [kv.batchRows.length, 1]);
     }
 
-    if (ran) await keepRows(ctx, rows, kv.batchRows.map((b, j) => [b, j]), kv, fed);
+    if (ran) await keepRows(ctx.shape, ctx.device, rows, kv.batchRows.map((b, j) => [b, j]), kv, fed);
   } finally {
     device?.dispose([...Object.values(kv.caches), ...ours(shared), ...ours(perRow)]);
   }
@@ -273,59 +274,10 @@ export async function decodeBatch(ctx: DecodeContext, rows: PreparedRow[]): Prom
   });
 }
 
-/**
- * Hands each of `which` ([row, batch position] pairs) that has `keep` the K/V of the tokens it fed with
- * their true input (`fed`, at the layout's spans), downloading those rows first where the caches are on the device.
- */
-async function keepRows(ctx: DecodeContext, rows: readonly PreparedRow[], which: ReadonlyArray<readonly [number, number]>, kv: KvLayout, fed: readonly number[][]): Promise<void> {
-  const keeping = which.filter(([b]) => rows[b].keep);
-  if (keeping.length === 0) return;
-  const host = ctx.device ? await ctx.device.download(kv.caches, keeping.map(([, j]) => j)) : kv.caches;
-  keeping.forEach(([b, j], k) => {
-    const r = rows[b];
-    r.keep!({ tokens: [...r.promptIds, ...fed[b]], layers: gatherRow(ctx.shape, host, ctx.device ? k : j, kv.spans(b)) });
-  });
-}
-
 /** Bytes of the host tensors among one run's feeds and outputs. */
 function hostTransfer(rows: number, feeds: Record<string, ort.Tensor>, out: Record<string, ort.Tensor>): StepTransfer {
   const host = (m: Record<string, ort.Tensor>) => Object.fromEntries(Object.entries(m).flatMap(([name, t]) => (t.location === 'cpu' ? [[name, (t.data as ArrayBufferView).byteLength]] : [])));
   return { rows, hostToDevice: host(feeds), deviceToHost: host(out) };
-}
-
-/** The row's cached prefix length, after checking the hit is one for its prompt. */
-function cachedLength(r: PreparedRow): number {
-  if (!r.prefix) return 0;
-  const { block, length } = r.prefix;
-  if (!Number.isInteger(length) || length < 0 || length >= r.promptIds.length || length > block.tokens.length) {
-    throw new RangeError(`a cached prefix of ${length} tokens does not fit a prompt of ${r.promptIds.length} (block of ${block.tokens.length})`);
-  }
-  for (let i = 0; i < length; i++) if (block.tokens[i] !== r.promptIds[i]) throw new Error(`a cached prefix differs from its prompt at token ${i}`);
-  return length;
-}
-
-/** Row b's K/V at `spans` ([start, length] along the sequence) of the present tensors, as [kvHeads, Σ length, headDim]. */
-function gatherRow(shape: DecoderShape, present: Record<string, ort.Tensor>, b: number, spans: ReadonlyArray<[number, number]>): KvBlock['layers'] {
-  const { kvHeads: H, headDim: D } = shape;
-  const T = spans.reduce((a, [, n]) => a + n, 0);
-  return Array.from({ length: shape.layers }, (_, l) => {
-    const gather = (kv: 'key' | 'value'): KvData => {
-      const tensor = present[`past_key_values.${l}.${kv}`];
-      const total = tensor.dims[2];
-      const source = tensor.data as KvData;
-      const out = source instanceof Uint16Array ? new Uint16Array(H * T * D) : new Float32Array(H * T * D);
-      for (let h = 0; h < H; h++) {
-        let at = h * T * D;
-        for (const [start, n] of spans) {
-          const from = ((b * H + h) * total + start) * D;
-          out.set(source.subarray(from, from + n * D), at);
-          at += n * D;
-        }
-      }
-      return out;
-    };
-    return { key: gather('key'), value: gather('value') };
-  });
 }
 
 /** `constraint` ∧ `allowed`, in a fresh array (the constraint's masks are cached and shared). */
