@@ -15,6 +15,9 @@
  * Two kernels compute the same stream: the JavaScript one below (the reference, and the fallback), and
  * a WebAssembly SIMD one (shared/noise-wasm/) that runs four chunks in i32x4 lanes. They agree bit for
  * bit (test/shared/noise-wasm.test.ts); the public functions use wasm wherever the engine has it.
+ *
+ * One file past 300 lines because the stream is defined in one place: its seeding, generator, ziggurat
+ * tables and the reference kernel that reads them change together, and the wasm kernel is held to them.
  */
 import { type FixupSink, type SavedElements, WasmNoiseKernel } from './noise-wasm/wasm-noise.ts';
 

@@ -4,7 +4,10 @@
  * context policy, allowed tokens, constraints), resolves members against the live population, runs every
  * call one at a time, and decodes batches, each row's prompt starting from the longest prefix the prefix
  * cache holds for its owner: the θ version (bumped by every update, refresh or edit of θ) and the member
- * (with the population version, bumped by every setPopulation), so K/V never cross weights.
+ * (with the population version, bumped by every setPopulation), so K/V never cross weights. One file past
+ * 300 lines because its parts share one object's state: the queue that keeps calls one at a time, the
+ * θ and population versions that own the cached K/V, the model's shape and context length; each part stays
+ * beside the state it reads.
  *
  * The model runtime's layers, each importing only from those below it (docs/MODEL.md's file table;
  * test/architecture.test.ts holds the order):
