@@ -19,7 +19,7 @@ import type { RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { readJson, writeJson } from '../../shared/store/json.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
-import { localSite } from '../assembly/local-site.ts';
+import { embeddedWiring } from '../assembly/wirings.ts';
 import { runEmbedded } from '../assembly/run.ts';
 import type { Site } from '../assembly/site.ts';
 import type { TlsIdentity } from '../serving/tls-identity.ts';
@@ -98,7 +98,7 @@ export class LocalRunLauncher implements RunLauncher {
     }, this.o.stopPollMs ?? 1000);
     // A per-run token keeps the loopback inference server closed to anything but this run's workers.
     const token = this.o.token ?? randomBytes(24).toString('hex');
-    const site = this.o.site ? this.o.site(config) : localSite(this.o.storeRoot, config, token);
+    const site = this.o.site ? this.o.site(config) : (await embeddedWiring(this.o.storeRoot, token).open(config)).site;
     const job = runEmbedded({
       config,
       run,

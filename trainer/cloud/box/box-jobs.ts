@@ -24,7 +24,7 @@ import { keys } from '../../../shared/keys.ts';
 import type { SecretStore } from '../../../shared/ports/secret-store.ts';
 import { EvaluationStatus, type ActiveRun, type EvaluationKeyRef, type ModelExportRequest } from '../../../shared/schemas/index.ts';
 import { tokenMatches } from '../../../shared/bearer-token.ts';
-import { readJson, writeJson } from '../../../functions/http-api/store-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 import type { BoxWiring } from '../../assembly/wirings.ts';
 import { measuredPrices } from '../../fanout/measured-prices.ts';
 import { runEvaluation, type EvaluationRunnerDeps } from '../../jobs/evaluation-runner.ts';

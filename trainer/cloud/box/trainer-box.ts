@@ -19,11 +19,10 @@ import { pino, type Logger } from 'pino';
 import { keys } from '../../../shared/keys.ts';
 import type { SecretStore } from '../../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../../shared/secrets/ssm.ts';
-import type { S3ObjectStore } from '../../../shared/store/s3.ts';
 import { ArtifactPointer, type WorkKind } from '../../../shared/schemas/index.ts';
-import { readJson } from '../../../functions/http-api/store-json.ts';
+import { readJson } from '../../../shared/store/json.ts';
 import type { CloudStack } from '../../assembly/cloud-stack.ts';
-import { boxWiring } from '../../assembly/wirings.ts';
+import { boxWiring, type BoxWiring } from '../../assembly/wirings.ts';
 import { BoxJobs, type BoxJobSettings } from './box-jobs.ts';
 import { idleStopDue } from './idle-stop.ts';
 import { WorkQueue, type RanWork, type WorkQueueOptions } from './work-queue.ts';
@@ -59,7 +58,7 @@ export interface TrainerBoxOptions extends BoxJobSettings, Pick<WorkQueueOptions
 }
 
 export class TrainerBox {
-  readonly store: S3ObjectStore;
+  readonly store: BoxWiring['store'];
   private readonly log: Logger;
   private readonly queue: WorkQueue;
   private readonly jobs: BoxJobs;

@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { keys, parseQueuedWorkKey } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
 import { MetricsRow, QueuedWork, RunStatus, WorkClaim, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../../shared/schemas/index.ts';
-import { readJson, writeJson } from '../../../functions/http-api/store-json.ts';
+import { readJson, writeJson } from '../../../shared/store/json.ts';
 
 /** Sorts after every ISO time: an entry that cannot be read (or is gone) is tried last. */
 const UNKNOWN_TIME = '~';
