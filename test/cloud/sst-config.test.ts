@@ -257,7 +257,7 @@ describe('sst.config.ts', () => {
       STOP_TIMEOUT_S: '1020',
     });
     expect(userData).not.toMatch(/bin\.js serve /);
-    // The service's environment names the stack exactly as the command reads it (cloud-target.ts), in a root-only file.
+    // The service's environment names the stack exactly as the command reads it (assembly/cloud-stack.ts), in a root-only file.
     const envFile = /cat >"\$ENV_FILE" <<ENV\n([^]*?)\nENV\n/.exec(userData)?.[1].split('\n') ?? [];
     expect(envFile).toEqual(['ESOPT_TOKEN=$TOKEN', 'ESOPT_BUCKET=$ESOPT_BOOT_BUCKET', 'ESOPT_EPISODE_FUNCTION=$ESOPT_BOOT_EPISODE_FUNCTION', 'AWS_REGION=$ESOPT_BOOT_REGION', 'ESOPT_LOG_GROUP=$ESOPT_BOOT_LOG_GROUP', 'ESOPT_LOG_STREAM=$ESOPT_BOOT_BOX', 'ESOPT_ARTIFACT_SHA256=$ARTIFACT_SHA256', 'ESOPT_TOKEN_PARAMETER=$ESOPT_BOOT_TOKEN_PARAMETER']);
     expect(userData).toMatch(/install -m 600 \/dev\/null "\$ENV_FILE"/);

@@ -1,7 +1,7 @@
 /**
  * Where a run happens: the object store its records go to and the fan-out that plays its episodes, as
  * one pair the run wiring (trainer/assembly/run.ts) takes. The embedded default is a directory +
- * the local worker pool; the cloud target (cloud-target.ts) is an S3 bucket + the Lambda function.
+ * the local worker pool; the cloud site (cloud-stack.ts) is an S3 bucket + the Lambda function.
  */
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';

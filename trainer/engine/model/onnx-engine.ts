@@ -1,6 +1,6 @@
 /**
- * OnnxEngine, the Engine on onnxruntime-node: one LoadedModel holds θ, and a member-serving strategy
- * (serving/) decides how members are served from it. The engine itself prepares rows (chat template,
+ * OnnxEngine, the Engine on onnxruntime-node: one LoadedModel holds θ, and a MemberWeights strategy
+ * (engine/members/) decides how a member's weights are put in place from it. The engine itself prepares rows (chat template,
  * context policy, allowed tokens, constraints), resolves members against the live population, runs every
  * call one at a time, and decodes batches, each row's prompt starting from the longest prefix the prefix
  * cache holds for its owner: the θ version (bumped by every update, refresh or edit of θ) and the member
@@ -9,17 +9,17 @@
  * θ and population versions that own the cached K/V, the model's shape and context length; each part stays
  * beside the state it reads.
  *
- * The model runtime's layers, each importing only from those below it (docs/MODEL.md's file table;
- * test/architecture.test.ts holds the order):
- *   engine/model/create-engine.ts            the factory: picks a strategy, rewrites the graph, makes sessions
- *   engine/model/onnx-engine.ts              this class
- *   model/serving/                    one member-serving strategy a file
- *   engine/model/sessions.ts, ort-format.ts  onnxruntime sessions
- *   model/ (the rest)                 the model: export directories, built decoders, tokenizers, θ's tensors
- *   perturbation/, generation/        θ's perturbations and graph rewrites; decoding and sampling
- *   onnx/                             ONNX protobuf, graph builder, external data
- *   engine.ts                         the Engine interface and its types
- *   shared/                           noise, ES maths, schemas, ports
+ * The engine room's layers, each importing only from those below it (docs/architecture.json states them,
+ * test/architecture.test.ts holds the code to them, docs/ARCHITECTURE.md shows them):
+ *   model/create-engine.ts             the factory: picks a strategy, rewrites the graph, makes sessions
+ *   model/onnx-engine.ts               this class
+ *   members/                           one MemberWeights strategy a file
+ *   model/sessions.ts, ort-format.ts   onnxruntime sessions
+ *   model/ (the rest)                  the model: export directories, built decoders, tokenizers, θ's tensors
+ *   perturbation/, generation/         θ's perturbations and graph rewrites; decoding and sampling
+ *   onnx/                              ONNX protobuf, graph builder, external data
+ *   engine.ts                          the Engine interface and its types
+ *   shared/                            noise, ES maths, schemas, ports
  */
 import type * as ort from 'onnxruntime-node';
 import type { ParameterSegment } from '../../../shared/es.ts';
