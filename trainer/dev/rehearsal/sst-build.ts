@@ -4,7 +4,9 @@
  * zip's contents from `platform/src/components/aws/function.ts` (the bundle directory, then `copyFiles`).
  * SST's Go binary compiles esbuild in, so the build uses that exact esbuild (the `esbuild-sst` alias), checked
  * against the binary's Go module table. The output lies outside the repository (under os.tmpdir()), so nothing
- * in the repository's node_modules is on the bundle's resolution path, as on Lambda.
+ * in the repository's node_modules is on the bundle's resolution path, as on Lambda. One file past 300 lines
+ * because it follows one build of SST's in its order, each step reading the one before's output; a split would
+ * cut that sequence, not separate two concepts.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
