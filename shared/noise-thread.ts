@@ -1,4 +1,4 @@
-/** Worker side of NoisePool: runs one slice of a job on the shared θ and says when it is done. */
+/** Thread side of NoisePool: runs one slice of a job on the shared θ and says when it is done. */
 import { parentPort } from 'node:worker_threads';
 import { applyNoise } from './noise.ts';
 import type { PoolJob } from './noise-pool.ts';

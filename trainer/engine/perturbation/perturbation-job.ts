@@ -1,6 +1,6 @@
 /**
  * One share of a full-mode perturb, restore or switch, as PerturbationPool hands it to a thread (this one
- * or a worker): the message both ways, the one function that runs it on either side, and which buffers a
+ * or another thread): the message both ways, the one function that runs it on either side, and which buffers a
  * message moves rather than copies.
  */
 import type { ParameterSegment } from '../../../shared/es.ts';
@@ -15,7 +15,7 @@ export interface PerturbationJob {
   /** restore, switch: the coefficient θ is perturbed with now, and its fix-ups (one entry per tensor). */
   fromC: number;
   fixups: Perturbation['fixups'];
-  /** The tensors this thread handles (buffers transferred to a worker) and where each sits in ε's stream. */
+  /** The tensors this thread handles (buffers transferred to another thread) and where each sits in ε's stream. */
   data: Float32Array[];
   offsets: number[];
 }

@@ -1,5 +1,5 @@
 /**
- * Worker side of PerturbationPool: receives some of θ's tensors (their buffers transferred, not copied),
+ * Thread side of PerturbationPool: receives some of θ's tensors (their buffers transferred, not copied),
  * runs its job on them with this thread's own noise kernel, and transfers them back with the new
  * fix-ups. Whatever happens, the buffers go back: they are the only copy of θ.
  */
