@@ -101,10 +101,10 @@ describe('PerturbationPool', () => {
     await small.close();
   });
 
-  it('a worker that dies holding tensors fails the call and every later one: θ is incomplete', async () => {
+  it('a thread that dies holding tensors fails the call and every later one: θ is incomplete', async () => {
     const crashing = await PerturbationPool.create(1, new URL('./helpers/exiting-perturbation-thread.ts', import.meta.url));
     const theta = makeTheta();
-    await expect(crashing.perturb(theta, key, 1e-3)).rejects.toThrow(/perturbation worker 0 failed holding θ's tensors .+ \(worker exited with code 3\); θ is lost: reload it from the last checkpoint/);
+    await expect(crashing.perturb(theta, key, 1e-3)).rejects.toThrow(/perturbation thread 0 failed holding θ's tensors .+ \(thread exited with code 3\); θ is lost: reload it from the last checkpoint/);
     await expect(crashing.perturb(theta, key, 1e-3)).rejects.toThrow(/θ is lost/);
     await crashing.close();
   });
