@@ -57,6 +57,10 @@ describe('demo', () => {
     const storeRoot = join(root, 'store');
     const report = await runDemo({ demo: config, run: 'demo-test', storeRoot, progress: silentProgress, showBaselineProgress: false });
     expect(DemoReport.parse(report)).toEqual(report);
+    // The report says what made it: this checkout's commit, the time, the load.
+    expect(report.made.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(Date.parse(report.made.date)).toBeGreaterThan(Date.now() - 3_600_000);
+    expect(report.made.load).toHaveLength(3);
     // Same training budget for all three: iterations × population × tasks per iteration.
     expect(report.es.trainingEpisodes).toBe(2 * 2 * 1);
     expect(report.randomSearch.trainingEpisodes).toBe(report.es.trainingEpisodes);

@@ -5,6 +5,7 @@
  * measured by the rehearsed Lambda, for sizing the function.
  */
 import { keys } from '../../../shared/keys.ts';
+import { provenance, type Provenance } from '../../training/provenance.ts';
 import { EnvironmentName } from '../../../shared/schemas/index.ts';
 import { startExternalEndpoint } from './external-endpoint.ts';
 import type { InvocationRecord } from './lambda-function.ts';
@@ -35,6 +36,8 @@ export interface RehearsalReport {
   sizing: FunctionSizing[];
   replaced: Array<{ step: string; deployed: string; rehearsal: string }>;
   seconds: number;
+  /** The commit, date and load it was made at. */
+  made: Provenance;
 }
 
 /** The environment an Episode invocation played (its first request's), or `-` for an event that names none. */
@@ -115,6 +118,7 @@ export async function rehearse(o: RehearsalOptions & { environments?: Environmen
       sizing: sized,
       replaced: stack.replaced,
       seconds: (performance.now() - started) / 1000,
+      made: provenance(),
     };
   } finally {
     await keyed.close();

@@ -1,5 +1,6 @@
 /** Shared by the benchmark commands: robust timing and a description of the machine a figure came from. */
-import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { provenance } from '../../training/provenance.ts';
 
 export function median(xs: readonly number[]): number {
   if (xs.length === 0) throw new RangeError('median of nothing');
@@ -15,14 +16,17 @@ export async function timeMs(fn: () => unknown): Promise<number> {
   return performance.now() - t0;
 }
 
-/** The machine, with its 1/5/15-minute load averages at the time (figures from a shared machine say how shared). */
-export function machineInfo(): { cpu: string; cores: number; memoryGiB: number; node: string; date: string; load: number[] } {
+/** The machine, with its 1/5/15-minute load averages at the time (figures from a shared machine say how shared) and the commit measured. */
+export function machineInfo(): { cpu: string; cores: number; memoryGiB: number; node: string; date: string; load: number[]; commit: string | null; dirty: boolean | null } {
+  const made = provenance();
   return {
     cpu: cpus()[0]?.model.trim() ?? 'unknown',
     cores: availableParallelism(),
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
-    date: new Date().toISOString(),
-    load: loadavg().map((l) => Math.round(l * 100) / 100),
+    date: made.date,
+    load: made.load,
+    commit: made.commit,
+    dirty: made.dirty,
   };
 }

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { keys } from '../../../shared/keys.ts';
 import type { EvaluationResult } from '../../../shared/schemas/index.ts';
 import { storeAt } from '../../assembly/stores.ts';
+import { Provenance, provenance } from '../../training/provenance.ts';
 import { writeJson } from '../../../shared/store/json.ts';
 import { wilsonInterval } from '../../../shared/wilson.ts';
 import { loadEnvironment } from '../../../environments/index.ts';
@@ -95,6 +96,8 @@ export const DemoReport = z.object({
   verdict: z.string(),
   files: z.object({ demoReport: z.string(), esReport: z.string(), curve: z.string(), comparison: z.string() }),
   wallMs: z.number(),
+  /** The commit, date and load it was made at. */
+  made: Provenance,
 });
 export type DemoReport = z.infer<typeof DemoReport>;
 
@@ -237,6 +240,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     verdict: '',
     files: { demoReport: join(storeRoot, demoKey), esReport: es.report.files.report, curve: es.report.files.curve, comparison: comparisonPath },
     wallMs: performance.now() - started,
+    made: provenance(),
   });
   report.verdict = verdictSentence(report);
   const perStep = grpo.history.length ? grpo.episodes / grpo.history.length : 0;
