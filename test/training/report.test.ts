@@ -81,6 +81,9 @@ describe('report and curve', () => {
     expect(r.evaluationFirst).toMatchObject({ iteration: 0, successRate: 0.1 });
     expect(r.evaluationLast).toMatchObject({ iteration: 3, successRate: 0.6 });
     expect([r.rewardFirst, r.rewardLast]).toEqual([0.1, 0.5]);
+    // and says what made it: this checkout's commit, the time, the load
+    expect(r.made.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(r.made.load).toHaveLength(3);
   });
 
   it('draws both panels as well-formed SVG with labelled axes and error bars', () => {

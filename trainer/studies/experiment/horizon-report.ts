@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { HorizonCell } from './horizon-cell.ts';
 import { renderHorizonCurves } from './horizon-curves-svg.ts';
 import { summarizeHorizon, type HorizonSummary } from './horizon-summary.ts';
+import { provenance } from '../../training/provenance.ts';
 
 const CELL_FILE = /^h(\d+)-s(\d+)\.json$/;
 
@@ -23,7 +24,8 @@ export function readCells(dir: string): HorizonCell[] {
 
 export function writeSummary(dir: string, cells: readonly HorizonCell[]): HorizonSummary {
   const summary = summarizeHorizon(cells);
-  writeFileSync(join(dir, 'summary.json'), JSON.stringify(summary, null, 1));
+  // The summary is derived from the cells; `made` says when, at which commit and load, it was derived.
+  writeFileSync(join(dir, 'summary.json'), JSON.stringify({ ...summary, made: provenance() }, null, 1));
   const md = [
     '# Horizon experiment summary',
     '',

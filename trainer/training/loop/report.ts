@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { EvaluationResult, RunConfig } from '../../../shared/schemas/index.ts';
 import type { TrainingResult } from './training.ts';
+import { Provenance, provenance } from '../provenance.ts';
 
 export const TrainingReport = z.object({
   run: z.string(),
@@ -27,6 +28,8 @@ export const TrainingReport = z.object({
     overheadRatio: z.number().nullable(),
   }),
   files: z.object({ report: z.string(), curve: z.string() }),
+  /** The commit, date and load the report was made at. */
+  made: Provenance,
 });
 export type TrainingReport = z.infer<typeof TrainingReport>;
 
@@ -59,5 +62,6 @@ export function buildReport(config: RunConfig, result: TrainingResult, files: Tr
       overheadRatio: total > 0 ? (total - episodes) / total : null,
     },
     files,
+    made: provenance(),
   });
 }
