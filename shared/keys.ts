@@ -9,6 +9,7 @@
  *   runs/{run}/checkpoints/{k}/meta.json | weights.bin
  *   runs/{run}/log.jsonl
  *   runs/{run}/metrics/{k}.json | evaluations/{k}.json | report.json | curve.svg
+ *   runs/{run}/tensorboard/events.out.tfevents.{unix seconds}.{host} ← the metrics as TensorBoard reads them
  *   runs/{run}/replicas/{replica}.json                     ← a trainer replica's address (announced when caught up)
  *   runs/{run}/replica-reports/{k}/{replica}.json          ← its θ hash before iteration k (create-only)
  *   runs/{run}/coordinator/{epoch}.json                    ← the coordinator's lease (create-only per epoch)
@@ -80,6 +81,8 @@ export const keys = {
   modelExportArchive: (run: string, k: number, format: ExportFormat) => `${keys.modelExport(run, k, format)}model.tar`,
   report: (run: string) => `${keys.run(run)}report.json`,
   curve: (run: string) => `${keys.run(run)}curve.svg`,
+  /** The run's TensorBoard directory (`tensorboard --logdir` it); its event files are named as TensorBoard's own. */
+  tensorboard: (run: string) => `${keys.run(run)}tensorboard/`,
   evaluation: (evaluation: string) => `evaluations/${id(evaluation, 'evaluation id')}/`,
   runStatus: (run: string) => `${keys.run(run)}status.json`,
   stopRequest: (run: string) => `${keys.run(run)}stop.json`,

@@ -28,6 +28,8 @@ import { train, type TrainingResult } from '../training/loop/index.ts';
 import { ReplicaSet } from '../training/loop/index.ts';
 import { acquireCoordinatorLease, type HeldLease } from '../training/loop/index.ts';
 import type { ExecutionProvider } from '../../shared/execution-provider.ts';
+import { openRunMetrics, stderrLog, type MetricsLog, type MetricsSink, type RunMetrics, type RunOutcome } from '../training/metrics/index.ts';
+import type { HttpOptions } from '../training/metrics/http.ts';
 
 interface RunOptionsCommon {
   config: RunConfig;
@@ -45,6 +47,12 @@ interface RunOptionsCommon {
    * in the same store; they are started separately and found through their announcements.
    */
   replicas?: { syncTimeoutMs: number; expected?: number; onLost?: (info: { iteration: number; replica: string }) => void; leaseTtlMs?: number };
+  /**
+   * Where the run's metrics go besides its rows (trainer/training/metrics/): TensorBoard files in the store
+   * always, MLflow and W&B when `env` (default process.env) names them; `log` (default stderr) hears a sink's
+   * failure, once; `sinks` are added to those.
+   */
+  metrics?: { env?: Record<string, string | undefined>; log?: MetricsLog; http?: HttpOptions; sinks?: readonly MetricsSink[] };
 }
 
 /**
@@ -118,6 +126,8 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
   const { store, fanout } = site;
   let served: ServedEngine | undefined;
   let lease: HeldLease | undefined;
+  let metrics: RunMetrics | undefined;
+  let outcome: RunOutcome = 'failed';
   try {
     // With replicas, one coordinator per run: a second trainer of this run stops here (coordinator-lease.ts).
     if (o.replicas) lease = await acquireCoordinatorLease(store, run, { ttlMs: o.replicas.leaseTtlMs ?? 60_000 });
@@ -132,6 +142,9 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     const replicas = o.replicas
       ? new ReplicaSet({ store, run, self: { id: 'coordinator', baseUrl: endpoint.baseUrl }, syncTimeoutMs: o.replicas.syncTimeoutMs, expected: o.replicas.expected, pollMs: o.pollMs ?? 50, onLost: o.replicas.onLost, lease })
       : undefined;
+    // Watching the run never stops it: a sink's failure is logged once and the sink is off (metrics/sink.ts).
+    const watch = openRunMetrics({ store, run, config, env: o.metrics?.env, log: o.metrics?.log ?? stderrLog, http: o.metrics?.http, extra: o.metrics?.sinks });
+    metrics = watch;
     const result = await train({
       replicas,
       run,
@@ -145,9 +158,16 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
       pollMs: o.pollMs,
       faults: o.faults,
       onStart: (s) => o.progress.start(s.resumedAt),
-      onIteration: (row) => o.progress.iteration(row),
-      onEvaluation: (e) => o.progress.evaluation(e),
+      onIteration: (row) => {
+        o.progress.iteration(row);
+        watch.iteration(row);
+      },
+      onEvaluation: (e) => {
+        o.progress.evaluation(e);
+        watch.evaluation(e);
+      },
     });
+    outcome = 'finished';
     o.progress.stop();
     const files = { report: site.locate(keys.report(run)), curve: site.locate(keys.curve(run)) };
     const report = buildReport(config, result, files);
@@ -156,6 +176,8 @@ export async function runEmbedded(o: EmbeddedRunOptions): Promise<EmbeddedRunRes
     return { report, result };
   } finally {
     o.progress.stop();
+    // before the site closes: the TensorBoard file goes to its store
+    await metrics?.close(outcome);
     await lease?.release();
     await site.close();
     await served?.close();
