@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFunctionUrl, type FunctionUrl } from '../../trainer/dev/rehearsal/function-url.ts';
 import { startLambdaFunction, type LambdaFunction } from '../../trainer/dev/rehearsal/lambda-function.ts';
+import { runtimeClientDir } from '../../trainer/dev/rehearsal/runtime-client.ts';
 
 const HANDLER = `
 import { writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
@@ -60,6 +61,9 @@ let work: string;
 let fn: LambdaFunction;
 let url: FunctionUrl;
 
+// The runtime client is installed on first use (trainer/dev/rehearsal/runtime-client.ts; .ci/run warms its
+// cache): a cold cache's build (about 1.5 min) is not the function's start.
+beforeAll(() => runtimeClientDir(), 300_000);
 beforeAll(async () => {
   code = mkdtempSync(join(tmpdir(), 'esopt-ric-code-'));
   work = mkdtempSync(join(tmpdir(), 'esopt-ric-work-'));

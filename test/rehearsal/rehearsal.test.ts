@@ -11,10 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolve } from 'node:path';
 import { startRehearsal, type Rehearsal } from '../../trainer/dev/rehearsal/rehearse.ts';
 import { loadPages, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
+import { runtimeClientDir } from '../../trainer/dev/rehearsal/runtime-client.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 let stack: Rehearsal;
 
+// The runtime client is installed on first use (trainer/dev/rehearsal/runtime-client.ts; .ci/run warms its cache).
+beforeAll(() => runtimeClientDir(), 300_000);
 beforeAll(async () => {
   // The box's npm ci is replaced by a link to this checkout's node_modules (minutes saved; listed in `replaced`).
   stack = await startRehearsal({ root: ROOT, replicas: 1, boxInstall: 'link', maxEnvironments: 2 });

@@ -13,9 +13,9 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmdirSync, statfsSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { startRuntimeApi, type RuntimeApi, type RuntimeOutcome } from './runtime-api.ts';
+import { runtimeClientDir } from './runtime-client.ts';
 
 const MEMORY_CGROUP_ROOT = '/sys/fs/cgroup/memory';
 const TASK_ROOT = '/var/task';
@@ -67,11 +67,6 @@ export function checkLimitsAvailable(): void {
   }
 }
 
-/** The runtime interface client's package, resolved from this checkout (a devDependency), never from the function's code. */
-function ricDir(): string {
-  return dirname(createRequire(import.meta.url).resolve('aws-lambda-ric/package.json'));
-}
-
 let serial = 0;
 
 export class ExecutionEnvironment {
@@ -87,6 +82,9 @@ export class ExecutionEnvironment {
   ) {}
 
   static async start(spec: EnvironmentSpec): Promise<ExecutionEnvironment> {
+    // The runtime interface client's package from its cache outside the checkout (installed on first use:
+    // runtime-client.ts), never from the function's code.
+    const ricDir = await runtimeClientDir();
     const id = `${spec.name}-${process.pid}-${++serial}`;
     const dir = join(spec.workDir, id);
     mkdirSync(dir, { recursive: true });
@@ -138,7 +136,7 @@ export class ExecutionEnvironment {
       `exec ${LANG_NODE} ${RUNTIME_DIR}/bin/index.mjs "$_HANDLER"`,
     ].join('\n');
     const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
-      env: { ...env, ESOPT_CODE_DIR: spec.codeDir, ESOPT_TMP_IMAGE: image, ESOPT_RIC_DIR: ricDir(), ESOPT_NODE: node },
+      env: { ...env, ESOPT_CODE_DIR: spec.codeDir, ESOPT_TMP_IMAGE: image, ESOPT_RIC_DIR: ricDir, ESOPT_NODE: node },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // The function's log (CloudWatch's place).

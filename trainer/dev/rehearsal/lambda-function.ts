@@ -5,6 +5,7 @@
  * two cores). Every invocation is recorded with its peak memory and /tmp for sizing the function.
  */
 import { checkLimitsAvailable, ExecutionEnvironment, type EnvironmentSpec, type InvocationOutcome } from './execution-environment.ts';
+import { runtimeClientDir } from './runtime-client.ts';
 
 export interface LambdaFunctionOptions extends Omit<EnvironmentSpec, 'region'> {
   region?: string;
@@ -42,6 +43,8 @@ export interface LambdaFunction {
 
 export async function startLambdaFunction(o: LambdaFunctionOptions): Promise<LambdaFunction> {
   checkLimitsAvailable();
+  // The runtime client, installed now on first use rather than inside the first invocation.
+  await runtimeClientDir();
   const spec: EnvironmentSpec = { ...o, region: o.region ?? o.environment.AWS_REGION ?? 'us-east-1' };
   const max = o.maxEnvironments ?? 4;
   const idle: ExecutionEnvironment[] = [];
