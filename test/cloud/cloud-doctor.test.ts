@@ -1,8 +1,13 @@
 /**
  * `esopt cloud doctor` against recorded AWS responses (test/fixtures/aws-doctor/) served on loopback to the
  * real SDK v3 clients: a new account (G vCPU quota 0, Lambda limit 10, a zone without the type), a raised
- * one, a denied call and a region without a default VPC — each prerequisite one line, each failure its fix.
+ * one, a denied call and a region without a default VPC — each prerequisite one line, each failure its fix —
+ * and the build tools the rehearsal would compile its Lambda runtime client with, which never fail a deploy.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { command } from '../../trainer/cli/commands/cloud-doctor.ts';
 import { DoctorSettings } from '../../trainer/cloud/doctor/deploy-settings.ts';
@@ -90,7 +95,42 @@ describe('esopt cloud doctor', () => {
     expect(by('Elastic IPs').detail).toBe("2 of 5 allocated (1 this stack's); ESOPT_REPLICAS = 3 needs 2 more");
     expect(report.ok).toBe(process.versions.node.startsWith('22.'));
     const lines = (await text()).split('\n');
-    expect(lines.filter((l) => /^(ok  |FAIL) /.test(l))).toHaveLength(10);
+    expect(lines.filter((l) => /^(ok  |FAIL) /.test(l))).toHaveLength(11);
+  });
+
+  it('names the build tools the rehearsal lacks here, with the Debian command, without failing the deploy', async () => {
+    // A PATH with GNU tar and only some of the tools aws-lambda-ric's first install compiles with.
+    const bin = mkdtempSync(join(tmpdir(), 'esopt-doctor-bin-'));
+    for (const [name, target] of [['tar', execFileSync('sh', ['-c', 'command -v tar']).toString().trim()], ['make', '/bin/true'], ['cmake', '/bin/true']]) symlinkSync(target!, join(bin, name!));
+    const path = process.env.PATH;
+    try {
+      const { by, report } = await doctor(raised, { PATH: bin });
+      expect(by('rehearsal build tools')).toEqual({
+        check: 'rehearsal build tools',
+        ok: true,
+        detail: 'not on PATH: autoconf, automake, libtoolize (libtool), g++, python3; only `esopt dev rehearse` needs them (its Lambda runtime client, aws-lambda-ric, compiles on first use), a deploy does not',
+        fix: 'sudo apt-get install autoconf automake libtool cmake make g++ python3 (Debian), before a rehearsal',
+      });
+      expect(by('GNU tar').ok).toBe(true);
+      expect(report.ok).toBe(process.versions.node.startsWith('22.'));
+    } finally {
+      process.env.PATH = path;
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('says so in one line when the rehearsal\'s build tools are all here', async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'esopt-doctor-bin-'));
+    for (const name of ['autoconf', 'automake', 'libtoolize', 'cmake', 'make', 'g++', 'python3']) symlinkSync('/bin/true', join(bin, name));
+    const path = process.env.PATH;
+    try {
+      const { by } = await doctor(raised, { PATH: `${bin}:${path}` });
+      expect(by('rehearsal build tools')).toMatchObject({ ok: true, detail: expect.stringMatching(/^autoconf, automake, libtool, cmake, make, g\+\+, python3 on PATH/) });
+      expect(by('rehearsal build tools').fix).toBeUndefined();
+    } finally {
+      process.env.PATH = path;
+      rmSync(bin, { recursive: true, force: true });
+    }
   });
 
   it('reports a denied call as its own finding and still checks the rest', async () => {

@@ -38,7 +38,8 @@ export const command: Command = {
   usage:
     'esopt cloud doctor [--stage S] [--json]\n' +
     '  before a deploy: credentials, the instance type and its vCPU quota, Lambda concurrency, Elastic IPs, the default VPC and the zones\n' +
-    '  offering the type, the box image, GNU tar and Node 22 here; read-only calls, the ESOPT_* deploy settings as sst.config.ts reads them.\n' +
+    '  offering the type, the box image, GNU tar and Node 22 here, and (never a failure) the build tools `esopt dev rehearse` needs;\n' +
+    '  read-only calls, the ESOPT_* deploy settings as sst.config.ts reads them.\n' +
     '  --stage counts that stage\'s own Elastic IPs as reused. Exit 0 when all pass. Endpoint overrides: AWS_ENDPOINT_URL_{EC2,STS,LAMBDA,SERVICE_QUOTAS}',
   run,
 };

@@ -37,7 +37,7 @@ async function fact<T>(learn: () => Promise<T>): Promise<Fact<T>> {
   }
 }
 
-export async function awsFacts(s: DoctorSettings, o: { endpoints?: DoctorEndpoints; stage?: string } = {}): Promise<Omit<DoctorFacts, 'tar' | 'node'>> {
+export async function awsFacts(s: DoctorSettings, o: { endpoints?: DoctorEndpoints; stage?: string } = {}): Promise<Omit<DoctorFacts, 'tar' | 'node' | 'rehearsalBuildTools'>> {
   const [{ EC2Client, DescribeInstanceTypesCommand, DescribeInstancesCommand, DescribeAddressesCommand, DescribeVpcsCommand, DescribeSubnetsCommand, DescribeInstanceTypeOfferingsCommand, DescribeImagesCommand }, { STSClient, GetCallerIdentityCommand }, { LambdaClient, GetAccountSettingsCommand }, { ServiceQuotasClient, GetServiceQuotaCommand }] = await Promise.all([
     import('@aws-sdk/client-ec2'),
     import('@aws-sdk/client-sts'),

@@ -3,6 +3,7 @@
  * elsewhere (aws-facts.ts, local-facts.ts): one line each, and for a failure the fix. Pure, so each rule is
  * tested on its own.
  */
+import { RIC_APT_COMMAND } from './build-tools.ts';
 import type { DoctorSettings } from './deploy-settings.ts';
 
 /** A fact, or why it could not be learned (a denied call is a finding too). */
@@ -20,6 +21,8 @@ export interface DoctorFacts {
   ami: Fact<{ id: string; name: string } | null>;
   tar: Fact<string>;
   node: string;
+  /** The build tools (build-tools.ts) not on PATH, as command and Debian package. */
+  rehearsalBuildTools: { missing: Array<{ package: string; command: string }> };
 }
 
 export interface Finding {
@@ -138,5 +141,17 @@ export function findings(s: DoctorSettings, f: DoctorFacts): Finding[] {
   out.push(major === 22
     ? { check: 'Node', ok: true, detail: `Node ${f.node}` }
     : { check: 'Node', ok: false, detail: `Node ${f.node}: the functions run on nodejs22.x and their native modules are installed for the deploying Node`, fix: 'deploy from Node 22 (nvm install 22 && nvm use 22)' });
+
+  // Not a deploy's prerequisite, so never a failure: the rehearsal's, said here because the doctor runs where
+  // it would (the Lambda runtime client it installs on first use compiles native code).
+  const missing = f.rehearsalBuildTools.missing;
+  out.push(missing.length === 0
+    ? { check: 'rehearsal build tools', ok: true, detail: 'autoconf, automake, libtool, cmake, make, g++, python3 on PATH (`esopt dev rehearse` builds its Lambda runtime client, aws-lambda-ric, with them on first use)' }
+    : {
+      check: 'rehearsal build tools',
+      ok: true,
+      detail: `not on PATH: ${missing.map((m) => (m.command === m.package ? m.command : `${m.command} (${m.package})`)).join(', ')}; only \`esopt dev rehearse\` needs them (its Lambda runtime client, aws-lambda-ric, compiles on first use), a deploy does not`,
+      fix: `sudo ${RIC_APT_COMMAND} (Debian), before a rehearsal`,
+    });
   return out;
 }
