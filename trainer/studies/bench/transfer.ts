@@ -22,6 +22,7 @@ import type { Log } from './benchmark.ts';
 import { int, ModelName } from './options.ts';
 import { ExecutionProvider } from '../../../shared/execution-provider.ts';
 import { measureMemberSwitches, measureTransfers, type MeasuredWay, type MemberSwitchRoute } from './transfer-measured.ts';
+import { machineInfo } from './measure.ts';
 
 export interface TransferShape {
   config: ModelConfig;
@@ -104,5 +105,5 @@ export async function run(o: z.output<typeof options>, log: Log) {
       log(`not measured: ${measureError}`);
     }
   }
-  return { ...computed, measured_on: o.measureOn, measured_prompt: o.prompt, measured_new_tokens: o.newTokens, measured, member_switch: memberSwitch, measure_error: measureError, date: new Date().toISOString() };
+  return { ...computed, measured_on: o.measureOn, measured_prompt: o.prompt, measured_new_tokens: o.newTokens, measured, member_switch: memberSwitch, measure_error: measureError, machine: machineInfo() };
 }
