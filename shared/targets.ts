@@ -4,7 +4,8 @@
  * `all-linear`), or `{ include, exclude }` with name patterns. A pattern made only of word characters and
  * commas (`q_proj,v_proj`, PEFT's `target_modules` written as one string) is a list of names, each matching
  * a tensor whose dot-separated name has it as a segment (`q_proj` matches `model.layers.0.self_attn.q_proj.weight`);
- * any other pattern is a JavaScript regular expression searched in the name (anchor it with ^…$ yourself).
+ * any other pattern is a JavaScript regular expression searched in the name (anchor it with ^…$ yourself), in
+ * time linear in the name (shared/linear-pattern.ts: no lookarounds or \b, a bounded automaton).
  * Where the exporter named a weight after nothing (`onnx::MatMul_540`), the module of the MatMul that reads
  * it (`layers.0.self_attn.q_proj`, from the node's name) is matched too, the same way.
  *
@@ -12,6 +13,7 @@
  * targets, so leaving tensors out never shifts the noise of the ones kept (shared/noise.ts, es.ts).
  */
 import { z } from 'zod';
+import { linearPattern, PatternError, searchLinear } from './linear-pattern.ts';
 
 /** A pattern of word characters and commas: names of segments, not a regular expression. */
 const SEGMENT_LIST = /^\w+(,\w+)*$/;
@@ -25,6 +27,14 @@ const Pattern = z
       new RegExp(p);
     } catch (err) {
       ctx.addIssue({ code: 'custom', message: `is not a valid regular expression: ${(err as Error).message}` });
+      return;
+    }
+    // Matched in the trainer's process: only a pattern that searches in linear time is taken (linear-pattern.ts).
+    try {
+      linearPattern(p);
+    } catch (err) {
+      if (!(err instanceof PatternError)) throw err;
+      ctx.addIssue({ code: 'custom', message: `cannot be searched in linear time: ${err.message}` });
     }
   });
 
@@ -63,7 +73,7 @@ export function targetsAll(t: Targets): boolean {
 
 /** Whether `pattern` matches the tensor `name` (the rule in the file comment). */
 export function patternMatches(pattern: string, name: string): boolean {
-  if (!SEGMENT_LIST.test(pattern)) return new RegExp(pattern).test(name);
+  if (!SEGMENT_LIST.test(pattern)) return searchLinear(pattern, name);
   const segments = name.split('.');
   return pattern.split(',').some((s) => segments.includes(s));
 }

@@ -42,4 +42,24 @@ describe('POST /runs with targets', () => {
     expect(detail.status?.error).toMatch(/targets\.exclude\[0\]: "q_prj" matches none of full mode's tensors: model\.embed_tokens\.weight/);
     expect(detail.completedIterations).toBe(0);
   }, 60_000);
+
+  it('takes a pattern that backtracks for hours in V8 and fails the run at once, the API answering meanwhile', async () => {
+    // `^([a-z0-9_.]+)+!` takes V8 over a minute on a 33-character name; the DFA walks each name once.
+    const created = await api.call('POST', '/runs', { body: tinyRunConfig({ targets: { include: ['^([a-z0-9_.]+)+!'] } }) });
+    expect(created.status).toBe(201);
+    const started = Date.now();
+    await api.runs.settled();
+    expect((await api.call('GET', '/healthz')).status).toBe(200);
+    const detail = RunDetail.parse((await api.call('GET', `/runs/${created.body.id}`)).body);
+    expect(detail.status?.state).toBe('failed');
+    expect(detail.status?.error).toMatch(/targets\.include\[0\]: "\^\(\[a-z0-9_\.\]\+\)\+!" matches none/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 60_000);
+
+  it('answers 400 at the path of a pattern that cannot be searched in linear time', async () => {
+    const bad = await api.call('POST', '/runs', { body: tinyRunConfig({ targets: { include: ['q_proj'], exclude: ['(?<=self_attn\\.)q'] } }) });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.issues[0]).toMatchObject({ path: 'targets.exclude.0' });
+    expect(bad.body.error.issues[0].message).toMatch(/cannot be searched in linear time: lookarounds/);
+  });
 });
