@@ -170,4 +170,38 @@ describe('esopt api', () => {
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('set ESOPT_TOKEN');
   });
+
+  it('off loopback starts only with a token of 32+ characters, and then checks requests as a deployed stack', async () => {
+    const store = join(dir, 'api-open-store');
+    const args = ['trainer/cli/bin.js', 'api', '--host', '0.0.0.0', '--port', '0', '--store', store, '--json'];
+    const { ESOPT_TOKEN: _token, ...without } = process.env;
+    for (const token of [undefined, 'x'.repeat(31)]) {
+      const refused = spawnSync(process.execPath, args, { env: token === undefined ? without : { ...without, ESOPT_TOKEN: token }, encoding: 'utf8', timeout: 20_000 });
+      expect(refused.status).toBe(2);
+      expect(refused.stderr).toContain(token === undefined ? 'set ESOPT_TOKEN' : 'at least 32 characters');
+    }
+    const long = 'y'.repeat(32);
+    const child = spawn(process.execPath, args, { env: { ...without, ESOPT_TOKEN: long }, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += String(d);
+          const line = out.split('\n').find((l) => l.startsWith('{'));
+          if (line) resolve(JSON.parse(line).url.replace('0.0.0.0', '127.0.0.1'));
+        });
+        child.once('exit', (code) => reject(new Error(`esopt api exited with ${code}`)));
+      });
+      const auth = { authorization: `Bearer ${long}`, 'content-type': 'application/json' };
+      expect((await fetch(`${url}/runs`)).status).toBe(401);
+      const res = await fetch(`${url}/runs`, { method: 'POST', headers: auth, body: JSON.stringify(tinyRunConfig({ model: { dir: 'models/sudoku-6x6-grid' } })) });
+      expect(res.status).toBe(400);
+      expect(JSON.stringify(await res.json())).toContain('opens no path');
+      expect((await (await fetch(`${url}/runs`, { headers: auth })).json())).toMatchObject({ runs: [] });
+    } finally {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    }
+  }, 30_000);
 });

@@ -30,6 +30,8 @@ export interface LocalApiOptions {
   eventPollMs?: number;
   /** The loop's collection poll (tests shorten it). */
   trainingPollMs?: number;
+  /** A deployed stack's request checks (functions/http-api/request-choices.ts): `esopt api` off loopback. Default false. */
+  deployed?: boolean;
 }
 
 export interface RunningApi {
@@ -53,7 +55,7 @@ export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
     modelServer: new EngineModelServer(store),
     fanoutFor: (env): Fanout => localPool({ workers: o.workers ?? 4, store: { kind: 'fs', root: o.storeRoot }, env }),
   });
-  const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
+  const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: o.deployed ?? false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
   const host = o.host ?? '127.0.0.1';
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: o.port ?? 0 }, () => resolve(s));

@@ -4,10 +4,11 @@ import { openEngine, serveEngine } from '../../assembly/engine.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import { modelSpecFlag } from '../../engine/model/presets.ts';
 import type { Command } from '../argv/command.ts';
+import { checkOpenBind } from '../argv/open-bind.ts';
 
 export const command: Command = {
   name: 'serve',
-  usage: 'esopt serve [--model tiny|small|DIR] [--seed S] [--host 127.0.0.1] [--port P] [--mode full|lowrank] [--full-weights inputs|rebuild-session] [--json]',
+  usage: 'esopt serve [--model tiny|small|DIR] [--seed S] [--host 127.0.0.1] [--port P] [--mode full|lowrank] [--full-weights inputs|rebuild-session] [--json]   (token: ESOPT_TOKEN; required, 32+ characters, off loopback)',
   async run(argv, io) {
     const p = parseFlags(argv, {
       model: { type: 'string', default: 'tiny' },
@@ -25,8 +26,9 @@ export const command: Command = {
     const host = flag(p.values, 'host', z.union([z.ipv4(), z.ipv6(), z.literal('localhost')]));
     const mode = flag(p.values, 'mode', z.enum(['full', 'lowrank']));
     const fullModeWeights = flag(p.values, 'full-weights', FullModeWeights);
-    const engine = await openEngine({ model, mode, fullModeWeights });
     const token = process.env.ESOPT_TOKEN || undefined;
+    checkOpenBind(host, token);
+    const engine = await openEngine({ model, mode, fullModeWeights });
     const server = await serveEngine(engine, { host, port, token });
     const info = { url: server.url, openaiBaseUrl: `${server.url}/v1`, mode, model, auth: token ? 'bearer (ESOPT_TOKEN)' : 'none' };
     io.stdout(p.json ? JSON.stringify(info) : `serving ${JSON.stringify(model)} (${mode}) at ${info.openaiBaseUrl} — auth: ${info.auth}; Ctrl-C stops`);
