@@ -93,6 +93,13 @@ export default $config({
         }),
       /** Minutes with nothing running or queued after which the trainer box stops itself (0: never); the Api starts it when work is queued. */
       ESOPT_BOX_IDLE_MINUTES: z.coerce.number().int().min(0).max(10_080).default(30),
+      /**
+       * Stack-wide caps (USD) on a run's and an evaluation's spend: the Api gives a request without
+       * `budget.maxCostUsd` the cap and refuses one above it; unset, a request without one is refused
+       * (functions/http-api/cost-caps.ts).
+       */
+      ESOPT_MAX_RUN_COST_USD: z.coerce.number().positive().finite().optional(),
+      ESOPT_MAX_EVALUATION_COST_USD: z.coerce.number().positive().finite().optional(),
     });
     // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
     for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
@@ -410,7 +417,15 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         { from: 'node_modules/swagger-ui-dist/swagger-ui-bundle.js' },
       ],
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
-      environment: { ESOPT_BUCKET: bucket.name, ESOPT_TOKEN: token.value, ESOPT_EVALUATION_KEYS: evaluationKeysPath, ESOPT_TRAINER_INSTANCE: trainer.id, ESOPT_COST_PRICES: pricesJson },
+      environment: {
+        ESOPT_BUCKET: bucket.name,
+        ESOPT_TOKEN: token.value,
+        ESOPT_EVALUATION_KEYS: evaluationKeysPath,
+        ESOPT_TRAINER_INSTANCE: trainer.id,
+        ESOPT_COST_PRICES: pricesJson,
+        ...(cfg.ESOPT_MAX_RUN_COST_USD !== undefined ? { ESOPT_MAX_RUN_COST_USD: String(cfg.ESOPT_MAX_RUN_COST_USD) } : {}),
+        ...(cfg.ESOPT_MAX_EVALUATION_COST_USD !== undefined ? { ESOPT_MAX_EVALUATION_COST_USD: String(cfg.ESOPT_MAX_EVALUATION_COST_USD) } : {}),
+      },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.

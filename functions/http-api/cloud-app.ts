@@ -36,6 +36,10 @@ export const CloudApiEnv = z.object({
   ESOPT_EVENT_WINDOW_MS: z.coerce.number().int().min(100).max(900_000).default(20_000),
   /** The trainer box's instance, started when work is queued (it stops itself when idle); unset, nothing is started. */
   ESOPT_TRAINER_INSTANCE: InstanceId.optional(),
+  /** The stack's cap on a run's spend (USD): a run without `budget.maxCostUsd` gets it, one above it is refused; unset, a run must name its own. */
+  ESOPT_MAX_RUN_COST_USD: z.coerce.number().positive().finite().optional(),
+  /** The same for an evaluation's `budget.maxCostUsd`. */
+  ESOPT_MAX_EVALUATION_COST_USD: z.coerce.number().positive().finite().optional(),
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
@@ -62,6 +66,11 @@ export function createCloudApp(
     // The trainer box that picks queued work up serves base models and checkpoints.
     servesOwnModels: true,
     prices: pricesFromEnv(env.ESOPT_COST_PRICES),
+    // Nothing is queued without a spending limit: the request's, or the stack's cap (cost-caps.ts).
+    costCaps: {
+      ...(env.ESOPT_MAX_RUN_COST_USD !== undefined ? { runMaxCostUsd: env.ESOPT_MAX_RUN_COST_USD } : {}),
+      ...(env.ESOPT_MAX_EVALUATION_COST_USD !== undefined ? { evaluationMaxCostUsd: env.ESOPT_MAX_EVALUATION_COST_USD } : {}),
+    },
     log,
     // Lambda bills the open stream: poll less often than the local API.
     eventPollMs: 2000,

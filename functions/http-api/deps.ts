@@ -1,6 +1,7 @@
 /** What the API app is built from: ports only, so one app runs in-process and on Lambda. */
 import type { Logger } from 'pino';
 import type { CostPrices } from '../../shared/cost.ts';
+import type { CostCaps } from './cost-caps.ts';
 import type { EvaluationLauncher, RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ModelExports, SignedDownload } from '../../shared/ports/model-exports.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -20,6 +21,11 @@ export interface ApiDeps {
   /** Whether POST /evaluations may ask for base or checkpoint models (a model host is configured). */
   servesOwnModels: boolean;
   prices: CostPrices;
+  /**
+   * A deployed stack's spending policy (cost-caps.ts): set, every run and evaluation needs `budget.maxCostUsd`,
+   * or gets the cap given here; unset (the local API), budgets stay optional.
+   */
+  costCaps?: CostCaps;
   log: Logger;
   /** How often the events stream polls the store. */
   eventPollMs: number;

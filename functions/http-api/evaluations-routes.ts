@@ -6,6 +6,7 @@ import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, type Ev
 import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
+import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
@@ -65,8 +66,11 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
     async (c) => {
       const asked = c.req.valid('json');
       const issues = [...(await environmentIssues(asked)), ...requestChoiceIssues(asked, deps.deployed)];
+      const budget = deps.costCaps ? cappedBudget(asked.budget, deps.costCaps.evaluationMaxCostUsd, 'evaluation') : { ok: true as const, budget: asked.budget };
+      if (!budget.ok) issues.push(...budget.issues);
       if (issues.length) throw invalidProblem(issues);
-      const body: EvaluationRequest = asked.model.kind === 'base' ? { ...asked, model: { ...asked.model, model: await pinRequestModel(store, asked.model.model, 'model.model') } } : asked;
+      const capped: EvaluationRequest = budget.ok ? { ...asked, budget: budget.budget } : asked;
+      const body: EvaluationRequest = capped.model.kind === 'base' ? { ...capped, model: { ...capped.model, model: await pinRequestModel(store, capped.model.model, 'model.model') } } : capped;
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {
         throw new ApiProblem(422, 'model_not_servable', `this deployment cannot serve ${body.model.kind} models; evaluate an external endpoint, or use the local API (esopt api)`);
       }

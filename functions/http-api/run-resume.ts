@@ -9,6 +9,7 @@ import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { extendRunConfig, type RunExtension } from '../../shared/run-extension.ts';
 import { RunStatus, type RunConfig } from '../../shared/schemas/index.ts';
+import { cappedBudget, type CostCaps } from './cost-caps.ts';
 import { ApiProblem, invalidProblem } from './errors.ts';
 import { readCommittedUpdates, readConfig, readStatus } from './run-reader.ts';
 import { writeJson } from '../../shared/store/json.ts';
@@ -22,13 +23,22 @@ export interface ReadiedRun {
   changes: string[];
 }
 
-export async function readyResume(store: ObjectStore, run: string, extension: RunExtension): Promise<ReadiedRun> {
+/** With `caps` (a deployed stack), the extended run must keep a cost limit within the stack's cap, as a new run must. */
+export async function readyResume(store: ObjectStore, run: string, extension: RunExtension, caps?: CostCaps): Promise<ReadiedRun> {
   const config = await readConfig(store, run);
   const status = await readStatus(store, run);
   if (status && ACTIVE.has(status.state)) throw new ApiProblem(409, 'run_active', `run ${run} is ${status.state}: stop it first, or wait until it ends`);
   const completed = await readCommittedUpdates(store, run);
   const extended = extendRunConfig(config, extension, completed);
   if (!extended.ok) throw invalidProblem(extended.issues);
+  if (caps) {
+    const budget = cappedBudget(extended.config.budget, caps.runMaxCostUsd, 'run');
+    if (!budget.ok) throw invalidProblem(budget.issues);
+    if (budget.budget !== extended.config.budget) {
+      extended.changes.push(`budget.maxCostUsd ${extended.config.budget.maxCostUsd ?? 'none'} → ${budget.budget.maxCostUsd} (the stack's cap)`);
+      extended.config = { ...extended.config, budget: budget.budget };
+    }
+  }
   if (completed >= extended.config.iterations && status?.state === 'finished') {
     throw invalidProblem([{ path: 'iterations', message: `run ${run} has finished all its ${completed} iterations: give more to extend it` }]);
   }

@@ -7,6 +7,7 @@ import { RunExtension } from '../../shared/run-extension.ts';
 import { CheckpointList, Created, IdParam, MetricsSeries, ResumeAccepted, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
+import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
@@ -44,8 +45,10 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       const options = definition.optionsSchema.safeParse(request.environment.options);
       if (!options.success) throw invalidProblem(issuesOf(options.error, 'environment.options'));
       const refused = requestChoiceIssues(request, deps.deployed);
+      const budget = deps.costCaps ? cappedBudget(request.budget, deps.costCaps.runMaxCostUsd, 'run') : { ok: true as const, budget: request.budget };
+      if (!budget.ok) refused.push(...budget.issues);
       if (refused.length) throw invalidProblem(refused);
-      const config = { ...request, model: await pinRequestModel(store, request.model, 'model') };
+      const config = { ...request, budget: budget.ok ? budget.budget : request.budget, model: await pinRequestModel(store, request.model, 'model') };
 
       let id = newId(config.name ?? 'run');
       while (!(await writeJson(store, keys.config(id), config, true))) id = newId(config.name ?? 'run');
@@ -125,7 +128,7 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const { id } = c.req.valid('param');
-      const readied = await readyResume(store, id, c.req.valid('json'));
+      const readied = await readyResume(store, id, c.req.valid('json'), deps.costCaps);
       try {
         await deps.runs.start(id);
       } catch (err) {

@@ -74,6 +74,24 @@ export type GenerationOptions = z.infer<typeof GenerationOptions>;
 export const FullModeWeights = z.enum(['inputs', 'rebuild-session']);
 export type FullModeWeights = z.infer<typeof FullModeWeights>;
 
+/**
+ * The most episodes one run may play, training and evaluation together: population × trainPerIteration ×
+ * iterations, plus evalCount × the evaluations (one before iteration 0, one before every evalInterval-th
+ * iteration, one after the last). The fields' own maxima multiply out to 10¹⁵ episodes, a bill no person
+ * means to ask for and one request should not be able to; 10 million bounds what a single run can spend at the
+ * stack's prices (docs/CLOUD.md, "Cost per 1,000 episodes"). Checked at creation and again at every resume, so
+ * an extended run stays under it too.
+ */
+export const MAX_RUN_EPISODES = 10_000_000;
+
+/** The episodes a run plays when it runs all its iterations: its training episodes and its evaluations'. */
+export function runEpisodes(c: { es: { population: number }; tasks: { trainPerIteration: number; evalCount: number }; iterations: number; evalInterval: number }): { train: number; evaluation: number } {
+  return {
+    train: c.es.population * c.tasks.trainPerIteration * c.iterations,
+    evaluation: c.tasks.evalCount * (Math.ceil(c.iterations / c.evalInterval) + 1),
+  };
+}
+
 export const RunConfig = z
   .object({
     name: Id.optional(),
@@ -162,6 +180,14 @@ export const RunConfig = z
     const sigma = c.es.sigma;
     if (typeof sigma !== 'number' && (sigma.schedule === 'linear' || sigma.schedule === 'cosine') && sigma.final <= 0) {
       ctx.addIssue({ code: 'custom', path: ['es', 'sigma', 'final'], message: 'σ must stay above 0: give the schedule a final value (its floor) > 0' });
+    }
+    const episodes = runEpisodes(c);
+    if (episodes.train + episodes.evaluation > MAX_RUN_EPISODES) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['iterations'],
+        message: `the run would play ${(episodes.train + episodes.evaluation).toLocaleString('en-US')} episodes (population ${c.es.population} × trainPerIteration ${c.tasks.trainPerIteration} × iterations ${c.iterations} = ${episodes.train.toLocaleString('en-US')}, plus ${episodes.evaluation.toLocaleString('en-US')} evaluation episodes), above the limit of ${MAX_RUN_EPISODES.toLocaleString('en-US')} a run (MAX_RUN_EPISODES): fewer iterations, a smaller population or fewer tasks per iteration`,
+      });
     }
   });
 export type RunConfig = z.infer<typeof RunConfig>;

@@ -7,6 +7,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/keys.ts';
 import { S3ObjectStore } from '../../shared/store/s3.ts';
@@ -18,6 +19,7 @@ import { MemorySecretStore } from '../cloud/helpers/memory-secrets.ts';
 import { ApiClient } from '../../trainer/cli/api-client.ts';
 import { readSse, startTestApi, tinyRunConfig, TOKEN, type TestApi } from './helpers.ts';
 import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
+import { STACK_CAPS } from '../cloud/helpers/stack-caps.ts';
 
 let local: TestApi;
 let s3: LocalS3;
@@ -42,7 +44,7 @@ beforeAll(async () => {
   const fs = new FsObjectStore(local.storeRoot);
   for (const key of await fs.list('')) await store.put(key, (await fs.get(key)) as Uint8Array);
   // A short events window, so the tests see streams end early and resume as a Lambda's clients do.
-  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, undefined, secrets);
+  const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVENT_WINDOW_MS: 600, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS }, store, undefined, secrets);
   server = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });
@@ -137,5 +139,61 @@ describe('createCloudApp over S3', () => {
     // One status event per connection: the client came back at least once on its own.
     expect(seen.filter((e) => e.type === 'status').length).toBeGreaterThanOrEqual(2);
     expect(seen.every((e) => e.type === 'status')).toBe(true);
+  });
+});
+
+describe('createCloudApp: nothing is queued without a spending limit', () => {
+  const evaluation = { model: { kind: 'external', baseUrl: 'http://127.0.0.1:9/v1', model: 'x' }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 };
+  const appWith = (caps: Record<string, number>) => {
+    const app = createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: CLOUD_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...caps }, new S3ObjectStore({ ...s3.storeConfig }), pino({ level: 'silent' }), secrets);
+    return async (method: string, path: string, body?: unknown) => {
+      const res = await app.request(path, { method, headers: { authorization: `Bearer ${CLOUD_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+  };
+  const readJsonAt = async (key: string) => JSON.parse(new TextDecoder().decode((await new S3ObjectStore({ ...s3.storeConfig }).get(key))!));
+
+  it('without a stack cap, refuses a run or an evaluation without budget.maxCostUsd (400 at that path) and takes one with it', async () => {
+    const call = appWith({});
+    for (const [path, body] of [['/runs', tinyRunConfig({ name: 'unbounded', budget: { maxEpisodes: 100 } })], ['/evaluations', evaluation]] as const) {
+      const refused = await call('POST', path, body);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.issues).toEqual([{ path: 'budget.maxCostUsd', message: expect.stringMatching(/^is required on a deployed stack: .*ESOPT_MAX_(RUN|EVALUATION)_COST_USD/) }]);
+    }
+    const bounded = await call('POST', '/runs', tinyRunConfig({ name: 'bounded', budget: { maxCostUsd: 2 } }));
+    expect(bounded.status).toBe(201);
+    expect((await readJsonAt(keys.config(bounded.body.id))).budget).toEqual({ maxCostUsd: 2 });
+    const evaluated = await call('POST', '/evaluations', { ...evaluation, budget: { maxCostUsd: 0.25 } });
+    expect(evaluated.status).toBe(202);
+    // The finished run of this file, which has no cost limit, resumes only with one; nothing changes.
+    const lift = await call('POST', `/runs/${run}/resume`, { iterations: 4 });
+    expect(lift.status).toBe(400);
+    expect(lift.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['budget.maxCostUsd']);
+  });
+
+  it('with ESOPT_MAX_RUN_COST_USD / ESOPT_MAX_EVALUATION_COST_USD, applies the cap to a request without a limit and refuses one above it', async () => {
+    const call = appWith({ ESOPT_MAX_RUN_COST_USD: 3, ESOPT_MAX_EVALUATION_COST_USD: 0.5 });
+    const capped = await call('POST', '/runs', tinyRunConfig({ name: 'capped', budget: { maxEpisodes: 100 } }));
+    expect(capped.status).toBe(201);
+    expect((await readJsonAt(keys.config(capped.body.id))).budget).toEqual({ maxEpisodes: 100, maxCostUsd: 3 });
+    const below = await call('POST', '/runs', tinyRunConfig({ name: 'under', budget: { maxCostUsd: 1.5 } }));
+    expect((await readJsonAt(keys.config(below.body.id))).budget).toEqual({ maxCostUsd: 1.5 });
+    const above = await call('POST', '/runs', tinyRunConfig({ name: 'over', budget: { maxCostUsd: 3.01 } }));
+    expect(above.status).toBe(400);
+    expect(above.body.error.issues).toEqual([{ path: 'budget.maxCostUsd', message: "is 3.01, above this stack's cap of 3 USD per run (ESOPT_MAX_RUN_COST_USD)" }]);
+
+    const evaluated = await call('POST', '/evaluations', evaluation);
+    expect(evaluated.status).toBe(202);
+    expect((await readJsonAt(keys.evaluationRequest(evaluated.body.id))).budget).toEqual({ maxCostUsd: 0.5 });
+    const tooDear = await call('POST', '/evaluations', { ...evaluation, budget: { maxCostUsd: 1 } });
+    expect(tooDear.status).toBe(400);
+    expect(tooDear.body.error.issues).toEqual([{ path: 'budget.maxCostUsd', message: "is 1, above this stack's cap of 0.5 USD per evaluation (ESOPT_MAX_EVALUATION_COST_USD)" }]);
+
+    // The finished run of this file, which has no cost limit, resumes under the cap.
+    const resumed = await call('POST', `/runs/${run}/resume`, { iterations: 4 });
+    expect(resumed.status).toBe(202);
+    expect(resumed.body.budget).toEqual({ maxCostUsd: 3 });
+    expect(resumed.body.changes).toEqual(['iterations 3 → 4', "budget.maxCostUsd none → 3 (the stack's cap)"]);
+    expect((await readJsonAt(keys.config(run))).budget).toEqual({ maxCostUsd: 3 });
   });
 });

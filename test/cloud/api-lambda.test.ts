@@ -14,6 +14,7 @@ import { startLocalS3, type LocalS3 } from '../../trainer/dev/local-cloud/s3-ser
 import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { functionUrlEvent } from './helpers/function-url-event.ts';
 import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
+import { STACK_CAPS } from './helpers/stack-caps.ts';
 
 type LambdaHandler = ReturnType<typeof lambdaHandlerFor>;
 /** hono types the result by the event type; the tests read the function-URL result's two fields. */
@@ -28,7 +29,7 @@ beforeAll(async () => {
   store = new S3ObjectStore(s3.storeConfig);
 });
 const TOKEN = 'tok-123-api-lambda-test';
-const appOver = (s: S3ObjectStore) => createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, s);
+const appOver = (s: S3ObjectStore) => createCloudApp({ ESOPT_BUCKET: s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS }, s);
 
 afterAll(async () => {
   store?.destroy();

@@ -24,6 +24,7 @@ import { esopt } from './helpers/esopt-process.ts';
 import { recordedAws, type Recording } from './helpers/recorded-aws.ts';
 import { localStackEnv, S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
+import { STACK_CAPS } from './helpers/stack-caps.ts';
 
 const INSTANCE = 'i-0a1b2c3d4e5f60718';
 const MINUTE = 60_000;
@@ -146,7 +147,7 @@ describe('the Api starts the box when it queues work', () => {
   it('POST /runs queues the run, then StartInstances on the box (stopped → pending); a running box is left running', async () => {
     const recordings: Record<string, Recording> = { 'ec2:StartInstances': { file: 'ec2-StartInstances-stopped.xml' } };
     const { aws, instance } = await ec2(recordings);
-    const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ESOPT_TRAINER_INSTANCE: INSTANCE }, cloud.store, pino({ level: 'silent' }), cloud.secrets, instance);
+    const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS, ESOPT_TRAINER_INSTANCE: INSTANCE }, cloud.store, pino({ level: 'silent' }), cloud.secrets, instance);
     const res = await post(app, '/runs', tinyRunConfig({ name: 'wakes' }));
     expect(res.status).toBe(201);
     const { id } = (await res.json()) as { id: string };
@@ -156,10 +157,10 @@ describe('the Api starts the box when it queues work', () => {
     recordings['ec2:StartInstances'] = { file: 'ec2-StartInstances-running.xml' };
     expect(await instance.start()).toEqual({ previous: 'running', current: 'running' });
     // Without an instance in its environment the Api queues and starts nothing.
-    const plain = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, pino({ level: 'silent' }), cloud.secrets);
+    const plain = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS }, cloud.store, pino({ level: 'silent' }), cloud.secrets);
     expect((await post(plain, '/runs', tinyRunConfig({ name: 'no-wake' }))).status).toBe(201);
     expect(aws.asked).toHaveLength(2);
-    expect(() => createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ESOPT_TRAINER_INSTANCE: 'box' })).toThrow(/ESOPT_TRAINER_INSTANCE/);
+    expect(() => createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS, ESOPT_TRAINER_INSTANCE: 'box' })).toThrow(/ESOPT_TRAINER_INSTANCE/);
   });
 
   it('a box caught stopping is started again once it has stopped, within the wait; past it the failure is logged', async () => {

@@ -23,6 +23,7 @@ import { createTlsIdentity } from '../../trainer/serving/tls-identity.ts';
 import { MemorySecretStore } from './helpers/memory-secrets.ts';
 import { evaluate, render } from '../../trainer/dev/rehearsal/sst-stack.ts';
 import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
+import { STACK_CAPS } from './helpers/stack-caps.ts';
 
 interface Statement {
   actions: string[];
@@ -195,7 +196,7 @@ describe('least privilege', () => {
     const store = new EnforcingStore(new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-'))), (await roles()).Api);
     const memory = new MemorySecretStore();
     const secrets = new EnforcingSecrets(memory, (await roles()).Api);
-    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123', ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, store, (await import('pino')).pino({ level: 'silent' }), secrets);
+    const app = createCloudApp({ ESOPT_BUCKET: 'esopt-runs', ESOPT_TOKEN: 'least-privilege-token-0123', ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS }, store, (await import('pino')).pino({ level: 'silent' }), secrets);
     const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await app.request(path, { method, headers: { authorization: 'Bearer least-privilege-token-0123', 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json().catch(() => null)) as any };

@@ -152,6 +152,14 @@ describe('sst.config.ts', () => {
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');
   });
 
+  it('passes the stack-wide cost caps to the Api function when set (and only then), and refuses a bad one', async () => {
+    const api = (await evaluate({ ESOPT_MAX_RUN_COST_USD: '25', ESOPT_MAX_EVALUATION_COST_USD: '2.5' })).one('sst.aws.Function', 'Api');
+    const env = api.args.environment as Record<string, unknown>;
+    expect([env.ESOPT_MAX_RUN_COST_USD, env.ESOPT_MAX_EVALUATION_COST_USD]).toEqual(['25', '2.5']);
+    expect(CloudApiEnv.parse({ ESOPT_BUCKET: 'runs', ESOPT_TOKEN: 'a-token-of-sixteen-or-more', ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: '{}', ESOPT_MAX_RUN_COST_USD: '25', ESOPT_MAX_EVALUATION_COST_USD: '2.5' })).toMatchObject({ ESOPT_MAX_RUN_COST_USD: 25, ESOPT_MAX_EVALUATION_COST_USD: 2.5 });
+    await expect(evaluate({ ESOPT_MAX_RUN_COST_USD: '0' })).rejects.toThrow(/ESOPT_MAX_RUN_COST_USD/);
+  });
+
   it("prices episodes with the instance type's measured decode rate, one JSON for the functions and the box, overridable", async () => {
     const at = async (env: Record<string, string>) => {
       const { one, outputs } = await evaluate(env);

@@ -23,6 +23,7 @@ import { freePort } from './helpers/esopt-process.ts';
 import { S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 import { startLoopbackProxy, type LoopbackProxy } from './helpers/loopback-proxy.ts';
 import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
+import { STACK_CAPS } from './helpers/stack-caps.ts';
 
 const OLD = 'rotation-test-old-token-01';
 const NEW = 'rotation-test-new-token-02';
@@ -107,7 +108,7 @@ describe('token rotation during a run', () => {
       trainingPollMs: 20,
       log: pino({ level: 'silent' }),
     });
-    const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, pino({ level: 'silent' }), cloud.secrets);
+    const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS }, cloud.store, pino({ level: 'silent' }), cloud.secrets);
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await app.request(path, { method, headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json()) as any };

@@ -25,6 +25,7 @@ import { tinyRunConfig, waitFor } from '../api/helpers.ts';
 import { esopt, freePort } from './helpers/esopt-process.ts';
 import { localStackEnv, S3RVER_CREDENTIALS } from './helpers/local-stack-env.ts';
 import { measuredPrices } from '../../trainer/fanout/measured-prices.ts';
+import { STACK_CAPS } from './helpers/stack-caps.ts';
 
 const BOX_TOKEN = 'trainer-box-test-token';
 const API_TOKEN = 'trainer-box-test-api-token-0123';
@@ -78,7 +79,7 @@ beforeAll(async () => {
   // The Episode function's environment as the stack sets it: the box's https URL (its certificate pinned) and the token.
   cloud = await startLocalCloud({ prices: measuredPrices(), env: { ESOPT_TRAINER_URL: `https://127.0.0.1:${port}/v1`, ESOPT_TRAINER_TOKEN: BOX_TOKEN } });
   target = CloudStack.parse({ bucket: cloud.s3.bucket, episodeFunction: EPISODE_FUNCTION, s3Endpoint: cloud.s3.endpoint, lambdaEndpoint: cloud.invoke.url });
-  const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()) }, cloud.store, pino({ level: 'silent' }));
+  const app = createCloudApp({ ESOPT_BUCKET: cloud.s3.bucket, AWS_REGION: 'us-east-1', ESOPT_TOKEN: API_TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ...STACK_CAPS }, cloud.store, pino({ level: 'silent' }));
   api = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });

@@ -52,6 +52,8 @@ export async function devCloudKeyed(o: DevCloudKeyedOptions) {
       episodes: o.episodes,
       concurrency: 4,
       timeoutMs: 60_000,
+      // The Api as deployed queues nothing without a spending limit (functions/http-api/cost-caps.ts).
+      budget: { maxCostUsd: 1 },
     });
     if (post.status !== 202 || !post.body.id) throw new Error(`POST /evaluations answered ${post.status}: ${post.body.error?.message ?? JSON.stringify(post.body)}`);
     const id = post.body.id;

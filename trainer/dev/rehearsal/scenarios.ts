@@ -36,6 +36,8 @@ export function oneIterationConfig(environment: EnvironmentName, seed = 1): RunC
     iterations: 1,
     evalInterval: 1,
     deadlineMs: 180_000,
+    // A deployed stack queues nothing without a spending limit (functions/http-api/cost-caps.ts).
+    budget: { maxCostUsd: 1 },
     seed,
   };
 }
@@ -148,6 +150,7 @@ export async function evaluateEndpoint(
     concurrency: episodes,
     generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 8 },
     timeoutMs: 120_000,
+    budget: { maxCostUsd: 1 },
   };
   const keyEnv: Record<string, string> = endpoint.apiKey ? { ESOPT_REHEARSAL_ENDPOINT_KEY: endpoint.apiKey } : {};
   const args = ['evals', 'start', '--request', JSON.stringify(request), '--wait', ...(endpoint.apiKey ? ['--api-key-env', 'ESOPT_REHEARSAL_ENDPOINT_KEY'] : [])];
