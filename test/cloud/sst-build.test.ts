@@ -196,11 +196,11 @@ describe('the functions built as sst deploy builds them', () => {
     const pages = await servePages(r);
     expect(pages).toEqual(expect.arrayContaining(['/ 200', '/docs 200', '/assets/dashboard.js 200', '/assets/uplot.js 200', '/docs/assets/swagger-ui-bundle.js 200']));
     expect(pages.filter((p) => !p.endsWith(' 200'))).toEqual([]);
-    // A web run: validating its config loads the web environment's definition, not its browser runtime;
+    // A web run (with the cost limit a deployed stack requires): validating its config loads the web environment's definition, not its browser runtime;
     // its model, pushed to the bucket beforehand, is pinned by the bundled Api reading the model catalog.
     const { manifestSha256 } = await pushModel(new S3ObjectStore(s3.storeConfig), join(ROOT, 'models/sudoku-6x6-grid'), { name: 'demo-base' });
     const config = JSON.parse(readFileSync(join(ROOT, 'configs/demo.json'), 'utf8')) as Record<string, unknown>;
-    const web = { ...config, name: 'web-bundle', environment: { name: 'web', options: { backend: 'chromium' } }, model: { name: 'demo-base' } };
+    const web = { ...config, name: 'web-bundle', environment: { name: 'web', options: { backend: 'chromium' } }, model: { name: 'demo-base' }, budget: { maxCostUsd: 1 } };
     const created = await r.call(functionUrlEvent('POST', '/runs', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, JSON.stringify(web)));
     expect({ status: created.statusCode, body: created.statusCode === 201 ? '' : created.body }).toEqual({ status: 201, body: '' });
     const { id } = JSON.parse(created.body) as { id: string };
