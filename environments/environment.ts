@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import type { EnvironmentName } from '../shared/schemas/index.ts';
 import type { ActionConstraint, Policy, PolicyReply, ToolSpec } from '../shared/ports/policy.ts';
+import type { OutboundPolicy } from './outbound/address-policy.ts';
 
 export interface StepResult {
   observation: string;
@@ -47,12 +48,31 @@ export interface SampledTask<Task> {
  */
 export type Split = 'train' | 'eval' | 'validation';
 
+/**
+ * What the place an episode runs in grants it, beyond the task and options. The defaults are a deployed
+ * stack's (public endpoints only, no commands): an embedded run passes its own.
+ */
+export interface EnvironmentContext {
+  /** Which addresses endpoints named in options may reach (environments/outbound/address-policy.ts). */
+  outbound: OutboundPolicy;
+  /**
+   * The key for the endpoint the options name (an environment server's), read from the secret store by the
+   * Episode function; sent only to that endpoint's origin, never recorded.
+   */
+  endpointKey?: string;
+  /** Whether options may start local programs (an MCP server's stdio command): embedded runs from a config file only. */
+  allowCommands: boolean;
+}
+
+export const DEPLOYED_CONTEXT: EnvironmentContext = { outbound: { allow: [] }, allowCommands: false };
+
 /** A domain: validates tasks and options, creates episodes, samples tasks, and knows its scripted policies. */
 export interface EnvironmentDefinition<Task = unknown, Options = unknown> {
   readonly name: EnvironmentName;
   readonly taskSchema: z.ZodType<Task>;
   readonly optionsSchema: z.ZodType<Options>;
-  create(task: Task, options: Options): Promise<Environment>;
+  /** `context` defaults to DEPLOYED_CONTEXT: built-in environments that reach nothing outside ignore it. */
+  create(task: Task, options: Options, context?: EnvironmentContext): Promise<Environment>;
   /** Deterministic in (split, n, seed); train never shares a task with eval or validation. */
   sampleTasks(split: Split, n: number, seed: number, options: Options): SampledTask<Task>[];
   /** A policy that solves the task (used by tests, baselines and imitation data). */

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ChatMessage, Policy, PolicyReply } from '../shared/ports/policy.ts';
-import type { Environment, EnvironmentDefinition } from './environment.ts';
+import type { Environment, EnvironmentContext, EnvironmentDefinition } from './environment.ts';
 import { parseWith } from './index.ts';
 import { IterationClosedError } from './policies/http-errors.ts';
 
@@ -58,7 +58,7 @@ interface EpisodeCommon {
 export type EpisodeInput =
   | (EpisodeCommon & { environment: Environment })
   /** `task` and `options` are raw JSON values, validated by the definition's schemas. */
-  | (EpisodeCommon & { definition: EnvironmentDefinition; task: unknown; options?: unknown });
+  | (EpisodeCommon & { definition: EnvironmentDefinition; task: unknown; options?: unknown; context?: EnvironmentContext });
 
 class DeadlineError extends Error {}
 
@@ -134,7 +134,7 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
       const { definition } = input;
       const task = parseWith(definition.taskSchema, input.task, `${definition.name} task`);
       const options = parseWith(definition.optionsSchema, input.options ?? {}, `${definition.name} options`);
-      environment = await untilAborted(definition.create(task, options), controller.signal);
+      environment = await untilAborted(definition.create(task, options, input.context), controller.signal);
     }
     transcript.push({ kind: 'system', text: environment.systemPrompt });
     checkStop();

@@ -28,6 +28,8 @@ import { writeJson } from '../shared/store/json.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
 import { loadEnvironment } from '../environments/index.ts';
+import { DEPLOYED_CONTEXT, type EnvironmentContext } from '../environments/environment.ts';
+import { outboundPolicyFromEnv } from '../environments/outbound/address-policy.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
 import { ReplicaUrls, trainerLinkFromEnv } from './trainer-certificate.ts';
@@ -57,6 +59,11 @@ export interface EpisodeHandlerOptions extends EpisodePolicyOptions {
   log?: EpisodeLog;
   /** Aborts every episode in flight (the local pool's cancellation). */
   signal?: AbortSignal;
+  /**
+   * What environments may reach and start (environments/environment.ts): a deployed stack's by default
+   * (public endpoints, or the operator's ESOPT_ENDPOINT_NETWORKS; no commands); embedded runs pass their own.
+   */
+  environmentContext?: Omit<EnvironmentContext, 'endpointKey'>;
 }
 
 function describeZodError(error: z.ZodError): string {
@@ -125,6 +132,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
         seed: request.seed,
         deadline,
         signal: options.signal,
+        context: options.environmentContext ?? DEPLOYED_CONTEXT,
       });
     } catch (err) {
       result = failedResult(err, started);
@@ -226,6 +234,7 @@ export async function handler(event: unknown): Promise<EpisodeResponse> {
       secrets: new SsmSecretStore({ region: env.AWS_REGION }),
       billedPerInvocation: true,
       prices: pricesFromEnv(env.ESOPT_COST_PRICES),
+      environmentContext: { outbound: outboundPolicyFromEnv(process.env), allowCommands: false },
     });
   }
   return lambdaHandler(event);

@@ -10,6 +10,7 @@ import { setMaxListeners } from 'node:events';
 import type { DispatchOptions, DispatchOutcome, Fanout } from '../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { EpisodeRequest } from '../../shared/schemas/index.ts';
+import { EMBEDDED_OUTBOUND, outboundPolicyFromEnv } from '../../environments/outbound/address-policy.ts';
 import { createEpisodeHandler } from '../../functions/episode.ts';
 import type { Engine } from '../engine/engine.ts';
 import { failAll, mapWithConcurrency, outcomesFromResponse } from './batches.ts';
@@ -43,6 +44,7 @@ prices: measuredPrices(),
       memoryMb: 0,
       billedPerInvocation: false,
       log: quiet,
+      environmentContext: { outbound: outboundPolicyFromEnv(process.env, EMBEDDED_OUTBOUND), allowCommands: true },
       ...(options.signal ? { signal: options.signal } : {}),
       policyOf: (request) => new EnginePolicy(coalescer, request),
     });

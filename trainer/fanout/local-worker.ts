@@ -8,6 +8,7 @@ import { createEpisodeHandler } from '../../functions/episode.ts';
 import { openStore, StoreSpec } from '../../shared/store/store-spec.ts';
 import { WorkerMessage, type WorkerReply } from './local-protocol.ts';
 import { measuredPrices } from './measured-prices.ts';
+import { EMBEDDED_OUTBOUND, outboundPolicyFromEnv } from '../../environments/outbound/address-policy.ts';
 
 const spec = StoreSpec.parse(JSON.parse(process.env.ESOPT_WORKER_STORE ?? 'null'));
 const memoryMb = z.coerce.number().min(0).parse(process.env.ESOPT_WORKER_MEMORY_MB ?? '0');
@@ -17,6 +18,9 @@ prices: measuredPrices(),
   env: process.env,
   memoryMb,
   billedPerInvocation: false,
+  // An embedded run: endpoints on this machine too, and the commands its config file names (the HTTP API refuses
+  // commands at the door, so they come only from a file the user wrote).
+  environmentContext: { outbound: outboundPolicyFromEnv(process.env, EMBEDDED_OUTBOUND), allowCommands: true },
   // Quiet unless asked: a pool of chatty workers would drown the CLI's own output.
   log: process.env.ESOPT_WORKER_LOG === '1' ? undefined : { info() {}, error: (fields, message) => console.error(message, fields) },
 });
