@@ -6,7 +6,8 @@ import { LoraOptions } from '../lora.ts';
 import { Targets, targetsAll } from '../targets.ts';
 import { NoiseDefinitionName } from '../noise-definition.ts';
 
-export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic']);
+/** The built-in domains, and the kinds that reach outside: `openenv` (an OpenEnv HTTP server) and `rollout` (the user's agent). */
+export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic', 'openenv', 'rollout']);
 export type EnvironmentName = z.infer<typeof EnvironmentName>;
 
 /** Which environment, with its own options (validated by that environment's schema). */
