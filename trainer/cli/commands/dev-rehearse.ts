@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { EnvironmentName } from '../../../shared/schemas/index.ts';
+import { BuiltInEnvironment } from '../../dev/rehearsal/scenarios.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command } from '../argv/command.ts';
 import { rehearse } from '../../dev/rehearsal/rehearsal-report.ts';
@@ -23,13 +23,13 @@ export const command: Command = {
   async run(argv, io) {
     const p = parseFlags(argv, {
       replicas: { type: 'string', default: '2' },
-      env: { type: 'string', default: EnvironmentName.options.join(',') },
+      env: { type: 'string', default: BuiltInEnvironment.options.join(',') },
       'no-evaluations': { type: 'boolean', default: false },
       'box-install': { type: 'string', default: 'npm-ci' },
       out: { type: 'string' },
     });
     const replicas = flag(p.values, 'replicas', z.coerce.number().int().min(1).max(4));
-    const environments = flag(p.values, 'env', z.string().transform((s) => s.split(',').map((x) => x.trim())).pipe(z.array(EnvironmentName).min(1)));
+    const environments = flag(p.values, 'env', z.string().transform((s) => s.split(',').map((x) => x.trim())).pipe(z.array(BuiltInEnvironment).min(1)));
     const boxInstall = flag(p.values, 'box-install', z.enum(['npm-ci', 'link']));
     const log = (m: string) => {
       if (!p.json) io.stderr(m);

@@ -6,11 +6,10 @@
  */
 import { keys } from '../../../shared/keys.ts';
 import { provenance, type Provenance } from '../../training/provenance.ts';
-import { EnvironmentName } from '../../../shared/schemas/index.ts';
 import { startExternalEndpoint } from './external-endpoint.ts';
 import type { InvocationRecord } from './lambda-function.ts';
 import { startRehearsal, type RehearsalOptions } from './rehearse.ts';
-import { evaluateEndpoint, loadPages, trainOneIteration, type EvaluationReport, type PageReport, type TrainingReport } from './scenarios.ts';
+import { BuiltInEnvironment, evaluateEndpoint, loadPages, trainOneIteration, type EvaluationReport, type PageReport, type TrainingReport } from './scenarios.ts';
 
 export interface FunctionSizing {
   function: string;
@@ -61,10 +60,10 @@ export function sizing(records: InvocationRecord[], fn: string, configured: Func
   }));
 }
 
-export async function rehearse(o: RehearsalOptions & { environments?: EnvironmentName[]; evaluations?: boolean }): Promise<RehearsalReport> {
+export async function rehearse(o: RehearsalOptions & { environments?: BuiltInEnvironment[]; evaluations?: boolean }): Promise<RehearsalReport> {
   const started = performance.now();
   const log = o.log ?? (() => {});
-  const environments = o.environments ?? EnvironmentName.options;
+  const environments = o.environments ?? BuiltInEnvironment.options;
   const stack = await startRehearsal(o);
   const keyed = await startExternalEndpoint({ apiKey: `sk-rehearsal-${stack.token.slice(0, 16)}` });
   const open = await startExternalEndpoint();

@@ -18,15 +18,19 @@ export interface StackAccess {
   log: (message: string) => void;
 }
 
+/** The environments that need nothing but this repository (openenv and rollout name a server of the user's). */
+export const BuiltInEnvironment = EnvironmentName.exclude(['openenv', 'rollout']);
+export type BuiltInEnvironment = z.infer<typeof BuiltInEnvironment>;
+
 /** A small, quick configuration of each environment: one iteration of two members on two tasks. */
-export const ENVIRONMENT_OPTIONS: Record<EnvironmentName, Record<string, unknown>> = {
+export const ENVIRONMENT_OPTIONS: Record<BuiltInEnvironment, Record<string, unknown>> = {
   sudoku: { size: 4, blanks: 2 },
   tools: {},
   web: { backend: 'chromium', actionTimeoutMs: 5_000, episodeTimeoutMs: 60_000 },
   heuristic: { problems: ['bin-packing'], submissions: 1, instances: 2 },
 };
 
-export function oneIterationConfig(environment: EnvironmentName, seed = 1): RunConfigInput {
+export function oneIterationConfig(environment: BuiltInEnvironment, seed = 1): RunConfigInput {
   return {
     environment: { name: environment, options: ENVIRONMENT_OPTIONS[environment] },
     tasks: { seed, trainPerIteration: 2, evalCount: 1 },
@@ -94,7 +98,7 @@ export interface TrainingReport {
 }
 
 /** `esopt runs start` with a one-iteration config, then the run followed through the API until it ends or `timeoutMs` passes. */
-export async function trainOneIteration(access: StackAccess, environment: EnvironmentName, timeoutMs = 300_000): Promise<TrainingReport> {
+export async function trainOneIteration(access: StackAccess, environment: BuiltInEnvironment, timeoutMs = 300_000): Promise<TrainingReport> {
   const started = performance.now();
   const config = RunConfig.parse(oneIterationConfig(environment));
   const result = await withTempFile('config.json', JSON.stringify(config), (path) => cli(['runs', 'start', '--config', path], access));
@@ -137,7 +141,7 @@ export interface EvaluationReport {
 /** `esopt evals start --wait` of an OpenAI-compatible endpoint, its key (when given) from the environment as a user passes it. */
 export async function evaluateEndpoint(
   access: StackAccess,
-  environment: EnvironmentName,
+  environment: BuiltInEnvironment,
   endpoint: { baseUrl: string; model: string; apiKey?: string },
   episodes = 2,
 ): Promise<EvaluationReport> {
