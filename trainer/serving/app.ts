@@ -1,6 +1,8 @@
 /**
  * The OpenAI-compatible HTTP API of the trainer (hono): chat completions for `base` and every member of the
  * live iteration, `/v1/models`, `/healthz` and Prometheus `/metrics`. Bearer auth when a token is given.
+ * `/v1/rollouts` issues rollout keys (rollout-keys.ts): a key opens chat completions of its one model and
+ * nothing else, whatever model the request names, and the server counts what it served.
  */
 import { randomUUID } from 'node:crypto';
 import { bearerToken, tokenMatches } from '../../shared/bearer-token.ts';
@@ -19,6 +21,7 @@ import type { InferenceService } from './service.ts';
 import { TextFeed } from './text-feed.ts';
 import { planTools, readToolCalls, toChatMessages, type ToolReply } from './tool-calls.ts';
 import { ToolCallHold } from './tool-stream.ts';
+import { isRolloutKey, RolloutKeys, type RolloutUsage } from './rollout-keys.ts';
 
 export interface AppOptions {
   /** When set, every route but /healthz needs `Authorization: Bearer <token>`. */
@@ -32,7 +35,11 @@ export interface AppOptions {
    * drop its oldest tokens — only right when the engine was built with contextPolicy 'truncate-left'.
    */
   contextPolicy: 'error' | 'truncate-left';
+  /** The longest a rollout key may live (an episode's deadline is shorter). */
+  rolloutKeyMaxMs?: number;
 }
+
+const RolloutKeyRequest = z.object({ model: z.string().min(1).max(200), expiresInMs: z.number().int().min(1_000) }).strict();
 
 function errorBody(message: string, type: string, code: string | null = null, param: string | null = null): ErrorBody {
   return { error: { message, type, param, code } };
@@ -50,25 +57,51 @@ export function createInferenceApp(service: InferenceService, options: AppOption
 
   app.get('/healthz', (c) => c.json({ ok: true, mode: engine.mode, liveIteration: service.population?.iteration ?? null, queueDepth: batcher.depth }));
 
-  if (options.token !== undefined) {
-    const expected = options.token;
-    app.use('*', async (c, next) => {
-      const given = bearerToken(c.req.header('authorization'));
-      if (given === null || !tokenMatches(given, expected)) {
-        return c.json(errorBody('missing or wrong bearer token (Authorization: Bearer <ESOPT_TOKEN>)', 'invalid_request_error', 'invalid_api_key'), 401, {
-          'WWW-Authenticate': 'Bearer',
-        });
-      }
-      await next();
-    });
-  }
+  const rollouts = new RolloutKeys();
+  /** The rollout key a request came with, once checked. */
+  const rolloutOf = new WeakMap<Request, RolloutUsage & { id: string }>();
+  app.use('*', async (c, next) => {
+    const given = bearerToken(c.req.header('authorization'));
+    if (given !== null && isRolloutKey(given)) {
+      const entry = rollouts.resolve(given);
+      if (!entry) return c.json(errorBody('unknown, expired or revoked rollout key', 'invalid_request_error', 'invalid_api_key'), 401, { 'WWW-Authenticate': 'Bearer' });
+      const allowed = (c.req.method === 'POST' && c.req.path === '/v1/chat/completions') || (c.req.method === 'GET' && c.req.path === '/v1/models');
+      if (!allowed) return c.json(errorBody('a rollout key opens chat completions of its model only', 'invalid_request_error', 'forbidden'), 403);
+      rolloutOf.set(c.req.raw, entry);
+      return next();
+    }
+    if (options.token !== undefined && (given === null || !tokenMatches(given, options.token))) {
+      return c.json(errorBody('missing or wrong bearer token (Authorization: Bearer <ESOPT_TOKEN>)', 'invalid_request_error', 'invalid_api_key'), 401, {
+        'WWW-Authenticate': 'Bearer',
+      });
+    }
+    await next();
+  });
+
+  const keyMaxMs = options.rolloutKeyMaxMs ?? 3_600_000;
+  app.post('/v1/rollouts', async (c) => {
+    const parsed = RolloutKeyRequest.safeParse(await c.req.json().catch(() => undefined));
+    if (!parsed.success) return c.json(errorBody(`invalid request: ${zodPaths(parsed.error)}`, 'invalid_request_error', 'invalid_request'), 400);
+    const resolved = resolveModel(parsed.data.model, service.population, service.newest);
+    if (!resolved.ok) return c.json(errorBody(resolved.message, 'invalid_request_error', 'model_not_found', 'model'), resolved.status);
+    const expiresAt = Date.now() + Math.min(parsed.data.expiresInMs, keyMaxMs);
+    const { id, key } = rollouts.issue(parsed.data.model, expiresAt);
+    return c.json({ id, key, model: parsed.data.model, expiresAt: new Date(expiresAt).toISOString() }, 201);
+  });
+  app.get('/v1/rollouts/:id', (c) => {
+    const usage = rollouts.usage(c.req.param('id'));
+    if (!usage) return c.json(errorBody('no such rollout key', 'invalid_request_error', 'not_found'), 404);
+    return c.json({ id: c.req.param('id'), model: usage.model, calls: usage.calls, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, expiresAt: new Date(usage.expiresAt).toISOString() });
+  });
+  app.delete('/v1/rollouts/:id', (c) => (rollouts.revoke(c.req.param('id')) ? c.body(null, 204) : c.json(errorBody('no such rollout key', 'invalid_request_error', 'not_found'), 404)));
 
   app.get('/metrics', (c) => c.text(metrics.render(), 200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }));
 
   app.get('/v1/models', (c) => {
     const created = Math.floor(Date.now() / 1000);
     const live = service.population;
-    const ids = [BASE_MODEL, ...(live ? live.members.map((m) => memberModelName(live.iteration, m.index)) : [])];
+    const rollout = rolloutOf.get(c.req.raw);
+    const ids = rollout ? [rollout.model] : [BASE_MODEL, ...(live ? live.members.map((m) => memberModelName(live.iteration, m.index)) : [])];
     return c.json({ object: 'list', data: ids.map((id) => ({ id, object: 'model', created, owned_by: 'esopt' })) });
   });
 
@@ -93,7 +126,9 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       const first = parsed.error.issues[0]?.path.join('.') || null;
       return fail(400, errorBody(`invalid request: ${zodPaths(parsed.error)}`, 'invalid_request_error', 'invalid_request', first));
     }
-    const req = parsed.data;
+    const rollout = rolloutOf.get(c.req.raw);
+    // A rollout key decides the model: the agent's own model name (whatever its framework sends) is replaced.
+    const req = rollout ? { ...parsed.data, model: rollout.model } : parsed.data;
     const resolved = resolveModel(req.model, service.population, service.newest);
     if (!resolved.ok) {
       const code = resolved.status === 404 ? 'model_not_found' : resolved.status === 503 ? 'iteration_not_started' : 'iteration_not_live';
@@ -167,6 +202,12 @@ export function createInferenceApp(service: InferenceService, options: AppOption
       generation = batcher.submit(row); // throws QueueFullError at once
     } catch (err) {
       return failure(err);
+    }
+    if (rollout) {
+      generation.then(
+        (r) => r.finishReason !== 'abort' && rollouts.record(rollout.id, r.promptTokens, r.completionTokens),
+        () => undefined,
+      );
     }
     const id = `chatcmpl-${randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);

@@ -4,11 +4,14 @@
  * evaluation's) on a loopback port with a token of the box's own. So the servers need no knowledge of
  * rotation, and the port stays open between jobs: with no server upstream a request gets 503, which
  * the Episode function's policy retries like any 5xx. /healthz passes without a token, as on the servers.
+ * A rollout key (rollout-keys.ts) passes as it came: the server behind issued it and is the one that
+ * knows it, and it opens nothing there but its own model's chat completions.
  */
 import { createServer as createHttpServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { bearerToken } from '../../shared/bearer-token.ts';
+import { isRolloutKey } from './rollout-keys.ts';
 import type { TlsIdentity } from './tls-identity.ts';
 import type { TokenCheck } from './token-follower.ts';
 
@@ -37,8 +40,9 @@ function json(res: ServerResponse, status: number, message: string, code: string
 export async function startTokenGate(o: TokenGateOptions): Promise<RunningGate> {
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
-    if (!/^\/healthz(\?|$)/.test(path)) {
-      const given = bearerToken(req.headers.authorization);
+    const given = bearerToken(req.headers.authorization);
+    const rolloutKey = given !== null && isRolloutKey(given);
+    if (!/^\/healthz(\?|$)/.test(path) && !rolloutKey) {
       if (given === null || !(await o.tokens.accepts(given))) {
         json(res, 401, 'missing or wrong bearer token (Authorization: Bearer <ESOPT_TOKEN>)', 'invalid_api_key', { 'www-authenticate': 'Bearer' });
         req.resume();
@@ -46,7 +50,7 @@ export async function startTokenGate(o: TokenGateOptions): Promise<RunningGate> 
       }
     }
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
-    const upstream = request({ host: '127.0.0.1', port: o.upstream.port, method: req.method, path, headers: { ...headers, authorization: `Bearer ${o.upstream.token}` } }, (answer) => {
+    const upstream = request({ host: '127.0.0.1', port: o.upstream.port, method: req.method, path, headers: rolloutKey ? headers : { ...headers, authorization: `Bearer ${o.upstream.token}` } }, (answer) => {
       const back = Object.fromEntries(Object.entries(answer.headers).filter(([k]) => !HOP_BY_HOP.has(k)));
       res.writeHead(answer.statusCode ?? 502, back as Record<string, string | string[]>);
       answer.pipe(res);
