@@ -14,6 +14,7 @@ const loaders: Partial<Record<EnvironmentName, Loader>> = {
   tools: async () => (await import('./tools/definition.ts')).tools,
   web: async () => (await import('./web/definition.ts')).web,
   heuristic: async () => (await import('./heuristic/definition.ts')).heuristic,
+  rollout: async () => (await import('./rollout/definition.ts')).rollout,
 };
 
 /** Names of the environments that are implemented (a subset of `EnvironmentName`). */

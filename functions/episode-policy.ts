@@ -59,15 +59,17 @@ export async function evaluationKeyFor(request: EpisodeRequest, secrets: SecretS
 
 export type PinOf = (run: string, origin: string) => Promise<CertificatePin>;
 
-/** The policy `request` plays against, its token checked against the origins it may go to (see above). */
-export async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodePolicyOptions, deadline: number, pinOf: PinOf | undefined, evaluationKey?: string): Promise<Policy> {
-  const scripted = SCRIPTED.exec(request.policy.baseUrl);
-  if (scripted) {
-    const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
-    const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
-    return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
-  }
-  if (options.policyOf) return options.policyOf(request);
+/** Where an episode's model calls go, and with what: the endpoint, its fallbacks, the token and the pins. */
+export interface EndpointAccess {
+  baseUrl: string;
+  fallbackUrls: string[];
+  token?: string;
+  /** Per origin, the certificate its box published: every call then goes over https pinned to it. */
+  pinned?: Record<string, CertificatePin>;
+}
+
+/** The endpoint `request` names, its token checked against the origins it may go to (see above). */
+export async function endpointAccess(request: EpisodeRequest, options: EpisodePolicyOptions, pinOf: PinOf | undefined, evaluationKey?: string): Promise<EndpointAccess> {
   let token = evaluationKey;
   const fallbackUrls = request.policy.fallbackUrls ?? [];
   const origins = [...new Set([request.policy.baseUrl, ...fallbackUrls].map((url) => new URL(url).origin))];
@@ -87,12 +89,30 @@ export async function policyFor(request: EpisodeRequest, definition: Environment
     token = options.env[request.policy.tokenEnv];
     if (!token) throw new Error(`the policy's token variable ${request.policy.tokenEnv} is not set in the worker's environment`);
   }
+  return { baseUrl: request.policy.baseUrl, fallbackUrls, ...(token ? { token } : {}), ...(pinned ? { pinned } : {}) };
+}
+
+/** Whether the request's endpoint is one of the environment's scripted policies (`scripted:oracle`, `scripted:random`). */
+export function isScripted(request: EpisodeRequest): boolean {
+  return SCRIPTED.test(request.policy.baseUrl);
+}
+
+/** The policy `request` plays against, its token checked against the origins it may go to (see above). */
+export async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodePolicyOptions, deadline: number, pinOf: PinOf | undefined, evaluationKey?: string): Promise<Policy> {
+  const scripted = SCRIPTED.exec(request.policy.baseUrl);
+  if (scripted) {
+    const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
+    const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
+    return scripted[1] === 'oracle' ? definition.oracle(task, options) : definition.random(task, options, request.seed);
+  }
+  if (options.policyOf) return options.policyOf(request);
+  const access = await endpointAccess(request, options, pinOf, evaluationKey);
   return new HttpPolicy({
-    ...(pinned ? { pinnedCertificates: Object.fromEntries(Object.entries(pinned).map(([o, p]) => [o, { certificate: p.certificate, sha256: p.sha256 }])) } : {}),
-    baseUrl: request.policy.baseUrl,
-    fallbackUrls,
+    ...(access.pinned ? { pinnedCertificates: Object.fromEntries(Object.entries(access.pinned).map(([o, p]) => [o, { certificate: p.certificate, sha256: p.sha256 }])) } : {}),
+    baseUrl: access.baseUrl,
+    fallbackUrls: access.fallbackUrls,
     model: request.policy.model,
-    token,
+    token: access.token,
     temperature: request.generation.temperature,
     topP: request.generation.topP,
     topK: request.generation.topK,

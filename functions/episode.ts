@@ -35,6 +35,7 @@ import { boundTranscript } from './episode-transcript.ts';
 import { ReplicaUrls, trainerLinkFromEnv } from './trainer-certificate.ts';
 import { evaluationKeyFor, policyFor, type EpisodePolicyOptions, type PinOf } from './episode-policy.ts';
 import { cachedSecrets } from './secret-cache.ts';
+import { rolloutEpisode } from './episode-rollout.ts';
 import { redactSecret } from './secret-redaction.ts';
 
 export interface EpisodeLog {
@@ -123,17 +124,23 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     try {
       const definition = await loadEnvironment(request.environment.name);
       evaluationKey = await evaluationKeyFor(request, secrets);
-      const policy = await policyFor(request, definition, options, deadline, pinOf, evaluationKey);
-      result = await runEpisode({
-        definition,
-        task: request.task.value,
-        options: request.environment.options,
-        policy,
-        seed: request.seed,
-        deadline,
-        signal: options.signal,
-        context: options.environmentContext ?? DEPLOYED_CONTEXT,
-      });
+      const context = options.environmentContext ?? DEPLOYED_CONTEXT;
+      if (definition.name === 'rollout') {
+        // The agent plays the whole episode itself, with a key of its own (episode-rollout.ts).
+        result = await rolloutEpisode({ request, options, deadline, pinOf, evaluationKey, context, ...(options.signal ? { signal: options.signal } : {}) });
+      } else {
+        const policy = await policyFor(request, definition, options, deadline, pinOf, evaluationKey);
+        result = await runEpisode({
+          definition,
+          task: request.task.value,
+          options: request.environment.options,
+          policy,
+          seed: request.seed,
+          deadline,
+          signal: options.signal,
+          context,
+        });
+      }
     } catch (err) {
       result = failedResult(err, started);
     }

@@ -176,6 +176,7 @@ export const RunConfig = z
     if (c.mode !== 'lora' && c.lora) ctx.addIssue({ code: 'custom', path: ['lora'], message: `is only for mode "lora" (this run's mode is "${c.mode}")` });
     // in lora mode θ is the adapters: lora.targets chooses the matrices they attach to
     if (c.noise === 'esopt-device-noise' && c.mode !== 'full') ctx.addIssue({ code: 'custom', path: ['noise'], message: `"esopt-device-noise" is for mode "full" (this run's mode is "${c.mode}"): low-rank and LoRA members draw their factors from "esopt-noise"` });
+    if (c.environment.name === 'rollout' && c.localEpisodes === 'in-process') ctx.addIssue({ code: 'custom', path: ['localEpisodes'], message: 'a rollout agent calls the inference server over HTTP: use "worker-processes"' });
     if (c.mode === 'lora' && !targetsAll(c.targets)) ctx.addIssue({ code: 'custom', path: ['targets'], message: 'is for full and low-rank mode; in lora mode set lora.targets (the matrices the adapters attach to)' });
     // σ = 0 perturbs nothing: a decaying σ needs a floor above 0
     const sigma = c.es.sigma;
