@@ -4,10 +4,12 @@
  * credentials in its environment, and the trainer box would open a model `dir` wherever it points (the
  * models/ directories the tree ships included: a model reaches the stack by `esopt models push`, and is
  * named as `{ name }`). And anywhere, an endpoint key only travels over https (a loopback address
- * excepted: it never leaves the host).
+ * excepted: it never leaves the host), and no request starts a local program: a `command` in environment
+ * options (a rollout agent's, an MCP server's stdio) comes only from a run config file on the user's machine.
  */
 import type { EvaluationModel, ModelSpec } from '../../shared/schemas/index.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
+import { checkUrl, EMBEDDED_OUTBOUND, OutboundError, outboundPolicyFromEnv, PUBLIC_ONLY, type OutboundPolicy } from '../../environments/outbound/address-policy.ts';
 
 /** The environment options that name a program or a path, per environment. */
 const HOST_OPTIONS: Record<string, string[]> = { web: ['executablePath'] };
@@ -24,9 +26,39 @@ export interface RequestChoiceInput {
   model?: ModelSpec | EvaluationModel;
 }
 
-/** The issues of a request on a deployed stack (`deployed`), or anywhere; none when it may go ahead. */
-export function requestChoiceIssues(input: RequestChoiceInput, deployed: boolean): FieldIssue[] {
+/** Every string field named `url` in a JSON value, with its path (an environment server's, an agent's, an MCP server's). */
+function urlFields(value: unknown, path: string, depth = 0): { path: string; url: string }[] {
+  if (depth > 8 || value === null || typeof value !== 'object') return [];
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  return entries.flatMap(([k, v]) => (k === 'url' && typeof v === 'string' ? [{ path: `${path}.${k}`, url: v }] : urlFields(v, `${path}.${k}`, depth + 1)));
+}
+
+/** The paths of every `command` field in a JSON value, to a bounded depth (options are small). */
+function commandPaths(value: unknown, path: string, depth = 0): string[] {
+  if (depth > 8 || value === null || typeof value !== 'object') return [];
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  return entries.flatMap(([k, v]) => (k === 'command' && !Array.isArray(value) ? [`${path}.${k}`] : commandPaths(v, `${path}.${k}`, depth + 1)));
+}
+
+/**
+ * The issues of a request on a deployed stack (`deployed`), or anywhere; none when it may go ahead. `outbound`:
+ * what endpoints named in options may be (the operator's ESOPT_ENDPOINT_NETWORKS on a stack; this machine too
+ * when local) — checked here on what needs no DNS, and again by the Episode function on the address it connects to.
+ */
+export function requestChoiceIssues(
+  input: RequestChoiceInput,
+  deployed: boolean,
+  outbound: OutboundPolicy = outboundPolicyFromEnv(process.env, deployed ? PUBLIC_ONLY : EMBEDDED_OUTBOUND),
+): FieldIssue[] {
   const issues: FieldIssue[] = [];
+  for (const { path, url } of urlFields(input.environment.options, 'environment.options')) {
+    try {
+      checkUrl(new URL(url), outbound);
+    } catch (err) {
+      if (!(err instanceof OutboundError) && !(err instanceof TypeError)) throw err;
+      issues.push({ path, message: err instanceof OutboundError ? err.message : 'is not a URL' });
+    }
+  }
   if (deployed) {
     const options = (input.environment.options ?? {}) as Record<string, unknown>;
     for (const name of HOST_OPTIONS[input.environment.name] ?? []) {
@@ -37,7 +69,13 @@ export function requestChoiceIssues(input: RequestChoiceInput, deployed: boolean
       issues.push({ path: `${spec.path}.dir`, message: "a deployed stack opens no path on the trainer box's disk: push the model (esopt models push DIR --cloud) and name it as { \"name\": ... }, or name a preset" });
     }
   }
+  for (const path of commandPaths(input.environment.options, 'environment.options')) {
+    issues.push({ path, message: 'a request over HTTP starts no program: a command comes only from a run config file (esopt train --config FILE); give an https url instead' });
+  }
   const model = input.model;
+  if (input.environment.name === 'rollout' && model && 'kind' in model && model.kind === 'external') {
+    issues.push({ path: 'model.kind', message: "a rollout's agent calls esopt's inference server with a key of its own: evaluate a base model or a checkpoint (an external model is called by your agent itself)" });
+  }
   if (model && 'kind' in model && model.kind === 'external' && model.apiKey !== undefined && new URL(model.baseUrl).protocol !== 'https:' && !isLoopbackUrl(model.baseUrl)) {
     issues.push({ path: 'model.baseUrl', message: 'an endpoint with an API key must be https, so the key does not travel in clear text' });
   }

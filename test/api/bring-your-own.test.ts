@@ -1,0 +1,55 @@
+/**
+ * The API's door for environments that reach outside (rollout, OpenEnv, MCP): no request over HTTP starts a
+ * program, endpoints are checked before anything is stored, and a rollout is evaluated only on esopt's own
+ * inference server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestChoiceIssues } from '../../functions/http-api/request-choices.ts';
+import { PUBLIC_ONLY } from '../../environments/outbound/address-policy.ts';
+import { startTestApi, tinyRunConfig, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.dispose());
+
+describe('bring-your-own environments at the API', () => {
+  it('refuses a command in environment options, locally too, naming the field', async () => {
+    const res = await api.call('POST', '/runs', { body: tinyRunConfig({ environment: { name: 'rollout', options: { command: ['python3', 'agent.py'] } }, localEpisodes: 'worker-processes' }) });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body)).toContain('environment.options.command');
+    expect(JSON.stringify(res.body)).toMatch(/starts no program/);
+  });
+
+  it('finds a command nested in options (an MCP server list) and a url that is not allowed', () => {
+    const issues = requestChoiceIssues({ environment: { name: 'tools', options: { mcp: { servers: [{ name: 'a', command: ['x'] }, { name: 'b', url: 'http://10.0.0.5/mcp' }] } } } }, true, PUBLIC_ONLY);
+    expect(issues.map((i) => i.path)).toEqual(expect.arrayContaining(['environment.options.mcp.servers.0.command', 'environment.options.mcp.servers.1.url']));
+  });
+
+  it('refuses metadata, private and plain-http endpoints on a deployed stack, with the reason', () => {
+    const cases: [string, RegExp][] = [
+      ['https://169.254.169.254/latest', /never reachable/],
+      ['https://10.1.2.3/rollout', /private address/],
+      ['https://[::1]:8443/rollout', /loopback address/],
+      ['http://agent.example.com/rollout', /use https/],
+    ];
+    for (const [url, reason] of cases) {
+      const [issue] = requestChoiceIssues({ environment: { name: 'rollout', options: { url } } }, true, PUBLIC_ONLY);
+      expect(issue?.path, url).toBe('environment.options.url');
+      expect(issue?.message, url).toMatch(reason);
+    }
+    expect(requestChoiceIssues({ environment: { name: 'rollout', options: { url: 'https://agent.example.com/rollout' } } }, true, PUBLIC_ONLY)).toEqual([]);
+  });
+
+  it('accepts a rollout run naming a loopback agent locally, and refuses a rollout evaluation of an external model', async () => {
+    const created = await api.call('POST', '/runs', { body: tinyRunConfig({ environment: { name: 'rollout', options: { url: 'http://127.0.0.1:9/rollout' } }, localEpisodes: 'worker-processes', iterations: 1 }) });
+    expect(created.status).toBe(201);
+    await api.call('POST', `/runs/${created.body.id}/stop`);
+    const evaluation = await api.call('POST', '/evaluations', {
+      body: { model: { kind: 'external', baseUrl: 'https://api.example.com/v1', model: 'm' }, environment: { name: 'rollout', options: { url: 'http://127.0.0.1:9/rollout' } }, tasks: { split: 'eval', count: 1 }, episodes: 1 },
+    });
+    expect(evaluation.status).toBe(400);
+    expect(JSON.stringify(evaluation.body)).toContain('model.kind');
+  });
+});
