@@ -100,6 +100,12 @@ export default $config({
        */
       ESOPT_MAX_RUN_COST_USD: z.coerce.number().positive().finite().optional(),
       ESOPT_MAX_EVALUATION_COST_USD: z.coerce.number().positive().finite().optional(),
+      /**
+       * Networks besides the public internet that endpoints users name (environment servers, rollout agents, MCP
+       * servers) may be on: a comma-separated list of `private` and `loopback` (environments/outbound/address-policy.ts).
+       * Unset: public addresses only. Link-local addresses (the metadata service) are never reachable.
+       */
+      ESOPT_ENDPOINT_NETWORKS: z.string().regex(/^\s*((private|loopback)\s*(,\s*(private|loopback)\s*)*)?$/, { message: 'a comma-separated list of "private" and "loopback"' }).optional(),
     });
     // Settings that no longer exist fail loudly rather than being ignored: the box runs the deployed tree.
     for (const gone of ['ESOPT_SOURCE_GIT', 'ESOPT_SOURCE_REF']) {
@@ -261,6 +267,7 @@ export default $config({
         // From the parameter, not the secret: a rotation updates the parameter (which the box follows) before this.
         ESOPT_TRAINER_TOKEN: tokenParameter.value,
         ESOPT_COST_PRICES: pricesJson,
+        ...(cfg.ESOPT_ENDPOINT_NETWORKS ? { ESOPT_ENDPOINT_NETWORKS: cfg.ESOPT_ENDPOINT_NETWORKS } : {}),
       },
       permissions: [
         // Get as well as Put on rewards: the duplicate check before an episode and the HEAD of a create-only write.
@@ -425,6 +432,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         ESOPT_COST_PRICES: pricesJson,
         ...(cfg.ESOPT_MAX_RUN_COST_USD !== undefined ? { ESOPT_MAX_RUN_COST_USD: String(cfg.ESOPT_MAX_RUN_COST_USD) } : {}),
         ...(cfg.ESOPT_MAX_EVALUATION_COST_USD !== undefined ? { ESOPT_MAX_EVALUATION_COST_USD: String(cfg.ESOPT_MAX_EVALUATION_COST_USD) } : {}),
+        ...(cfg.ESOPT_ENDPOINT_NETWORKS ? { ESOPT_ENDPOINT_NETWORKS: cfg.ESOPT_ENDPOINT_NETWORKS } : {}),
       },
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every

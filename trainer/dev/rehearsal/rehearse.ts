@@ -78,6 +78,7 @@ const REHEARSAL_REPLACED: ReplacedStep[] = [
   { step: 'provider', deployed: 'cuda on a GPU instance type (the default g5.xlarge): onnxruntime-node\'s CUDA binaries fetched at boot', rehearsal: 'ESOPT_TRAINER_PROVIDER=cpu: no GPU here and no route to the binaries\' host' },
   { step: 'S3, SSM, CloudWatch Logs and EC2', deployed: 'the stack\'s bucket, Parameter Store, the boxes\' log group and the trainer instance the Api starts', rehearsal: 's3rver, the local SSM, CloudWatch Logs and EC2 endpoints on loopback, reached through AWS_ENDPOINT_URL_S3 / _SSM / _CLOUDWATCH_LOGS / _EC2 and a development key pair instead of each role\'s credentials (IAM is checked by test/cloud/least-privilege.test.ts, not here)' },
   { step: 'Lambda Invoke', deployed: 'the Lambda service', rehearsal: 'the Invoke API stand-in (trainer/dev/local-cloud/invoke-endpoint.ts) routing to the rehearsed Episode function' },
+  { step: 'endpoint networks', deployed: 'ESOPT_ENDPOINT_NETWORKS unset: environment servers, rollout agents and MCP servers on public addresses only', rehearsal: 'ESOPT_ENDPOINT_NETWORKS=loopback: the servers users would bring run on this machine' },
   { step: 'addresses', deployed: 'Elastic IPs, the box listening on 0.0.0.0', rehearsal: 'one loopback address a box (127.0.0.2, 127.0.0.3, …) on the deploy\'s inference port; `--host 0.0.0.0` becomes that address' },
 ];
 
@@ -106,7 +107,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
     // The deploy's settings: the defaults, but a free inference port (every box shares it, each on its own address).
     const port = await freeLoopbackPort();
     // The CPU provider: the default instance type is a GPU one (provider cuda), and this machine has no GPU.
-    const settings = { ESOPT_INFERENCE_PORT: String(port), ESOPT_REPLICAS: String(replicas), ESOPT_AWS_REGION: REGION, ESOPT_TRAINER_PROVIDER: 'cpu' };
+    const settings = { ESOPT_INFERENCE_PORT: String(port), ESOPT_REPLICAS: String(replicas), ESOPT_AWS_REGION: REGION, ESOPT_TRAINER_PROVIDER: 'cpu', ESOPT_ENDPOINT_NETWORKS: 'loopback' };
     const stack = await evaluate(settings);
     const boxAddress = (n: number) => `127.0.0.${2 + n}`;
     const artifact = buildBoxArtifact(o.root);
