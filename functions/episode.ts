@@ -65,6 +65,11 @@ export interface EpisodeHandlerOptions extends EpisodePolicyOptions {
    * (public endpoints, or the operator's ESOPT_ENDPOINT_NETWORKS; no commands); embedded runs pass their own.
    */
   environmentContext?: Omit<EnvironmentContext, 'endpointKey'>;
+  /**
+   * Whether `environment.keyEnv` may be read from `env` (embedded runs: the user's own shell). Never on a stack:
+   * the function's environment holds the stack's secrets, and a request must not pick one to send away.
+   */
+  environmentKeysFromEnv?: boolean;
 }
 
 function describeZodError(error: z.ZodError): string {
@@ -110,6 +115,16 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
   }
 
+  /** The key for the environment's own endpoint, from the variable the spec names (embedded runs only). */
+  function environmentKey(request: EpisodeRequest): { endpointKey?: string } {
+    const name = request.environment.keyEnv;
+    if (name === undefined) return {};
+    if (!options.environmentKeysFromEnv) throw new Error(`environment.keyEnv is for embedded runs: this worker reads no key from its environment (${name})`);
+    const key = options.env[name];
+    if (!key) throw new Error(`environment.keyEnv names ${name}, which is not set in the worker's environment`);
+    return { endpointKey: key };
+  }
+
   async function one(request: EpisodeRequest, batchSize: number, pinOf: PinOf | undefined): Promise<EpisodeOutcome> {
     const key = keys.reward(request.run, request.iteration, request.member, request.task.id);
     const base = { key, written: false, duplicate: false, closed: false, reward: null, error: null };
@@ -124,7 +139,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     try {
       const definition = await loadEnvironment(request.environment.name);
       evaluationKey = await evaluationKeyFor(request, secrets);
-      const context = options.environmentContext ?? DEPLOYED_CONTEXT;
+      const context: EnvironmentContext = { ...(options.environmentContext ?? DEPLOYED_CONTEXT), ...environmentKey(request) };
       if (definition.name === 'rollout') {
         // The agent plays the whole episode itself, with a key of its own (episode-rollout.ts).
         result = await rolloutEpisode({ request, options, deadline, pinOf, evaluationKey, context, ...(options.signal ? { signal: options.signal } : {}) });
@@ -146,6 +161,8 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
     // An endpoint that echoes its key (an error body, a reply) must not get it into the bucket or a log.
     if (evaluationKey) result = redactSecret(result, evaluationKey);
+    const endpointKey = request.environment.keyEnv && options.environmentKeysFromEnv ? options.env[request.environment.keyEnv] : undefined;
+    if (endpointKey) result = redactSecret(result, endpointKey);
     if (result.stopReason === 'iteration-closed') {
       log.info({ key, error: result.error }, 'iteration closed: episode stopped, no record written');
       return { ...base, closed: true, error: result.error };

@@ -21,7 +21,7 @@ export function isLoopbackUrl(url: string): boolean {
 }
 
 export interface RequestChoiceInput {
-  environment: { name: string; options?: unknown };
+  environment: { name: string; options?: unknown; keyEnv?: string };
   /** A run's model (at `model`), or an evaluation's (a base model's spec at `model.model`). */
   model?: ModelSpec | EvaluationModel;
 }
@@ -60,6 +60,7 @@ export function requestChoiceIssues(
     }
   }
   if (deployed) {
+    if (input.environment.keyEnv !== undefined) issues.push({ path: 'environment.keyEnv', message: "a deployed stack reads no environment variable for a request: its functions' variables hold the stack's own secrets" });
     const options = (input.environment.options ?? {}) as Record<string, unknown>;
     for (const name of HOST_OPTIONS[input.environment.name] ?? []) {
       if (options[name] !== undefined) issues.push({ path: `environment.options.${name}`, message: 'a deployed stack chooses its own programs: a request may not name one (leave it out)' });

@@ -14,6 +14,16 @@ export type EnvironmentName = z.infer<typeof EnvironmentName>;
 export const EnvironmentSpec = z.object({
   name: EnvironmentName,
   options: z.record(z.string(), z.unknown()).default({}),
+  /**
+   * Embedded runs: the environment variable holding the key for the endpoint the options name (an OpenEnv
+   * server, a rollout agent, an MCP server), sent as a bearer token to that endpoint's origin only. Never one
+   * of esopt's own (ESOPT_*) or the cloud's (AWS_*): those hold the trainer's secrets.
+   */
+  keyEnv: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/, { message: 'an environment variable name (A-Z, 0-9, _)' })
+    .refine((name) => !/^(ESOPT_|AWS_)/.test(name), { message: "may not name esopt's own (ESOPT_*) or the cloud's (AWS_*) variables" })
+    .optional(),
 });
 export type EnvironmentSpec = z.infer<typeof EnvironmentSpec>;
 

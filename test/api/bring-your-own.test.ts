@@ -40,6 +40,7 @@ describe('bring-your-own environments at the API', () => {
       expect(issue?.message, url).toMatch(reason);
     }
     expect(requestChoiceIssues({ environment: { name: 'rollout', options: { url: 'https://agent.example.com/rollout' } } }, true, PUBLIC_ONLY)).toEqual([]);
+    expect(requestChoiceIssues({ environment: { name: 'rollout', options: { url: 'https://agent.example.com/rollout' }, keyEnv: 'AGENT_KEY' } }, true, PUBLIC_ONLY).map((i) => i.path)).toEqual(['environment.keyEnv']);
   });
 
   it('accepts a rollout run naming a loopback agent locally, and refuses a rollout evaluation of an external model', async () => {

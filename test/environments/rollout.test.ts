@@ -68,11 +68,15 @@ async function agentServer(play: (request: { inference: { baseUrl: string; apiKe
 }
 
 let n = 0;
-async function episode(options: Record<string, unknown>, o: { context?: typeof DEPLOYED_CONTEXT; member?: 0 | 'base'; task?: Record<string, unknown> } = {}): Promise<RewardRecord> {
+async function episode(
+  options: Record<string, unknown>,
+  o: { context?: typeof DEPLOYED_CONTEXT; member?: 0 | 'base'; task?: Record<string, unknown>; keyEnv?: string; env?: Record<string, string>; keysFromEnv?: boolean } = {},
+): Promise<RewardRecord> {
   const store = new FsObjectStore(join(root, `store-${n}`));
   const handle = createEpisodeHandler({
     store,
-    env: { ESOPT_TOKEN: TOKEN },
+    env: { ESOPT_TOKEN: TOKEN, ...o.env },
+    environmentKeysFromEnv: o.keysFromEnv ?? true,
     memoryMb: 0,
     billedPerInvocation: false,
     prices: measuredPrices(),
@@ -85,7 +89,7 @@ async function episode(options: Record<string, unknown>, o: { context?: typeof D
     iteration: 0,
     member,
     task: { id: 'rollout-task-1', value: o.task ?? { question: 'Say 7', answer: '7' } },
-    environment: { name: 'rollout', options },
+    environment: { name: 'rollout', options, ...(o.keyEnv ? { keyEnv: o.keyEnv } : {}) },
     policy: { baseUrl: `${server.url}/v1`, model: member === 'base' ? 'base' : 'member-0-0', tokenEnv: 'ESOPT_TOKEN' },
     generation: { temperature: 0, topP: 1, topK: 0, maxTokens: 8 },
     seed: 3,
@@ -145,6 +149,22 @@ describe('rollout: hostile agents', () => {
     const record = await episode({ url });
     expect(record.error).toMatch(/never called its member's model/);
     expect(record.reward).toBe(0);
+  });
+
+  it("sends the environment key named by keyEnv to the agent's endpoint only, and never stores it", async () => {
+    let seen = '';
+    const url = await agentServer(async (r, res) => {
+      await fetch(`${r.inference.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${r.inference.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }) });
+      res.end(JSON.stringify({ reward: 0.25, info: { echoed: seen } }));
+    });
+    hostile.at(-1)!.prependListener('request', (req) => (seen = String(req.headers.authorization)));
+    const record = await episode({ url }, { member: 'base', keyEnv: 'AGENT_KEY', env: { AGENT_KEY: 'agent-secret-key-123' } });
+    expect(seen).toBe('Bearer agent-secret-key-123');
+    expect(record.error).toBeNull();
+    const stored = Buffer.from((await new FsObjectStore(join(root, `store-${n - 1}`)).get(record.transcriptKey!))!).toString();
+    expect(stored).not.toContain('agent-secret-key-123');
+    const refused = await episode({ url }, { keyEnv: 'AGENT_KEY', env: { AGENT_KEY: 'x' }, keysFromEnv: false });
+    expect(refused.error).toMatch(/keyEnv is for embedded runs/);
   });
 
   it('never stores or logs the key an agent echoes back', async () => {

@@ -40,11 +40,12 @@ export class InProcessFanout implements Fanout {
     const handler = createEpisodeHandler({
 prices: measuredPrices(),
       store: this.store,
-      env: {},
+      env: process.env,
       memoryMb: 0,
       billedPerInvocation: false,
       log: quiet,
       environmentContext: { outbound: outboundPolicyFromEnv(process.env, EMBEDDED_OUTBOUND), allowCommands: true },
+      environmentKeysFromEnv: true,
       ...(options.signal ? { signal: options.signal } : {}),
       policyOf: (request) => new EnginePolicy(coalescer, request),
     });

@@ -21,6 +21,7 @@ prices: measuredPrices(),
   // An embedded run: endpoints on this machine too, and the commands its config file names (the HTTP API refuses
   // commands at the door, so they come only from a file the user wrote).
   environmentContext: { outbound: outboundPolicyFromEnv(process.env, EMBEDDED_OUTBOUND), allowCommands: true },
+  environmentKeysFromEnv: true,
   // Quiet unless asked: a pool of chatty workers would drown the CLI's own output.
   log: process.env.ESOPT_WORKER_LOG === '1' ? undefined : { info() {}, error: (fields, message) => console.error(message, fields) },
 });
