@@ -8,6 +8,7 @@
  * it reads at run time fails here (test/cloud/sst-build.test.ts removes one on purpose).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { startRehearsal, type Rehearsal } from '../../trainer/dev/rehearsal/rehearse.ts';
 import { loadPages, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
@@ -48,6 +49,20 @@ describe('the rehearsed stack', () => {
     expect(Math.max(...episodes.map((i) => i.tmpUsedMb))).toBeGreaterThan(50);
     expect(Math.max(...episodes.map((i) => i.tmpUsedMb))).toBeLessThanOrEqual(ephemeralStorageMb);
     expect(Math.max(...episodes.map((i) => i.peakMemoryMb))).toBeLessThan(memoryMb);
+  }, 300_000);
+
+  it('trains one iteration whose episodes a Python agent plays as the rollout, calling back the box over pinned TLS', async () => {
+    const agent: ChildProcess = spawn('python3', [resolve(ROOT, 'examples/rollout/agent.py'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const port = await new Promise<string>((done) => agent.stdout!.once('data', (d: Buffer) => done(d.toString().trim())));
+      const report = await trainOneIteration({ apiUrl: stack.apiUrl, token: stack.token, log: () => {} }, { name: 'rollout', options: { url: `http://127.0.0.1:${port}/rollout` } }, 300_000);
+      expect(report, JSON.stringify(report)).toMatchObject({ state: 'finished', error: null, completed_iterations: 1, failed: 0, missing: 0 });
+      expect(report.counted).toBe(report.expected);
+      // the tokens the agent's calls were served, as the box counted them by the rollout's key
+      expect(report.completion_tokens).toBeGreaterThan(0);
+    } finally {
+      agent.kill();
+    }
   }, 300_000);
 
   it("ships the trainer box's service log to its CloudWatch group (esopt cloud logs box), the token never in it", async () => {

@@ -94,13 +94,25 @@ export interface TrainingReport {
   failed: number | null;
   missing: number | null;
   completion_tokens: number | null;
+  /** The most common error of the iteration's failed episodes. */
+  top_error: string | null;
   seconds: number;
 }
 
-/** `esopt runs start` with a one-iteration config, then the run followed through the API until it ends or `timeoutMs` passes. */
-export async function trainOneIteration(access: StackAccess, environment: BuiltInEnvironment, timeoutMs = 300_000): Promise<TrainingReport> {
+/**
+ * `esopt runs start` with a one-iteration config, then the run followed through the API until it ends or `timeoutMs`
+ * passes. A built-in environment gets its quick options; an environment that reaches outside (openenv, rollout) comes
+ * with its own, naming the server the caller started, and `overrides` change the rest of the config (a task suite).
+ */
+export async function trainOneIteration(
+  access: StackAccess,
+  which: BuiltInEnvironment | { name: EnvironmentName; options: Record<string, unknown> },
+  timeoutMs = 300_000,
+  overrides: Partial<RunConfigInput> = {},
+): Promise<TrainingReport> {
   const started = performance.now();
-  const config = RunConfig.parse(oneIterationConfig(environment));
+  const environment = typeof which === 'string' ? which : which.name;
+  const config = RunConfig.parse({ ...oneIterationConfig(typeof which === 'string' ? which : 'sudoku'), ...(typeof which === 'string' ? {} : { environment: which }), ...overrides });
   const result = await withTempFile('config.json', JSON.stringify(config), (path) => cli(['runs', 'start', '--config', path], access));
   if (result.code !== 0) throw new Error(`esopt runs start (${environment}) exited ${result.code}: ${result.stderr.trim() || result.stdout.trim()}`);
   const { id } = Created.parse(JSON.parse(result.stdout));
@@ -122,6 +134,7 @@ export async function trainOneIteration(access: StackAccess, environment: BuiltI
     failed: detail.latest?.failed ?? null,
     missing: detail.latest?.missing ?? null,
     completion_tokens: detail.latest?.tokens.completion ?? null,
+    top_error: detail.latest?.topError?.message ?? null,
     seconds: (performance.now() - started) / 1000,
   };
 }
