@@ -52,41 +52,34 @@ function bodyOf(body: RequestInit['body']): string | Uint8Array | undefined {
 /** The response body as a web stream that errors once more than `max` bytes came, or when `signal` aborts. */
 function cappedBody(res: IncomingMessage, max: number, signal: AbortSignal, timeoutError: () => OutboundError): ReadableStream<Uint8Array> {
   let seen = 0;
+  // Once the stream has ended, errored or been cancelled, events still in flight from the socket are dropped.
+  let settled = false;
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      const onAbort = () => {
-        res.destroy();
-        try {
-          controller.error(timeoutError());
-        } catch {
-          /* already closed */
-        }
+      const settle = (end: () => void) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        end();
       };
+      const fail = (err: OutboundError) =>
+        settle(() => {
+          res.destroy();
+          controller.error(err);
+        });
+      const onAbort = () => fail(timeoutError());
       signal.addEventListener('abort', onAbort, { once: true });
       res.on('data', (chunk: Buffer) => {
+        if (settled) return;
         seen += chunk.length;
-        if (seen > max) {
-          res.destroy();
-          signal.removeEventListener('abort', onAbort);
-          controller.error(new OutboundError('too-large', `the response passed ${max} bytes`));
-          return;
-        }
+        if (seen > max) return fail(new OutboundError('too-large', `the response passed ${max} bytes`));
         controller.enqueue(new Uint8Array(chunk));
       });
-      res.on('end', () => {
-        signal.removeEventListener('abort', onAbort);
-        controller.close();
-      });
-      res.on('error', () => {
-        signal.removeEventListener('abort', onAbort);
-        try {
-          controller.error(new OutboundError('network', 'the connection failed while reading the response'));
-        } catch {
-          /* already errored */
-        }
-      });
+      res.on('end', () => settle(() => controller.close()));
+      res.on('error', () => fail(new OutboundError('network', 'the connection failed while reading the response')));
     },
     cancel() {
+      settled = true;
       res.destroy();
     },
   });
