@@ -18,6 +18,7 @@ import { parseWith } from '../environments/index.ts';
 import { HttpPolicy } from '../environments/policies/http-client.ts';
 import type { CertificatePin } from '../environments/policies/pinned-fetch.ts';
 import type { TrainerPins } from './trainer-certificate.ts';
+import type { OutboundPolicy } from '../environments/outbound/address-policy.ts';
 
 /**
  * `scripted:oracle` and `scripted:random` as a policy's baseUrl play the environment's scripted
@@ -98,7 +99,15 @@ export function isScripted(request: EpisodeRequest): boolean {
 }
 
 /** The policy `request` plays against, its token checked against the origins it may go to (see above). */
-export async function policyFor(request: EpisodeRequest, definition: EnvironmentDefinition, options: EpisodePolicyOptions, deadline: number, pinOf: PinOf | undefined, evaluationKey?: string): Promise<Policy> {
+export async function policyFor(
+  request: EpisodeRequest,
+  definition: EnvironmentDefinition,
+  options: EpisodePolicyOptions,
+  deadline: number,
+  pinOf: PinOf | undefined,
+  evaluationKey: string | undefined,
+  outbound: OutboundPolicy,
+): Promise<Policy> {
   const scripted = SCRIPTED.exec(request.policy.baseUrl);
   if (scripted) {
     const task = parseWith(definition.taskSchema, request.task.value, `${definition.name} task`);
@@ -107,8 +116,11 @@ export async function policyFor(request: EpisodeRequest, definition: Environment
   }
   if (options.policyOf) return options.policyOf(request);
   const access = await endpointAccess(request, options, pinOf, evaluationKey);
+  // Not one of our trainer servers (no trainer token, no pinned box): an endpoint of someone else's, called as outbound.
+  const external = !request.policy.tokenEnv && !access.pinned;
   return new HttpPolicy({
     ...(access.pinned ? { pinnedCertificates: Object.fromEntries(Object.entries(access.pinned).map(([o, p]) => [o, { certificate: p.certificate, sha256: p.sha256 }])) } : {}),
+    ...(external ? { outbound } : {}),
     baseUrl: access.baseUrl,
     fallbackUrls: access.fallbackUrls,
     model: request.policy.model,

@@ -144,7 +144,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
         // The agent plays the whole episode itself, with a key of its own (episode-rollout.ts).
         result = await rolloutEpisode({ request, options, deadline, pinOf, evaluationKey, context, ...(options.signal ? { signal: options.signal } : {}) });
       } else {
-        const policy = await policyFor(request, definition, options, deadline, pinOf, evaluationKey);
+        const policy = await policyFor(request, definition, options, deadline, pinOf, evaluationKey, context.outbound);
         result = await runEpisode({
           definition,
           task: request.task.value,

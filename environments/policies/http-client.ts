@@ -13,6 +13,11 @@ import type { GenerationOptions, PolicyEndpoint } from '../../shared/schemas/ind
 import { deriveSeed } from '../random.ts';
 import { IterationClosedError, PolicyHttpError } from './http-errors.ts';
 import { PinMismatchError, pinnedFetchByOrigin } from './pinned-fetch.ts';
+import { OutboundError, OutboundPolicy } from '../outbound/address-policy.ts';
+import { outboundFetch } from '../outbound/outbound-fetch.ts';
+
+/** The most an external endpoint's answer may weigh: a chat completion is far smaller. */
+const EXTERNAL_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 export const HttpPolicyOptions = z.object({
   /** Up to the API version, e.g. http://127.0.0.1:8080/v1 (the OpenAI SDK's convention). */
@@ -47,6 +52,11 @@ export const HttpPolicyOptions = z.object({
    * pinned-fetch.ts): every URL, fallbacks included, must be https and have a pin of its own.
    */
   pinnedCertificates: z.record(z.string(), z.object({ certificate: z.string().min(1), sha256: z.string().min(1) })).optional(),
+  /**
+   * An endpoint that is not ours (an external agent's): calls go through environments/outbound/ under this policy
+   * (checked address, no redirects, capped bodies), and errors name the status only, never the server's body.
+   */
+  outbound: OutboundPolicy.optional(),
 });
 export type HttpPolicyOptions = z.input<typeof HttpPolicyOptions>;
 
@@ -166,7 +176,14 @@ export class HttpPolicy implements Policy {
     if (pins && plain) throw new Error(`a pinned certificate needs an https baseUrl, not ${plain.replace(/\/chat\/completions$/, '')}`);
     const unpinned = pins && this.urls.map((u) => new URL(u).origin).find((o) => !pins[o]);
     if (unpinned) throw new Error(`no pinned certificate for ${unpinned}: every server of a pinned policy needs its own`);
-    this.fetch = pins ? pinnedFetchByOrigin(pins) : fetch;
+    const outbound = this.options.outbound;
+    if (pins && outbound) throw new Error('a policy is either pinned to our trainer boxes or an outbound call to an endpoint that is not ours, not both');
+    this.fetch = pins ? pinnedFetchByOrigin(pins) : outbound ? outboundFetch(outbound, { timeoutMs: this.options.timeoutMs, maxResponseBytes: EXTERNAL_MAX_RESPONSE_BYTES }) : fetch;
+  }
+
+  /** A server's body, in an error only when the server is ours: an external one's never reaches a record. */
+  private shown(text: string, max: number): string {
+    return this.options.outbound ? '' : `: ${text.slice(0, max)}`;
   }
 
   /** The server this episode talks to now. */
@@ -273,23 +290,31 @@ export class HttpPolicy implements Policy {
       // The caller's abort is final, and so is a server that is not the pinned one; a timeout or a refused connection is worth another try.
       if (signal?.aborted) throw signal.reason;
       if ((err as Error).cause instanceof PinMismatchError) throw new PolicyHttpError(`${this.url}: ${((err as Error).cause as Error).message}`, null, attempts);
+      // Refused before or instead of an answer (address, scheme, redirect, size): another try would be refused the same way.
+      if (err instanceof OutboundError && err.reason !== 'network' && err.reason !== 'timeout') throw new PolicyHttpError(`${this.url}: ${err.message}`, null, attempts);
       const why = timeout.aborted ? `timed out after ${this.options.timeoutMs} ms` : `network error: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`;
       throw new Retryable(why, null, null);
     }
-    const text = await response.text().catch(() => '');
-    if (response.status === 409) throw new IterationClosedError(text.slice(0, 500));
-    if (response.status === 429 || response.status >= 500) {
-      throw new Retryable(`HTTP ${response.status}: ${text.slice(0, 300)}`, response.status, parseRetryAfter(response.headers.get('retry-after')));
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (err) {
+      if (err instanceof OutboundError && err.reason === 'too-large') throw new PolicyHttpError(`${this.url}: ${err.message}`, response.status, attempts);
+      text = '';
     }
-    if (!response.ok) throw new PolicyHttpError(`${this.url}: HTTP ${response.status}: ${text.slice(0, 500)}`, response.status, attempts);
+    if (response.status === 409) throw new IterationClosedError(this.options.outbound ? '' : text.slice(0, 500));
+    if (response.status === 429 || response.status >= 500) {
+      throw new Retryable(`HTTP ${response.status}${this.shown(text, 300)}`, response.status, parseRetryAfter(response.headers.get('retry-after')));
+    }
+    if (!response.ok) throw new PolicyHttpError(`${this.url}: HTTP ${response.status}${this.shown(text, 500)}`, response.status, attempts);
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new PolicyHttpError(`${this.url}: the response is not JSON: ${text.slice(0, 200)}`, response.status, attempts);
+      throw new PolicyHttpError(`${this.url}: the response is not JSON${this.shown(text, 200)}`, response.status, attempts);
     }
     const parsed = ChatCompletion.safeParse(json);
-    if (!parsed.success) throw new PolicyHttpError(`${this.url}: not a chat completion: ${z.prettifyError(parsed.error)}`, response.status, attempts);
+    if (!parsed.success) throw new PolicyHttpError(`${this.url}: not a chat completion${this.options.outbound ? '' : `: ${z.prettifyError(parsed.error)}`}`, response.status, attempts);
     return parsed.data;
   }
 }

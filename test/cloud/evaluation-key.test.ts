@@ -208,9 +208,11 @@ describe('a keyed evaluation on the deployed code paths', () => {
       const id = (await call('POST', '/evaluations', request(redirector.baseUrl, { episodes: 1, tasks: { tasks: [{ id: TASKS[0].id, task: TASKS[0].task }] } }))).body.id as string;
       expect(await box.pollOnce()).toEqual([{ kind: 'evaluation', id }]);
       expect(redirector.seen[0].authorization).toBe(`Bearer ${KEY}`);
-      // Followed (the fetch follows redirects), without the key.
-      expect(elsewhere.seen.length).toBeGreaterThan(0);
-      expect(elsewhere.seen.filter((s) => s.authorization?.includes(KEY))).toEqual([]);
+      // Never followed: an endpoint that is not ours is called through environments/outbound/, where a 3xx ends the call.
+      expect(elsewhere.seen).toEqual([]);
+      const errors = ((await call('GET', `/evaluations/${id}`)).body as { episodes: { error: string | null }[] }).episodes.map((e) => e.error);
+      expect(errors.length).toBeGreaterThan(0);
+      for (const e of errors) expect(e).toMatch(/307 \(a redirect\); redirects are not followed/);
       expect(await leaks()).toEqual([]);
     } finally {
       await redirector.close();

@@ -4,7 +4,7 @@
  * and SSM adapters. What `esopt dev cloud` and
  * `esopt bench fanout` drive through the S3 and Lambda adapters, exactly as they would drive AWS.
  */
-import { outboundPolicyFromEnv } from '../../../environments/outbound/address-policy.ts';
+import { EMBEDDED_OUTBOUND, outboundPolicyFromEnv } from '../../../environments/outbound/address-policy.ts';
 import { createEpisodeHandler, EpisodeFunctionEnv, type EpisodeLog } from '../../../functions/episode.ts';
 import { trainerLinkFromEnv } from '../../../functions/trainer-certificate.ts';
 import type { S3StoreConfig } from '../../../shared/store/s3.ts';
@@ -70,8 +70,8 @@ export async function startEpisodeEndpoint(storeConfig: S3StoreConfig, options: 
     memoryMb: options.memoryMb ?? 1024,
     billedPerInvocation: true,
     prices: options.prices ?? pricesFromEnv(env.ESOPT_COST_PRICES),
-    // As on Lambda: public endpoints only unless the operator's ESOPT_ENDPOINT_NETWORKS says more.
-    environmentContext: { outbound: outboundPolicyFromEnv(env), allowCommands: false },
+    // As on Lambda, but this stand-in runs on one machine: endpoints on it are allowed unless ESOPT_ENDPOINT_NETWORKS says otherwise.
+    environmentContext: { outbound: outboundPolicyFromEnv(env, EMBEDDED_OUTBOUND), allowCommands: false },
     log: options.log ?? { info() {}, error() {} },
   });
   const tally: HandlerTally = { written: 0, duplicates: 0, closed: 0, rejectedEvents: 0 };
