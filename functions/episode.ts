@@ -36,6 +36,8 @@ import { ReplicaUrls, trainerLinkFromEnv } from './trainer-certificate.ts';
 import { evaluationKeyFor, policyFor, type EpisodePolicyOptions, type PinOf } from './episode-policy.ts';
 import { cachedSecrets } from './secret-cache.ts';
 import { rolloutEpisode } from './episode-rollout.ts';
+import { evaluationKeyFrom } from '../shared/secrets/evaluation-key.ts';
+import { endpointUrls } from '../environments/outbound/endpoint-urls.ts';
 import { redactSecret } from './secret-redaction.ts';
 
 export interface EpisodeLog {
@@ -115,14 +117,22 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
   }
 
-  /** The key for the environment's own endpoint, from the variable the spec names (embedded runs only). */
-  function environmentKey(request: EpisodeRequest): { endpointKey?: string } {
-    const name = request.environment.keyEnv;
-    if (name === undefined) return {};
-    if (!options.environmentKeysFromEnv) throw new Error(`environment.keyEnv is for embedded runs: this worker reads no key from its environment (${name})`);
-    const key = options.env[name];
-    if (!key) throw new Error(`environment.keyEnv names ${name}, which is not set in the worker's environment`);
-    return { endpointKey: key };
+  /**
+   * The key for the environment's own endpoint: from the secret the API stored (`keyParameter`, bound to the
+   * endpoint's origin, which every URL in the options must be on), or from the variable `keyEnv` names (embedded runs).
+   */
+  async function environmentKey(request: EpisodeRequest): Promise<string | undefined> {
+    const { keyEnv, keyParameter } = request.environment;
+    if (keyEnv !== undefined && keyParameter !== undefined) throw new Error('an environment names its key by keyEnv or by keyParameter, not both');
+    if (keyParameter !== undefined) {
+      if (!secrets) throw new Error(`this worker has no secret store to read ${keyParameter} from`);
+      return evaluationKeyFrom(keyParameter, await secrets.get(keyParameter), endpointUrls(request.environment.options, 'options').map((u) => u.url));
+    }
+    if (keyEnv === undefined) return undefined;
+    if (!options.environmentKeysFromEnv) throw new Error(`environment.keyEnv is for embedded runs: this worker reads no key from its environment (${keyEnv})`);
+    const key = options.env[keyEnv];
+    if (!key) throw new Error(`environment.keyEnv names ${keyEnv}, which is not set in the worker's environment`);
+    return key;
   }
 
   async function one(request: EpisodeRequest, batchSize: number, pinOf: PinOf | undefined): Promise<EpisodeOutcome> {
@@ -136,10 +146,12 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     const deadline = Date.parse(request.deadline);
     let result: EpisodeResult;
     let evaluationKey: string | undefined;
+    let endpointKey: string | undefined;
     try {
       const definition = await loadEnvironment(request.environment.name);
       evaluationKey = await evaluationKeyFor(request, secrets);
-      const context: EnvironmentContext = { ...(options.environmentContext ?? DEPLOYED_CONTEXT), ...environmentKey(request) };
+      endpointKey = await environmentKey(request);
+      const context: EnvironmentContext = { ...(options.environmentContext ?? DEPLOYED_CONTEXT), ...(endpointKey ? { endpointKey } : {}) };
       if (definition.name === 'rollout') {
         // The agent plays the whole episode itself, with a key of its own (episode-rollout.ts).
         result = await rolloutEpisode({ request, options, deadline, pinOf, evaluationKey, context, ...(options.signal ? { signal: options.signal } : {}) });
@@ -161,7 +173,6 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     }
     // An endpoint that echoes its key (an error body, a reply) must not get it into the bucket or a log.
     if (evaluationKey) result = redactSecret(result, evaluationKey);
-    const endpointKey = request.environment.keyEnv && options.environmentKeysFromEnv ? options.env[request.environment.keyEnv] : undefined;
     if (endpointKey) result = redactSecret(result, endpointKey);
     if (result.stopReason === 'iteration-closed') {
       log.info({ key, error: result.error }, 'iteration closed: episode stopped, no record written');

@@ -61,6 +61,7 @@ export function createCloudApp(
     store,
     token: env.ESOPT_TOKEN,
     ...storeQueueLaunchers(store, { secrets, path: env.ESOPT_EVALUATION_KEYS }, wake),
+    endpointKeys: { secrets, path: env.ESOPT_EVALUATION_KEYS },
     ...(signedDownload ? { signedDownload } : {}),
     deployed: true,
     // The trainer box that picks queued work up serves base models and checkpoints.

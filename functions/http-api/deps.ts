@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { CostPrices } from '../../shared/cost.ts';
 import type { CostCaps } from './cost-caps.ts';
+import type { EndpointKeyStore } from './environment-key.ts';
 import type { EvaluationLauncher, RunLauncher } from '../../shared/ports/launchers.ts';
 import type { ModelExports, SignedDownload } from '../../shared/ports/model-exports.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
@@ -26,6 +27,8 @@ export interface ApiDeps {
    * or gets the cap given here; unset (the local API), budgets stay optional.
    */
   costCaps?: CostCaps;
+  /** Where endpoint keys from the X-Esopt-Environment-Key header go (a deployed stack); absent, the header is refused. */
+  endpointKeys?: EndpointKeyStore;
   log: Logger;
   /** How often the events stream polls the store. */
   eventPollMs: number;

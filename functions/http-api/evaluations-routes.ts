@@ -14,7 +14,8 @@ import { StoredTranscript } from '../episode-transcript.ts';
 import { EvaluationPlanRecord } from './evaluation-plan.ts';
 import { listEvaluationIds, readEpisodes, readEvaluation } from './evaluation-reader.ts';
 import { newId } from './ids.ts';
-import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
+import { environmentKeyHeader, errors, idempotencyHeader, json, secured } from './openapi-common.ts';
+import { ENVIRONMENT_KEY_HEADER, storeEnvironmentKey } from './environment-key.ts';
 import { readConfig } from './run-reader.ts';
 import { readJson, writeJson } from '../../shared/store/json.ts';
 
@@ -60,7 +61,7 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       tags,
       security: secured,
       summary: 'Evaluate a model: episodes fan out, priced per episode, stopped by the budget',
-      request: { headers: idempotencyHeader, body: { content: { 'application/json': { schema: EvaluationRequest } }, required: true } },
+      request: { headers: idempotencyHeader.extend(environmentKeyHeader.shape), body: { content: { 'application/json': { schema: EvaluationRequest } }, required: true } },
       responses: { 202: json(Created, 'Accepted; follow it at GET /evaluations/{id}'), 400: errors[400], 401: errors[401], 404: errors[404], 422: errors[422] },
     }),
     async (c) => {
@@ -82,9 +83,16 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
         if (!found) throw new ApiProblem(422, 'no_checkpoint', `run ${body.model.run} has no checkpoint${iteration === undefined ? '' : ` at iteration ${iteration}`}`);
       }
 
-      const request = stored(body);
+      const environmentKey = await storeEnvironmentKey(c.req.header(ENVIRONMENT_KEY_HEADER), body.environment, deps.endpointKeys);
+      if (!environmentKey.ok) throw invalidProblem(environmentKey.issues);
+      const request = stored({ ...body, environment: { ...body.environment, ...(environmentKey.keyParameter ? { keyParameter: environmentKey.keyParameter } : {}) } });
       let id = newId('eval');
-      while (!(await writeJson(store, keys.evaluationRequest(id), request, true))) id = newId('eval');
+      try {
+        while (!(await writeJson(store, keys.evaluationRequest(id), request, true))) id = newId('eval');
+      } catch (err) {
+        await environmentKey.discard().catch(() => {});
+        throw err;
+      }
       const now = new Date().toISOString();
       const status: EvaluationStatus = { id, state: 'queued', stopReason: null, planned: 0, dispatched: 0, waves: 0, error: null, updatedAt: now, finishedAt: null };
       await writeJson(store, keys.evaluationStatus(id), status);

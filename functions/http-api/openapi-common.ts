@@ -16,6 +16,14 @@ export const idempotencyHeader = z.object({
   'idempotency-key': z.string().max(255).optional().meta({ description: 'Retries with the same key and body create nothing twice' }),
 });
 
+export const environmentKeyHeader = z.object({
+  'x-esopt-environment-key': z
+    .string()
+    .max(4096)
+    .optional()
+    .meta({ description: "The key of the endpoint the environment's options name, sent to that origin alone; a deployed stack keeps it in its secret store (never in the bucket)" }),
+});
+
 export const secured = [{ bearer: [] as string[] }];
 
 export const json = <S extends z.ZodType>(schema: S, description: string) => ({ content: { 'application/json': { schema } }, description });

@@ -9,6 +9,7 @@
  */
 import type { EvaluationModel, ModelSpec } from '../../shared/schemas/index.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
+import { endpointUrls } from '../../environments/outbound/endpoint-urls.ts';
 import { checkUrl, EMBEDDED_OUTBOUND, OutboundError, outboundPolicyFromEnv, PUBLIC_ONLY, type OutboundPolicy } from '../../environments/outbound/address-policy.ts';
 
 /** The environment options that name a program or a path, per environment. */
@@ -21,16 +22,9 @@ export function isLoopbackUrl(url: string): boolean {
 }
 
 export interface RequestChoiceInput {
-  environment: { name: string; options?: unknown; keyEnv?: string };
+  environment: { name: string; options?: unknown; keyEnv?: string; keyParameter?: string };
   /** A run's model (at `model`), or an evaluation's (a base model's spec at `model.model`). */
   model?: ModelSpec | EvaluationModel;
-}
-
-/** Every string field named `url` in a JSON value, with its path (an environment server's, an agent's, an MCP server's). */
-function urlFields(value: unknown, path: string, depth = 0): { path: string; url: string }[] {
-  if (depth > 8 || value === null || typeof value !== 'object') return [];
-  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
-  return entries.flatMap(([k, v]) => (k === 'url' && typeof v === 'string' ? [{ path: `${path}.${k}`, url: v }] : urlFields(v, `${path}.${k}`, depth + 1)));
 }
 
 /** The paths of every `command` field in a JSON value, to a bounded depth (options are small). */
@@ -51,7 +45,7 @@ export function requestChoiceIssues(
   outbound: OutboundPolicy = outboundPolicyFromEnv(process.env, deployed ? PUBLIC_ONLY : EMBEDDED_OUTBOUND),
 ): FieldIssue[] {
   const issues: FieldIssue[] = [];
-  for (const { path, url } of urlFields(input.environment.options, 'environment.options')) {
+  for (const { path, url } of endpointUrls(input.environment.options, 'environment.options')) {
     try {
       checkUrl(new URL(url), outbound);
     } catch (err) {
@@ -70,6 +64,7 @@ export function requestChoiceIssues(
       issues.push({ path: `${spec.path}.dir`, message: "a deployed stack opens no path on the trainer box's disk: push the model (esopt models push DIR --cloud) and name it as { \"name\": ... }, or name a preset" });
     }
   }
+  if (input.environment.keyParameter !== undefined) issues.push({ path: 'environment.keyParameter', message: 'is set by the API from the X-Esopt-Environment-Key header, never by a request' });
   for (const path of commandPaths(input.environment.options, 'environment.options')) {
     issues.push({ path, message: 'a request over HTTP starts no program: a command comes only from a run config file (esopt train --config FILE); give an https url instead' });
   }

@@ -12,7 +12,8 @@ import { pinRequestModel } from './model-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
 import { newId } from './ids.ts';
-import { errors, idempotencyHeader, json, secured } from './openapi-common.ts';
+import { environmentKeyHeader, errors, idempotencyHeader, json, secured } from './openapi-common.ts';
+import { ENVIRONMENT_KEY_HEADER, storeEnvironmentKey } from './environment-key.ts';
 import { advanceCursor, formatEventId, parseEventId, runEvents } from './run-events.ts';
 import { listRunIds, readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
 import { readyResume } from './run-resume.ts';
@@ -31,7 +32,7 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       security: secured,
       summary: 'Start a training run',
-      request: { headers: idempotencyHeader, body: { content: { 'application/json': { schema: RunConfig } }, required: true } },
+      request: { headers: idempotencyHeader.extend(environmentKeyHeader.shape), body: { content: { 'application/json': { schema: RunConfig } }, required: true } },
       responses: { 201: json(Created, 'The run was created and handed to the launcher'), 400: errors[400], 401: errors[401], 409: errors[409], 422: errors[422] },
     }),
     async (c) => {
@@ -48,10 +49,20 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       const budget = deps.costCaps ? cappedBudget(request.budget, deps.costCaps.runMaxCostUsd, 'run') : { ok: true as const, budget: request.budget };
       if (!budget.ok) refused.push(...budget.issues);
       if (refused.length) throw invalidProblem(refused);
-      const config = { ...request, budget: budget.ok ? budget.budget : request.budget, model: await pinRequestModel(store, request.model, 'model') };
+      const model = await pinRequestModel(store, request.model, 'model');
+      const environmentKey = await storeEnvironmentKey(c.req.header(ENVIRONMENT_KEY_HEADER), request.environment, deps.endpointKeys);
+      if (!environmentKey.ok) throw invalidProblem(environmentKey.issues);
+      const environment = { ...request.environment, ...(environmentKey.keyParameter ? { keyParameter: environmentKey.keyParameter } : {}) };
+      const config = { ...request, environment, budget: budget.ok ? budget.budget : request.budget, model };
 
       let id = newId(config.name ?? 'run');
-      while (!(await writeJson(store, keys.config(id), config, true))) id = newId(config.name ?? 'run');
+      try {
+        while (!(await writeJson(store, keys.config(id), config, true))) id = newId(config.name ?? 'run');
+      } catch (err) {
+        // Nothing names the key: it would only wait for its expiry.
+        await environmentKey.discard().catch(() => {});
+        throw err;
+      }
       const now = new Date().toISOString();
       const status: RunStatus = { run: id, state: 'requested', requestedAt: now, startedAt: null, finishedAt: null, error: null, updatedAt: now };
       await writeJson(store, keys.runStatus(id), status);

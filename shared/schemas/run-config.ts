@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, Seed } from './ids.ts';
+import { SecretName } from './evaluation-key.ts';
 import { ModelName, Sha256 } from './model-store.ts';
 import { Schedule } from '../schedule.ts';
 import { LoraOptions } from '../lora.ts';
@@ -24,6 +25,11 @@ export const EnvironmentSpec = z.object({
     .regex(/^[A-Z_][A-Z0-9_]*$/, { message: 'an environment variable name (A-Z, 0-9, _)' })
     .refine((name) => !/^(ESOPT_|AWS_)/.test(name), { message: "may not name esopt's own (ESOPT_*) or the cloud's (AWS_*) variables" })
     .optional(),
+  /**
+   * A deployed stack: the secret holding that key, bound to the endpoint's origin. Set by the API from the
+   * request's `X-Esopt-Environment-Key` header (functions/http-api/environment-key.ts), never by a request.
+   */
+  keyParameter: SecretName.optional(),
 });
 export type EnvironmentSpec = z.infer<typeof EnvironmentSpec>;
 

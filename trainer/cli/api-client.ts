@@ -66,8 +66,8 @@ export class ApiClient {
     return schema.parse(await (await this.request('GET', path)).json());
   }
 
-  async post<S extends z.ZodType>(path: string, body: unknown, schema: S): Promise<z.infer<S>> {
-    return schema.parse(await (await this.request('POST', path, body ?? {})).json());
+  async post<S extends z.ZodType>(path: string, body: unknown, schema: S, headers: Record<string, string> = {}): Promise<z.infer<S>> {
+    return schema.parse(await (await this.request('POST', path, body ?? {}, headers)).json());
   }
 
   /** The server-sent events of a run until the stream ends (after the `end` event). */

@@ -4,6 +4,7 @@ import { Created, EvaluationRequest, EvaluationView } from '../../../shared/sche
 import { formatIssues } from '../../../shared/validation.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command } from '../argv/command.ts';
+import { ENVIRONMENT_KEY_HEADER } from '../../../functions/http-api/environment-key.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
 import { jsonFlag } from '../argv/json-flag.ts';
 import { UsageError } from '../argv/usage-error.ts';
@@ -11,9 +12,9 @@ import { renderEvaluation } from './evals-show.ts';
 
 export const command: Command = {
   name: 'evals start',
-  usage: 'esopt evals start --request <json|@file> [--api-key-env VAR] [--wait] [--api URL] [--json]',
+  usage: 'esopt evals start --request <json|@file> [--api-key-env VAR] [--environment-key-env VAR] [--wait] [--api URL] [--json]',
   async run(argv, io) {
-    const p = parseFlags(argv, { ...apiFlags, request: { type: 'string' }, 'api-key-env': { type: 'string' }, wait: { type: 'boolean' } });
+    const p = parseFlags(argv, { ...apiFlags, request: { type: 'string' }, 'api-key-env': { type: 'string' }, 'environment-key-env': { type: 'string' }, wait: { type: 'boolean' } });
     const client = ApiClient.fromFlags(p.values);
     const body = jsonFlag(p.values, 'request') as Record<string, unknown>;
     const keyEnv = flag(p.values, 'api-key-env', z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional());
@@ -25,7 +26,11 @@ export const command: Command = {
     }
     const parsed = EvaluationRequest.safeParse(body);
     if (!parsed.success) throw new UsageError(`--request: ${formatIssues(parsed.error)}`);
-    const { id } = await client.post('/evaluations', body, Created);
+    // The environment endpoint's key, like the model's: from the environment, sent in its header.
+    const environmentKeyEnv = flag(p.values, 'environment-key-env', z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name').optional());
+    const environmentKey = environmentKeyEnv === undefined ? undefined : process.env[environmentKeyEnv];
+    if (environmentKeyEnv !== undefined && !environmentKey) throw new UsageError(`--environment-key-env: ${environmentKeyEnv} is not set`);
+    const { id } = await client.post('/evaluations', body, Created, environmentKey ? { [ENVIRONMENT_KEY_HEADER]: environmentKey } : {});
     if (!p.values.wait) {
       io.stdout(p.json ? JSON.stringify({ id }) : `started evaluation ${id} — see it with: esopt evals show ${id}`);
       return 0;
