@@ -17,6 +17,10 @@ export interface WebPage {
   readonly blockedRequests: readonly string[];
   /** Frees the context; safe to call twice, and gives up on a hung page rather than waiting for it. */
   close(): Promise<void>;
+  /** Pages opened with `script: true`: evaluates an expression of esopt's own (never a request's) in the page. */
+  evaluate?(expression: string): Promise<unknown>;
+  /** Pages opened with `virtualClock: true`: moves the page's clock on, firing its timers as they fall due. */
+  advanceClock?(ms: number): Promise<void>;
 }
 
 export interface OpenPageOptions {
@@ -26,6 +30,10 @@ export interface OpenPageOptions {
   screenLines: number;
   /** Loading the page may take at most this long. */
   timeoutMs: number;
+  /** A page that is not esopt's own (a task folder's): the bridge is injected before its scripts, and `evaluate` is offered. */
+  script?: boolean;
+  /** The page's timers and Date run on a clock that moves only by `advanceClock` (Chromium only). */
+  virtualClock?: boolean;
 }
 
 export interface WebBackend {

@@ -8,6 +8,7 @@
  */
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { WebAction } from './action.ts';
+import { PAGE_BRIDGE } from './page-bridge.ts';
 import { withTimeout, type OpenPageOptions, type PageVerdict, type WebBackend, type WebPage } from './backend.ts';
 import { chooseChromium, chromiumExecutable, LAMBDA_CHROMIUM_ARGS, type ChromiumChoice } from './chromium-executable.ts';
 
@@ -126,7 +127,15 @@ export class ChromiumBackend implements WebBackend {
         blocked.push(ws.url());
         ws.close({ code: 1008, reason: 'blocked' }).catch(() => undefined);
       });
+      // A page of someone else's: the bridge goes in before any of its scripts run.
+      if (options.script) await context.addInitScript({ content: PAGE_BRIDGE });
       page = await context.newPage();
+      if (options.virtualClock) {
+        // Installed, the fake clock still runs with the wall clock; paused, it moves only when advanced.
+        const now = Date.now();
+        await page.clock.install({ time: now });
+        await page.clock.pauseAt(now + 1);
+      }
     } catch (err) {
       await context.close().catch(() => undefined);
       throw err;
@@ -184,6 +193,14 @@ class ChromiumPage implements WebPage {
 
   verdict(): Promise<PageVerdict> {
     return this.page.evaluate(bridgeCall('result')) as Promise<PageVerdict>;
+  }
+
+  evaluate(expression: string): Promise<unknown> {
+    return this.page.evaluate(expression);
+  }
+
+  advanceClock(ms: number): Promise<void> {
+    return this.page.clock.runFor(ms);
   }
 
   async perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null> {

@@ -11,7 +11,7 @@ import { ACTION_HELP, parseAction } from './action.ts';
 import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
 import type { TaskServer } from './task-server.ts';
 import { taskType } from './task-types/index.ts';
-import type { WebOptions, WebTask } from './task.ts';
+import type { GeneratedWebTask, WebOptions } from './task.ts';
 
 export const WEB_SYSTEM_PROMPT = [
   'You operate a web page to reach a goal. Each observation shows the goal and the visible part of the page: one line per element,',
@@ -32,7 +32,7 @@ export class WebEnvironment implements Environment {
   private deadline = 0;
 
   constructor(
-    private readonly task: WebTask,
+    private readonly task: GeneratedWebTask,
     private readonly options: WebOptions,
     private readonly server: TaskServer,
     private readonly backend: WebBackend,

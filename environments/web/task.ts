@@ -5,7 +5,16 @@ import { TASK_TYPE_NAMES } from './task-types/index.ts';
 
 export const WebTaskTypeName = z.enum(TASK_TYPE_NAMES);
 
-export const WebTask = z.object({ type: WebTaskTypeName, seed: Seed }).strict();
+/** A page of one of the built-in task types, generated from its seed. */
+export const GeneratedWebTask = z.object({ type: WebTaskTypeName, seed: Seed }).strict();
+export type GeneratedWebTask = z.infer<typeof GeneratedWebTask>;
+
+/** A task page of a MiniWoB++-layout folder (`html/miniwob/<name>.html`, options `miniwob.dir`), seeded as MiniWoB seeds it. */
+export const MiniwobTaskName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'a MiniWoB task name: lower-case letters, digits and -');
+export const MiniwobWebTask = z.object({ miniwob: MiniwobTaskName, seed: Seed }).strict();
+export type MiniwobWebTask = z.infer<typeof MiniwobWebTask>;
+
+export const WebTask = z.union([GeneratedWebTask, MiniwobWebTask]);
 export type WebTask = z.infer<typeof WebTask>;
 
 /** Where Chromium is looked for when neither the options nor ESOPT_CHROMIUM name an executable. */
@@ -25,6 +34,22 @@ export const WebOptions = z
     actionTimeoutMs: z.number().int().min(50).max(120_000).default(5_000),
     /** Longest a whole episode may take, from reset. */
     episodeTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+    /**
+     * A MiniWoB++-layout folder on this machine (embedded runs; a deployed stack refuses paths): its
+     * `html/miniwob/<task>.html` pages served unmodified, tasks `{ miniwob, seed }` (environments/web/miniwob.ts).
+     */
+    miniwob: z
+      .object({
+        dir: z.string().min(1),
+        /** The pages sampled tasks draw from (all of html/miniwob/ by default). */
+        tasks: z.array(MiniwobTaskName).min(1).optional(),
+        /** Page time each action takes on the page's virtual clock: MiniWoB's episode timer counts actions, not the agent's thinking. */
+        stepMs: z.number().int().min(1).max(60_000).default(1_000),
+        /** The most actions an episode may take. */
+        horizon: z.number().int().min(1).max(200).default(10),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type WebOptions = z.infer<typeof WebOptions>;

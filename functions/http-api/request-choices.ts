@@ -13,7 +13,7 @@ import { endpointUrls } from '../../environments/outbound/endpoint-urls.ts';
 import { checkUrl, EMBEDDED_OUTBOUND, OutboundError, outboundPolicyFromEnv, PUBLIC_ONLY, type OutboundPolicy } from '../../environments/outbound/address-policy.ts';
 
 /** The environment options that name a program or a path, per environment. */
-const HOST_OPTIONS: Record<string, string[]> = { web: ['executablePath'] };
+const HOST_OPTIONS: Record<string, string[]> = { web: ['executablePath', 'miniwob'] };
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
@@ -57,7 +57,7 @@ export function requestChoiceIssues(
     if (input.environment.keyEnv !== undefined) issues.push({ path: 'environment.keyEnv', message: "a deployed stack reads no environment variable for a request: its functions' variables hold the stack's own secrets" });
     const options = (input.environment.options ?? {}) as Record<string, unknown>;
     for (const name of HOST_OPTIONS[input.environment.name] ?? []) {
-      if (options[name] !== undefined) issues.push({ path: `environment.options.${name}`, message: 'a deployed stack chooses its own programs: a request may not name one (leave it out)' });
+      if (options[name] !== undefined) issues.push({ path: `environment.options.${name}`, message: 'a deployed stack chooses its own programs and opens no path on its machines: a request may not name one (leave it out)' });
     }
     const spec = input.model && 'kind' in input.model ? (input.model.kind === 'base' ? { path: 'model.model', model: input.model.model } : null) : input.model ? { path: 'model', model: input.model } : null;
     if (spec && 'dir' in spec.model) {

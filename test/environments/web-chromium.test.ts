@@ -44,7 +44,7 @@ const options = WebOptions.parse({ backend: 'chromium' });
 
 /** A task server stand-in that serves one of the hostile pages for every task. */
 function serving(path: string): TaskServer {
-  return { origin: hostileOrigin, urlOf: () => `${hostileOrigin}${path}`, close: async () => {} };
+  return { origin: hostileOrigin, urlOf: () => `${hostileOrigin}${path}`, mount: () => `${hostileOrigin}/`, close: async () => {} };
 }
 
 beforeAll(async () => {

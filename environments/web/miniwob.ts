@@ -1,0 +1,168 @@
+/**
+ * MiniWoB++ task pages, unmodified, from a folder in MiniWoB's layout (`html/miniwob/<task>.html` beside
+ * `html/core/` and `html/common/`). Served by the task server (task-folder.ts), opened in Chromium with the
+ * bridge injected before the page's own scripts, and driven the way MiniWoB's own harness drives them:
+ * `Math.seedrandom(seed)` then `core.startEpisodeReal()`, the goal from `core.getUtterance()`, the outcome from
+ * the page's globals (`WOB_DONE_GLOBAL`, `WOB_RAW_REWARD_GLOBAL`, `WOB_REWARD_GLOBAL`, `WOB_REWARD_REASON`).
+ *
+ * Reward: MiniWoB's raw reward, in [-1, 1]; success is raw reward > 0. The time-decayed reward the page computes
+ * (`WOB_REWARD_GLOBAL`) is in the step's info beside it. Time: MiniWoB ends an episode with −1 after
+ * `core.EPISODE_MAX_TIME` (10 s) of page time, and decays rewards over it. The page runs on a virtual clock
+ * (Playwright's clock) that moves only `stepMs` per action, so the timer counts actions, never the seconds the
+ * agent spends thinking: with the defaults an episode times out after its tenth action.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { PolicyReply } from '../../shared/ports/policy.ts';
+import type { Environment, StepResult } from '../environment.ts';
+import { parseAction } from './action.ts';
+import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
+import { WEB_SYSTEM_PROMPT } from './environment.ts';
+import type { TaskServer } from './task-server.ts';
+import type { MiniwobWebTask, WebOptions } from './task.ts';
+
+type MiniwobOptions = NonNullable<WebOptions['miniwob']>;
+
+/** The task pages of a folder, by name (`html/miniwob/<name>.html`), sorted. */
+export function miniwobTaskNames(dir: string): string[] {
+  let files: string[];
+  try {
+    files = readdirSync(join(dir, 'html', 'miniwob'));
+  } catch {
+    throw new Error(`${dir} is not a MiniWoB++-layout folder: it has no html/miniwob/ directory`);
+  }
+  const names = files.filter((f) => /^[a-z0-9][a-z0-9-]{0,63}\.html$/.test(f)).map((f) => f.slice(0, -'.html'.length));
+  if (names.length === 0) throw new Error(`${join(dir, 'html', 'miniwob')} holds no task page (<name>.html)`);
+  return names.sort();
+}
+
+/** What the page's globals say; read by esopt's own expression, checked here. */
+const WobState = z.object({
+  done: z.boolean(),
+  raw: z.number().finite().min(-1).max(1),
+  reward: z.number().finite(),
+  reason: z.string().max(500).nullable(),
+});
+type WobState = z.infer<typeof WobState>;
+
+const READ_STATE = `({ done: WOB_DONE_GLOBAL === true, raw: Number(WOB_RAW_REWARD_GLOBAL), reward: Number(WOB_REWARD_GLOBAL), reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON).slice(0, 500) })`;
+
+export class MiniwobEnvironment implements Environment {
+  readonly horizon: number;
+  readonly systemPrompt = WEB_SYSTEM_PROMPT;
+  private readonly options: MiniwobOptions;
+  private goal = '';
+  private page: WebPage | undefined;
+  private steps = 0;
+  private done = true;
+  private deadline = 0;
+
+  constructor(
+    private readonly task: MiniwobWebTask,
+    private readonly web: WebOptions,
+    private readonly server: TaskServer,
+    private readonly backend: WebBackend,
+  ) {
+    if (!web.miniwob) throw new Error('a MiniWoB task needs the miniwob option: { dir } (a MiniWoB++-layout folder)');
+    if (backend.name !== 'chromium') throw new Error('MiniWoB pages run in Chromium only (their timers run on its virtual clock): set backend "chromium"');
+    this.options = web.miniwob;
+    this.horizon = this.options.horizon;
+    if (!miniwobTaskNames(this.options.dir).includes(task.miniwob)) throw new Error(`no MiniWoB task page ${task.miniwob}.html in ${join(this.options.dir, 'html', 'miniwob')}`);
+  }
+
+  private bounded<T>(call: () => Promise<T>, what: string): Promise<T> {
+    const left = this.deadline - Date.now();
+    if (left <= 0) return Promise.reject(new TimeoutError(`the episode ran past its ${this.web.episodeTimeoutMs} ms deadline`));
+    return withTimeout(call(), Math.min(this.web.actionTimeoutMs, left), what);
+  }
+
+  private async state(page: WebPage): Promise<WobState> {
+    const raw = await this.bounded(() => page.evaluate!(READ_STATE), "reading MiniWoB's globals");
+    const parsed = WobState.safeParse(raw);
+    if (!parsed.success) throw new Error("the page's MiniWoB globals are not a MiniWoB outcome (WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL in [-1, 1], ...)");
+    return parsed.data;
+  }
+
+  async reset(_seed: number): Promise<string> {
+    await this.closePage();
+    this.steps = 0;
+    this.done = false;
+    this.deadline = Date.now() + this.web.episodeTimeoutMs;
+    const base = this.server.mount(this.options.dir);
+    this.page = await this.backend.open({
+      url: `${base}html/miniwob/${this.task.miniwob}.html`,
+      allowedOrigin: this.server.origin,
+      screenLines: this.web.screenLines,
+      timeoutMs: Math.min(this.web.actionTimeoutMs, this.web.episodeTimeoutMs),
+      script: true,
+      virtualClock: true,
+    });
+    const page = this.page;
+    // As MiniWoB's harness does: seed the page's Math.random, then start the episode (its timer starts now, in page time).
+    const utterance = await this.bounded(
+      () => page.evaluate!(`(function () { Math.seedrandom(${JSON.stringify(this.task.seed)}); core.startEpisodeReal(); var u = core.getUtterance(); return typeof u === 'string' ? u : u && u.utterance; })()`),
+      'starting the MiniWoB episode',
+    );
+    if (typeof utterance !== 'string' || utterance.trim() === '') throw new Error('the page gave no instruction (core.getUtterance())');
+    this.goal = utterance.trim().slice(0, 2000);
+    return this.render(await this.bounded(() => page.observe(), 'reading the page'), null);
+  }
+
+  private render(view: string, note: string | null): string {
+    return [`Goal: ${this.goal}`, ...(note ? [note] : []), `Step ${this.steps} of ${this.horizon}.`, view].join('\n');
+  }
+
+  private async end(state: WobState, observation: string, info: Record<string, unknown>): Promise<StepResult> {
+    this.done = true;
+    await this.closePage();
+    const outcome = { success: state.done && state.raw > 0, rawReward: state.done ? state.raw : 0, timeDecayedReward: state.done ? state.reward : 0, reason: state.reason };
+    return { observation, done: true, reward: outcome.rawReward, info: { ...info, ...outcome } };
+  }
+
+  async step(action: PolicyReply): Promise<StepResult> {
+    if (this.done || !this.page) throw new Error('step() after the episode ended; call reset() first');
+    const page = this.page;
+    this.steps++;
+    try {
+      const parsed = parseAction(action);
+      if (parsed.ok && parsed.action.kind === 'done') {
+        const state = await this.state(page);
+        return this.end(state, `Goal: ${this.goal}\nDone. The page reports ${state.done ? `reward ${state.raw}` : 'no outcome: the task was not finished'}.`, { action: 'done' });
+      }
+      let note: string;
+      let ok = false;
+      if (!parsed.ok) note = `Error: ${parsed.error}`;
+      else {
+        const performed = parsed.action as Exclude<typeof parsed.action, { kind: 'done' }>;
+        const problem = await this.bounded(() => page.perform(performed), `the action "${action.text.trim().slice(0, 80)}"`).catch((err: unknown) => {
+          if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
+          return err.message.split('\n')[0]!;
+        });
+        ok = problem === null;
+        note = problem === null ? `Last action: ${action.text.trim().split('\n')[0]!.slice(0, 120)}` : `Error: ${problem}`;
+      }
+      // Every step, acted or not, costs the page `stepMs` of its own time: its timers fire as they fall due.
+      await this.bounded(() => page.advanceClock!(this.options.stepMs), 'moving the page clock');
+      const state = await this.state(page);
+      if (state.done) return this.end(state, `Goal: ${this.goal}\nThe task is over: reward ${state.raw}${state.reason ? ` (${state.reason})` : ''}.`, { ok });
+      const view = await this.bounded(() => page.observe(), 'reading the page');
+      if (this.steps >= this.horizon) return this.end(state, `${this.render(view, note)}\nNo actions left; the task was not finished.`, { ok, horizon: true });
+      return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      return this.end({ done: false, raw: 0, reward: 0, reason: null }, `Goal: ${this.goal}\nThe episode ended: ${message}`, { error: message });
+    }
+  }
+
+  private async closePage(): Promise<void> {
+    const page = this.page;
+    this.page = undefined;
+    await page?.close();
+  }
+
+  async close(): Promise<void> {
+    this.done = true;
+    await this.closePage();
+  }
+}
