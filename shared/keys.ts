@@ -25,8 +25,10 @@
  *   models/blobs/sha256/{hex}                               ← a pushed model's file, by its content's sha256 (create-only)
  *   models/manifests/sha256/{hex}.json                      ← a model's manifest, by its own sha256 (create-only): what runs pin
  *   models/names/{name}.json                                ← the manifest a name points at now (written last by a push)
+ *   suites/manifests/sha256/{hex}.json                      ← a task suite (TaskSuite JSON), by its own sha256 (create-only): what runs pin
+ *   suites/names/{name}.json                                ← the suite a name points at now (written last by a push)
  */
-import { ExportFormat, Id, Iteration, MemberRef, ModelName, Sha256, WorkKind } from './schemas/index.ts';
+import { ExportFormat, Id, Iteration, MemberRef, ModelName, Sha256, TaskSuiteName, WorkKind } from './schemas/index.ts';
 
 const ITER_WIDTH = 8; // zero-padded so lexical list order is iteration order
 
@@ -111,6 +113,14 @@ export const keys = {
     if (!r.success) throw new Error(`invalid model name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);
     return `${keys.modelNames()}${name}.json`;
   },
+  suiteManifests: () => 'suites/manifests/sha256/',
+  suiteManifest: (hex: string) => `${keys.suiteManifests()}${sha256(hex, 'suite manifest sha256')}.json`,
+  suiteNames: () => 'suites/names/',
+  suiteName: (name: string) => {
+    const r = TaskSuiteName.safeParse(name);
+    if (!r.success) throw new Error(`invalid task suite name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);
+    return `${keys.suiteNames()}${name}.json`;
+  },
   idempotency: (hash: string) => {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid idempotency hash ${JSON.stringify(hash)}`);
     return `idempotency/${hash}.json`;
@@ -170,3 +180,9 @@ export function parseModelContentKey(key: string): { kind: 'blob' | 'manifest'; 
 export const retentionTags = {
   transcript: { 'esopt-retention': 'transcript' },
 } as const;
+
+/** The name of a `suites/names/{name}.json` key; null for any other key. */
+export function parseSuiteNameKey(key: string): string | null {
+  const m = /^suites\/names\/([A-Za-z0-9][A-Za-z0-9_-]{0,46})\.json$/.exec(key);
+  return m ? m[1] : null;
+}

@@ -12,3 +12,4 @@ export * from './box-boot.ts';
 export * from './model-export.ts';
 export * from './run-artifact.ts';
 export * from './model-store.ts';
+export * from './task-suite.ts';
