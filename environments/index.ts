@@ -15,6 +15,7 @@ const loaders: Partial<Record<EnvironmentName, Loader>> = {
   web: async () => (await import('./web/definition.ts')).web,
   heuristic: async () => (await import('./heuristic/definition.ts')).heuristic,
   rollout: async () => (await import('./rollout/definition.ts')).rollout,
+  openenv: async () => (await import('./openenv/definition.ts')).openenv,
 };
 
 /** Names of the environments that are implemented (a subset of `EnvironmentName`). */
