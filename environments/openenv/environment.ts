@@ -8,7 +8,7 @@
  */
 import type { PolicyReply, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Environment, EnvironmentContext, StepResult } from '../environment.ts';
-import type { OpenEnvOptions, OpenEnvTask } from './definition.ts';
+import type { OpenEnvOptions, OpenEnvTask } from './options.ts';
 import { ActionRefused, fetchSchema, httpSession, wsSession, type ServerSession, type ServerStep, type SessionLimits } from './session.ts';
 
 /** Marks the action's JSON Schema in the system prompt (the random policy reads it back from there). */
