@@ -28,7 +28,7 @@ import { writeJson } from '../shared/store/json.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
 import { runEpisode, type EpisodeResult } from '../environments/episode-runner.ts';
 import { loadEnvironment } from '../environments/index.ts';
-import { DEPLOYED_CONTEXT, type EnvironmentContext } from '../environments/environment.ts';
+import type { EnvironmentContext } from '../environments/environment.ts';
 import { outboundPolicyFromEnv } from '../environments/outbound/address-policy.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
@@ -64,7 +64,7 @@ export interface EpisodeHandlerOptions extends EpisodePolicyOptions {
   signal?: AbortSignal;
   /**
    * What environments may reach and start (environments/environment.ts): a deployed stack's by default
-   * (public endpoints, or the operator's ESOPT_ENDPOINT_NETWORKS; no commands); embedded runs pass their own.
+   * (public endpoints, or the operator's ESOPT_ENDPOINT_NETWORKS in `env`; no commands); embedded runs pass their own.
    */
   environmentContext?: Omit<EnvironmentContext, 'endpointKey'>;
   /**
@@ -100,6 +100,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
   const log = options.log ?? pino({ name: 'esopt-episode' });
   const { store } = options;
   const secrets = options.secrets && cachedSecrets(options.secrets);
+  const environmentContext = options.environmentContext ?? { outbound: outboundPolicyFromEnv(options.env), allowCommands: false };
 
   /** The transcript's key once it is in the store; null when it is not kept, or could not be written (the reward matters more). */
   async function storeTranscript(request: EpisodeRequest, result: EpisodeResult): Promise<string | null> {
@@ -151,7 +152,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
       const definition = await loadEnvironment(request.environment.name);
       evaluationKey = await evaluationKeyFor(request, secrets);
       endpointKey = await environmentKey(request);
-      const context: EnvironmentContext = { ...(options.environmentContext ?? DEPLOYED_CONTEXT), ...(endpointKey ? { endpointKey } : {}) };
+      const context: EnvironmentContext = { ...environmentContext, ...(endpointKey ? { endpointKey } : {}) };
       if (definition.name === 'rollout') {
         // The agent plays the whole episode itself, with a key of its own (episode-rollout.ts).
         result = await rolloutEpisode({ request, options, deadline, pinOf, evaluationKey, context, ...(options.signal ? { signal: options.signal } : {}) });
@@ -269,7 +270,6 @@ export async function handler(event: unknown): Promise<EpisodeResponse> {
       secrets: new SsmSecretStore({ region: env.AWS_REGION }),
       billedPerInvocation: true,
       prices: pricesFromEnv(env.ESOPT_COST_PRICES),
-      environmentContext: { outbound: outboundPolicyFromEnv(process.env), allowCommands: false },
     });
   }
   return lambdaHandler(event);

@@ -27,6 +27,8 @@ const ARGS = [
 
 /** Longest closing a context may take; a renderer stuck in a loop makes the browser restart instead. */
 const CLOSE_TIMEOUT_MS = 3_000;
+/** Where a virtual clock starts: 2026-01-01T00:00:00Z, the same for every episode. */
+const VIRTUAL_CLOCK_START_MS = Date.UTC(2026, 0, 1);
 
 /**
  * How long an idle browser (no open page) is kept for the next episode before it is closed, so that
@@ -132,9 +134,10 @@ export class ChromiumBackend implements WebBackend {
       page = await context.newPage();
       if (options.virtualClock) {
         // Installed, the fake clock still runs with the wall clock; paused, it moves only when advanced.
-        const now = Date.now();
-        await page.clock.install({ time: now });
-        await page.clock.pauseAt(now + 1);
+        // It starts at a fixed instant (a page's Date is part of its seeded episode) and pauses an hour
+        // on: pausing at a time the running clock has already passed is an error.
+        await page.clock.install({ time: VIRTUAL_CLOCK_START_MS });
+        await page.clock.pauseAt(VIRTUAL_CLOCK_START_MS + 3_600_000);
       }
     } catch (err) {
       await context.close().catch(() => undefined);

@@ -146,15 +146,25 @@ describe('inference server auth', () => {
     await engine?.close();
   });
 
+  const rolloutBody = JSON.stringify({ model: 'member-0-1', expiresInMs: 60_000 });
   const body = JSON.stringify({ model: 'member-0-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
   /** Every route the app serves, from hono's own table. */
   const routes = () => [...new Set(app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${r.path}`))];
 
   it('refuses every route but /healthz without exactly the token, and serves them with it', async () => {
-    expect(routes()).toEqual(expect.arrayContaining(['GET /healthz', 'GET /metrics', 'GET /v1/models', 'POST /v1/chat/completions']));
+    expect(routes()).toEqual(expect.arrayContaining(['GET /healthz', 'GET /metrics', 'GET /v1/models', 'POST /v1/chat/completions', 'POST /v1/rollouts', 'GET /v1/rollouts/:id', 'DELETE /v1/rollouts/:id']));
+    // A valid request for each route: its own body, and a rollout key id issued just before (one per use).
+    const issueRollout = async () => {
+      const res = await app.request('/v1/rollouts', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: rolloutBody });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { id: string }).id;
+    };
+    const served: Record<string, number> = { 'POST /v1/rollouts': 201, 'DELETE /v1/rollouts/:id': 204 };
     for (const route of routes()) {
-      const [method, path] = route.split(' ');
-      const init = (headers: Record<string, string>) => ({ method, headers: { 'content-type': 'application/json', ...headers }, body: method === 'POST' ? body : undefined });
+      const [method, template] = route.split(' ');
+      const init = (headers: Record<string, string>) => ({ method, headers: { 'content-type': 'application/json', ...headers }, body: method === 'POST' ? (template === '/v1/rollouts' ? rolloutBody : body) : undefined });
+      const pathOf = async () => (template.includes(':id') ? template.replace(':id', await issueRollout()) : template);
+      const path = await pathOf();
       if (path === '/healthz') {
         expect((await app.request(path, init({}))).status).toBe(200);
         continue;
@@ -165,7 +175,7 @@ describe('inference server auth', () => {
         expect(res.headers.get('www-authenticate')).toBe('Bearer');
         expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
       }
-      for (const [how, headers] of ACCEPTED) expect((await app.request(path, init(headers))).status, `${route} with ${how}`).toBe(200);
+      for (const [how, headers] of ACCEPTED) expect((await app.request(await pathOf(), init(headers))).status, `${route} with ${how}`).toBe(served[route] ?? 200);
     }
     // An unknown route is no way around it either.
     expect((await app.request('/v1/completions', { method: 'POST', body })).status).toBe(401);
