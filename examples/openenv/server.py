@@ -18,10 +18,14 @@ HTTP /reset and /step act on one game shared by the whole server (one episode at
 connection a game of its own, which is how concurrent episodes are played.
 
 Usage: python3 examples/openenv/server.py --port 0   (prints the port it listens on, then serves)
+       --key-env NAME: every endpoint but /health wants `Authorization: Bearer $NAME` (401 otherwise), the way a
+       server on the internet checks the key esopt sends (`X-Esopt-Environment-Key` / `--environment-key-env`).
 """
 import argparse
 import base64
 import hashlib
+import hmac
+import os
 import json
 import random
 import struct
@@ -29,6 +33,8 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+# The key every call but /health must carry (--key-env); None: an open server.
+REQUIRED_KEY = None
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_MESSAGE = 1 << 20
 
@@ -104,9 +110,21 @@ class Handler(BaseHTTPRequestHandler):
             raise ValueError("body too large")
         return json.loads(self.rfile.read(length) or b"{}")
 
+    def _authorized(self):
+        """True when no key is wanted, or the request carries exactly it (compared in constant time)."""
+        if REQUIRED_KEY is None:
+            return True
+        given = self.headers.get("authorization", "")
+        if hmac.compare_digest(given.encode(), ("Bearer " + REQUIRED_KEY).encode()):
+            return True
+        self._json(401, {"detail": "missing or wrong key"})
+        return False
+
     def do_GET(self):
         if self.path == "/health":
             return self._json(200, {"status": "healthy"})
+        if not self._authorized():
+            return None
         if self.path == "/schema":
             return self._json(200, {"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA, "state": STATE_SCHEMA})
         if self.path == "/state":
@@ -117,6 +135,8 @@ class Handler(BaseHTTPRequestHandler):
         self._json(404, {"detail": "Not Found"})
 
     def do_POST(self):
+        if not self._authorized():
+            return None
         try:
             body = self._body()
         except ValueError:
@@ -218,7 +238,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--key-env", help="environment variable holding the key every call but /health must carry")
     args = parser.parse_args()
+    global REQUIRED_KEY
+    if args.key_env:
+        REQUIRED_KEY = os.environ.get(args.key_env)
+        if not REQUIRED_KEY:
+            parser.error(f"--key-env: {args.key_env} is not set")
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { startRehearsal, type Rehearsal } from '../../trainer/dev/rehearsal/rehearse.ts';
 import { loadPages, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
@@ -64,6 +65,24 @@ describe('the rehearsed stack', () => {
       agent.kill();
     }
   }, 300_000);
+
+  it('trains one iteration against the Python OpenEnv reference server, its key stored by the Api and sent by the Episode function', async () => {
+    const key = `oe-${randomBytes(12).toString('hex')}`;
+    const server: ChildProcess = spawn('python3', [resolve(ROOT, 'examples/openenv/server.py'), '--port', '0', '--key-env', 'OPENENV_KEY'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OPENENV_KEY: key } });
+    try {
+      const port = await new Promise<string>((done) => server.stdout!.once('data', (d: Buffer) => done(d.toString().trim())));
+      const options = { url: `http://127.0.0.1:${port}`, horizon: 2, action: { as: 'json' } };
+      const report = await trainOneIteration({ apiUrl: stack.apiUrl, token: stack.token, log: () => {} }, { name: 'openenv', options }, 300_000, {}, key);
+      expect(report, JSON.stringify(report)).toMatchObject({ state: 'finished', error: null, completed_iterations: 1, failed: 0, missing: 0 });
+      expect(report.counted).toBe(report.expected);
+      // Without the key the server refuses every call: the episodes fail, saying so, and the run does not count them.
+      const keyless = await trainOneIteration({ apiUrl: stack.apiUrl, token: stack.token, log: () => {} }, { name: 'openenv', options }, 300_000);
+      expect(keyless.counted, JSON.stringify(keyless)).toBe(0);
+      expect(keyless.top_error).toMatch(/HTTP 401|401/);
+    } finally {
+      server.kill();
+    }
+  }, 600_000);
 
   it("ships the trainer box's service log to its CloudWatch group (esopt cloud logs box), the token never in it", async () => {
     // the service puts its buffered lines every 2 s

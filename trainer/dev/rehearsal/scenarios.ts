@@ -109,11 +109,15 @@ export async function trainOneIteration(
   which: BuiltInEnvironment | { name: EnvironmentName; options: Record<string, unknown> },
   timeoutMs = 300_000,
   overrides: Partial<RunConfigInput> = {},
+  /** The environment server's key, passed as a user does: `--environment-key-env` naming a variable of the shell. */
+  environmentKey?: string,
 ): Promise<TrainingReport> {
   const started = performance.now();
   const environment = typeof which === 'string' ? which : which.name;
   const config = RunConfig.parse({ ...oneIterationConfig(typeof which === 'string' ? which : 'sudoku'), ...(typeof which === 'string' ? {} : { environment: which }), ...overrides });
-  const result = await withTempFile('config.json', JSON.stringify(config), (path) => cli(['runs', 'start', '--config', path], access));
+  const keyArgs = environmentKey === undefined ? [] : ['--environment-key-env', 'REHEARSAL_ENVIRONMENT_KEY'];
+  const keyEnv: Record<string, string> = environmentKey === undefined ? {} : { REHEARSAL_ENVIRONMENT_KEY: environmentKey };
+  const result = await withTempFile('config.json', JSON.stringify(config), (path) => cli(['runs', 'start', '--config', path, ...keyArgs], access, keyEnv));
   if (result.code !== 0) throw new Error(`esopt runs start (${environment}) exited ${result.code}: ${result.stderr.trim() || result.stdout.trim()}`);
   const { id } = Created.parse(JSON.parse(result.stdout));
   access.log(`${environment}: run ${id} started; following it …`);
