@@ -21,6 +21,12 @@ export interface StreamOptions {
   onProgress?: (bytes: number) => void;
 }
 
+/** An object as a listing names it: its key, and when it was last written (S3's LastModified, a file's mtime). */
+export interface ListedObject {
+  key: string;
+  modifiedAt: Date;
+}
+
 export interface ObjectStore {
   /** Resolves `true` when written, `false` when `ifAbsent` found the key already there. */
   put(key: string, body: Uint8Array | string, options?: PutOptions): Promise<boolean>;
@@ -38,5 +44,13 @@ export interface ObjectStore {
   getToFile(key: string, path: string, options?: StreamOptions): Promise<boolean>;
   /** Every key under `prefix`, in lexical order, across all pages. */
   list(prefix: string): Promise<string[]>;
+  /** `list` with each object's last write, for what may be deleted only once it is old enough. */
+  listObjects(prefix: string): Promise<ListedObject[]>;
+  /**
+   * One level below `prefix` (empty or ending in `/`), as S3's delimiter listing gives it: for every key under
+   * it, `prefix` and the key's next segment, with a `/` after it when the key goes on (a "folder", named once),
+   * in lexical order. Reads only the names at that level, however many objects lie below them.
+   */
+  listChildren(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
 }

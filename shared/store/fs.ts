@@ -14,10 +14,10 @@
  * stays asynchronous. Files (`putFile`, `getToFile`) are copied through one reused buffer, hashed as they go.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
+import type { ListedObject, ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
 import { ContentDigest } from './content-digest.ts';
 import { assertStoreKey, assertStorePrefix, FS_STAGING_DIR } from './store-key.ts';
 
@@ -44,6 +44,15 @@ function readWhole(fd: number, size: number): Uint8Array {
     total += n;
   }
   return new Uint8Array(Buffer.concat(chunks, total));
+}
+
+/** Whether a file lies anywhere below `dir` (stops at the first). */
+function hasFile(dir: string): boolean {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isFile()) return true;
+    if (entry.isDirectory() && hasFile(join(dir, entry.name))) return true;
+  }
+  return false;
 }
 
 export class FsObjectStore implements ObjectStore {
@@ -179,6 +188,40 @@ export class FsObjectStore implements ObjectStore {
     await walk(dirPart);
     // Code-unit order, the same order S3 lists keys in.
     return found.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  async listObjects(prefix: string): Promise<ListedObject[]> {
+    const listed = await Promise.all(
+      (await this.list(prefix)).map(async (key) => {
+        try {
+          return [{ key, modifiedAt: (await stat(this.path(key))).mtime }];
+        } catch (err) {
+          // Deleted since it was listed: as if the listing had missed it.
+          if (isCode(err, 'ENOENT')) return [];
+          throw err;
+        }
+      }),
+    );
+    return listed.flat();
+  }
+
+  async listChildren(prefix: string): Promise<string[]> {
+    assertStorePrefix(prefix);
+    if (prefix !== '' && !prefix.endsWith('/')) throw new Error(`invalid store prefix ${JSON.stringify(prefix)}: listChildren needs one that is empty or ends in /`);
+    let entries;
+    try {
+      entries = await readdir(prefix === '' ? this.root : join(this.root, ...prefix.slice(0, -1).split('/')), { withFileTypes: true });
+    } catch (err) {
+      if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return [];
+      throw err;
+    }
+    const names = entries.flatMap((entry) => {
+      if (prefix === '' && entry.name === FS_STAGING_DIR) return [];
+      if (entry.isFile()) return [`${prefix}${entry.name}`];
+      // A folder is named once some key lies below it, as S3 names only prefixes of keys.
+      return entry.isDirectory() && hasFile(join(this.root, ...`${prefix}${entry.name}`.split('/'))) ? [`${prefix}${entry.name}/`] : [];
+    });
+    return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   async delete(key: string): Promise<void> {

@@ -21,7 +21,7 @@
  * The SDK is imported on the first request, not with this file: the fs-store paths (the local worker
  * pool, `esopt start`) import this file for its config schema and never pay for loading the SDK.
  */
-import type { S3Client } from '@aws-sdk/client-s3';
+import type { ListObjectsV2CommandOutput, S3Client } from '@aws-sdk/client-s3';
 import { createWriteStream } from 'node:fs';
 import { open, rm, writeFile } from 'node:fs/promises';
 import { Agent as HttpAgent } from 'node:http';
@@ -29,7 +29,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
-import type { ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
+import type { ListedObject, ObjectStore, PutOptions, StreamOptions } from '../ports/object-store.ts';
 import { DEFAULT_AWS_REGION } from './aws-region.ts';
 import { ContentDigest } from './content-digest.ts';
 import { assertStoreKey, assertStorePrefix } from './store-key.ts';
@@ -275,19 +275,40 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async list(prefix: string): Promise<string[]> {
+    return (await this.listObjects(prefix)).map((o) => o.key);
+  }
+
+  async listObjects(prefix: string): Promise<ListedObject[]> {
+    // A Map, not an array: keys are counted once even if a server repeated one across pages.
+    const objects = new Map<string, Date>();
+    await this.pages(prefix, undefined, (page) => {
+      for (const object of page.Contents ?? []) if (object.Key !== undefined) objects.set(object.Key, object.LastModified ?? new Date(0));
+    });
+    return [...objects].map(([key, modifiedAt]) => ({ key, modifiedAt })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async listChildren(prefix: string): Promise<string[]> {
+    if (prefix !== '' && !prefix.endsWith('/')) throw new Error(`invalid store prefix ${JSON.stringify(prefix)}: listChildren needs one that is empty or ends in /`);
+    const names = new Set<string>();
+    await this.pages(prefix, '/', (page) => {
+      for (const p of page.CommonPrefixes ?? []) if (p.Prefix !== undefined) names.add(p.Prefix);
+      for (const object of page.Contents ?? []) if (object.Key !== undefined) names.add(object.Key);
+    });
+    return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** Every ListObjectsV2 page under `prefix` (with `delimiter`, S3 rolls what lies below it into CommonPrefixes). */
+  private async pages(prefix: string, delimiter: string | undefined, each: (page: ListObjectsV2CommandOutput) => void): Promise<void> {
     assertStorePrefix(prefix);
     const { sdk, client } = await this.connect();
-    // A Set, not an array: keys are counted once even if a server repeated one across pages.
-    const keys = new Set<string>();
     let token: string | undefined;
     do {
       const page = await client.send(
-        new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: this.config.listPageSize }),
+        new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token, MaxKeys: this.config.listPageSize }),
       );
-      for (const object of page.Contents ?? []) if (object.Key !== undefined) keys.add(object.Key);
+      each(page);
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    return [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   async delete(key: string): Promise<void> {

@@ -99,6 +99,14 @@ class EnforcingStore implements ObjectStore {
     this.check('s3:ListBucket', BUCKET);
     return this.inner.list(prefix);
   }
+  async listObjects(prefix: string) {
+    this.check('s3:ListBucket', BUCKET);
+    return this.inner.listObjects(prefix);
+  }
+  async listChildren(prefix: string) {
+    this.check('s3:ListBucket', BUCKET);
+    return this.inner.listChildren(prefix);
+  }
   async delete(key: string) {
     this.check('s3:DeleteObject', `${BUCKET}/${key}`);
     return this.inner.delete(key);

@@ -113,6 +113,23 @@ describe.each(subjects)('ObjectStore contract: $name', (subject) => {
     expect(await store.list('nothing/')).toEqual([]);
   });
 
+  it('lists one level as a delimiter listing does, and each object with its last write', async () => {
+    const store = await subject.open();
+    const before = Date.now() - 2000;
+    for (const k of ['r/x/2.json', 'r/x/sub/deep.json', 'r/xa.json', 'r/y/1.json', 'r/top.json', 'other/1.json']) await store.put(k, k);
+    expect(await store.listChildren('r/')).toEqual(['r/top.json', 'r/x/', 'r/xa.json', 'r/y/']);
+    expect(await store.listChildren('r/x/')).toEqual(['r/x/2.json', 'r/x/sub/']);
+    expect(await store.listChildren('')).toEqual(['other/', 'r/']);
+    expect(await store.listChildren('nothing/')).toEqual([]);
+    await store.delete('r/y/1.json');
+    expect(await store.listChildren('r/')).toEqual(['r/top.json', 'r/x/', 'r/xa.json']);
+    await expect(store.listChildren('r/x')).rejects.toThrow(/ends in \//);
+    const listed = await store.listObjects('r/x/');
+    expect(listed.map((o) => o.key)).toEqual(['r/x/2.json', 'r/x/sub/deep.json']);
+    for (const o of listed) expect(o.modifiedAt.getTime()).toBeGreaterThan(before);
+    for (const o of listed) expect(o.modifiedAt.getTime()).toBeLessThan(Date.now() + 2000);
+  });
+
   it('deletes, and deleting a missing key is not an error', async () => {
     const store = await subject.open();
     await store.put('d/1.json', '1');

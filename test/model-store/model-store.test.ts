@@ -249,6 +249,8 @@ function bound(store: ObjectStore): ObjectStore {
     putFile: (k, p, o) => store.putFile(k, p, o),
     getToFile: (k, p, o) => store.getToFile(k, p, o),
     list: (p) => store.list(p),
+    listObjects: (p) => store.listObjects(p),
+    listChildren: (p) => store.listChildren(p),
     delete: (k) => store.delete(k),
   };
 }

@@ -35,6 +35,8 @@ const store: ObjectStore = {
   getToFile: (key, path, o) => fs.getToFile(key, path, o),
   delete: (key) => fs.delete(key),
   list: async (prefix) => (await fs.list(prefix)).flatMap((k) => [k, k]),
+  listObjects: (prefix) => fs.listObjects(prefix),
+  listChildren: (prefix) => fs.listChildren(prefix),
 };
 const run = 'quorum';
 const config = RunConfig.parse({

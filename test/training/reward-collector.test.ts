@@ -108,6 +108,8 @@ describe('RewardCollector: a read in the middle of a write', () => {
       putFile: (k, path, o) => direct.putFile(k, path, o),
       getToFile: (k, path, o) => direct.getToFile(k, path, o),
       list: (p) => direct.list(p),
+      listObjects: (p) => direct.listObjects(p),
+      listChildren: (p) => direct.listChildren(p),
       delete: (k) => direct.delete(k),
       // What the SDK throws when s3rver's overwrite cuts the body off mid-read.
       get: async (k) => (k === flaky && failures-- > 0 ? Promise.reject(new Error('aborted')) : direct.get(k)),
@@ -276,6 +278,8 @@ describe('collection at the settle', () => {
         putFile: (key, path, options) => fs.putFile(key, path, options),
         getToFile: (key, path, options) => fs.getToFile(key, path, options),
         list: (prefix) => fs.list(prefix),
+        listObjects: (prefix) => fs.listObjects(prefix),
+        listChildren: (prefix) => fs.listChildren(prefix),
         delete: (key) => fs.delete(key),
         async get(key) {
           const body = await fs.get(key);
