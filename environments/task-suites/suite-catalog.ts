@@ -73,6 +73,8 @@ export interface PinnedSuite {
   name: string;
   manifest: string;
   environment: string;
+  /** How many tasks each split of the pinned manifest holds: what a request may ask of it. */
+  splits: NamedTaskSuite['splits'];
 }
 
 /**
@@ -84,9 +86,9 @@ export async function pinSuiteName(store: Pick<ObjectStore, 'get'>, ref: { name:
     if (!Sha256.safeParse(ref.manifest).success) throw new UnknownSuiteError('manifest', `${JSON.stringify(ref.manifest)} is not a sha256`);
     const suite = await readSuite(store, ref.manifest);
     if (suite === null) throw new UnknownSuiteError('manifest', `no task suite ${ref.manifest} in the store (esopt tasks show ${ref.name} names the current one)`);
-    return { name: ref.name, manifest: ref.manifest, environment: suite.environment };
+    return { name: ref.name, manifest: ref.manifest, environment: suite.environment, splits: splitCounts(suite.tasks) };
   }
   const record = await readNamedSuite(store, ref.name);
   if (!record) throw new UnknownSuiteError('name', `no task suite named ${JSON.stringify(ref.name)} in the store: push it first (esopt tasks push FILE.jsonl --name ${ref.name} --environment ENV)`);
-  return { name: ref.name, manifest: record.manifestSha256, environment: record.environment };
+  return { name: ref.name, manifest: record.manifestSha256, environment: record.environment, splits: record.splits };
 }

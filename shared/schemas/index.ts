@@ -12,4 +12,5 @@ export * from './box-boot.ts';
 export * from './model-export.ts';
 export * from './run-artifact.ts';
 export * from './model-store.ts';
+export * from './task-suite-ref.ts';
 export * from './task-suite.ts';

@@ -4,6 +4,8 @@ import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
 import { Targets } from '../targets.ts';
 import { DeviceNoiseName } from '../noise-definition.ts';
 import { LoraOptions } from '../lora.ts';
+import { TaskSuiteName } from './task-suite-ref.ts';
+import { Sha256 } from './model-store.ts';
 
 /** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
 export const Member = z.object({
@@ -33,6 +35,8 @@ export const IterationManifest = z.object({
   lora: LoraOptions.optional(),
   members: z.array(Member).min(1),
   tasks: z.array(TaskRef).min(1),
+  /** The task suite the tasks were drawn from, pinned to its manifest (absent: the environment's generator). */
+  suite: z.object({ name: TaskSuiteName, manifest: Sha256 }).strict().optional(),
   episodesPerMember: z.number().int().min(1),
   quorum: z.number().gt(0).max(1),
   deadline: z.iso.datetime(),

@@ -6,6 +6,7 @@ import { Schedule } from '../schedule.ts';
 import { LoraOptions } from '../lora.ts';
 import { Targets, targetsAll } from '../targets.ts';
 import { NoiseDefinitionName } from '../noise-definition.ts';
+import { TaskSuiteChoice } from './task-suite-ref.ts';
 
 /** The built-in domains, and the kinds that reach outside: `openenv` (an OpenEnv HTTP server) and `rollout` (the user's agent). */
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic', 'openenv', 'rollout']);
@@ -120,6 +121,12 @@ export const RunConfig = z
         evalCount: z.number().int().min(1).max(100_000).default(32),
         /** What evaluations run on: the eval split, or validation tasks for choosing settings without touching eval. */
         evalSplit: z.enum(['eval', 'validation']).default('eval'),
+        /**
+         * A pushed task suite (`esopt tasks push`) instead of the environment's generator: each iteration's
+         * trainPerIteration tasks are drawn from its train split at the iteration's seed, evaluations' evalCount
+         * from its evalSplit. Pinned to its manifest when the run is created, so a re-push never changes the run.
+         */
+        suite: TaskSuiteChoice.optional(),
       })
       .default({ seed: 0, trainPerIteration: 1, evalCount: 32, evalSplit: 'eval' }),
     model: ModelSpec,

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { EnvironmentName } from './run-config.ts';
 import { Sha256 } from './model-store.ts';
+import { TaskSuiteName } from './task-suite-ref.ts';
 
 /** The bounds a push checks (documented in docs/ENVIRONMENTS.md, "Task suites"). */
 export const TASK_SUITE_LIMITS = {
@@ -15,19 +16,6 @@ export const TASK_SUITE_LIMITS = {
   lineBytes: 64 * 1024,
   tasks: 100_000,
 } as const;
-
-/**
- * A suite's name: an id short enough that `<name>-<16 hex>` (a task's id) is still an id (≤ 64 characters).
- */
-export const TaskSuiteName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,46}$/, 'must be 1-47 characters of letters, digits, "_" or "-", starting with a letter or digit (task ids append 17)')
-  .describe('task suite name');
-export type TaskSuiteName = z.infer<typeof TaskSuiteName>;
-
-/** How a run or an evaluation names a suite; `manifest` is filled in (pinned) when it is created. */
-export const TaskSuiteRef = z.object({ name: TaskSuiteName, manifest: Sha256.optional() }).strict();
-export type TaskSuiteRef = z.infer<typeof TaskSuiteRef>;
 
 /** The stored suite: its environment and its tasks, each already valid for that environment, each once. */
 export const TaskSuite = z

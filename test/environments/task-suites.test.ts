@@ -36,7 +36,7 @@ describe('task suites', () => {
     expect(b.stored).toBe(false);
     expect(b.record.manifestSha256).toBe(a.record.manifestSha256);
     expect(await s.get(keys.suiteManifest(a.record.manifestSha256))).not.toBeNull();
-    expect(await pinSuiteName(s, { name: 'mine' })).toEqual({ name: 'mine', manifest: a.record.manifestSha256, environment: 'sudoku' });
+    expect(await pinSuiteName(s, { name: 'mine' })).toEqual({ name: 'mine', manifest: a.record.manifestSha256, environment: 'sudoku', splits: a.record.splits });
     await expect(pinSuiteName(s, { name: 'nope' })).rejects.toMatchObject({ field: 'name' });
     await expect(pinSuiteName(s, { name: 'mine', manifest: 'f'.repeat(64) })).rejects.toBeInstanceOf(UnknownSuiteError);
   });

@@ -8,6 +8,8 @@ import { stopAtFromEnv } from '../../training/loop/index.ts';
 import { progressBar, silentProgress } from '../../training/loop/index.ts';
 import { cloudWiring, embeddedWiring, type RunWiring } from '../../assembly/wirings.ts';
 import { readRunConfig } from '../../training/loop/index.ts';
+import { pinRunSuite } from '../../training/loop/index.ts';
+import { UnknownSuiteError } from '../../../environments/task-suites/suite-catalog.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import { storeFlags } from '../argv/store-flags.ts';
 import { servingFlags, servingFromFlags } from '../argv/serving-flags.ts';
@@ -105,6 +107,15 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
           config = { ...config, model: await pinModelName(choice.store, config.model) };
         } catch (err) {
           if (err instanceof UnknownModelError) throw new UsageError(`--config: model.${err.field}: ${err.message} (in ${choice.where})`);
+          throw err;
+        }
+      }
+      // The same for a task suite: pinned now, so a later push under its name never changes the run's tasks.
+      if (config.tasks.suite) {
+        try {
+          config = await pinRunSuite(choice.store, run, config);
+        } catch (err) {
+          if (err instanceof UnknownSuiteError) throw new UsageError(`--config: tasks.suite.${err.field}: ${err.message} (in ${choice.where})`);
           throw err;
         }
       }

@@ -6,7 +6,6 @@ import { keys } from '../../../shared/keys.ts';
 import { EvaluationResult, type TaskRef } from '../../../shared/schemas/index.ts';
 import { hashTheta } from '../../../shared/theta-hash.ts';
 import { evaluate } from './evaluation.ts';
-import { heldOutTasks } from '../../../environments/task-sampler.ts';
 import type { LoopContext } from './loop-context.ts';
 import { readJson, writeJson } from '../../../shared/store/json.ts';
 
@@ -19,7 +18,7 @@ export class EvaluationSchedule {
     private readonly onEvaluation?: (result: EvaluationResult) => void,
   ) {
     const { evalSplit, evalCount, seed } = ctx.config.tasks;
-    this.tasks = heldOutTasks(ctx.environment, evalSplit, evalCount, seed, ctx.environmentOptions).map((t) => ({ id: t.id, task: t.task }));
+    this.tasks = ctx.tasks.heldOut(evalSplit, evalCount, seed);
   }
 
   /** The evaluation of θ_k when one is due before iteration k, else null. */

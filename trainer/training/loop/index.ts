@@ -15,6 +15,7 @@ export { RewardCollector, type CollectedRewards } from './reward-collector.ts';
 export * from './checkpoints.ts';
 export * from './restore.ts';
 export * from './resume.ts';
+export { pinRunSuite } from './run-tasks.ts';
 export * from './weight-update.ts';
 export * from './replica-set.ts';
 export * from './coordinator-lease.ts';

@@ -13,7 +13,7 @@ import { noiseField } from '../../../shared/noise-definition.ts';
 import { appendLog, pruneCheckpoints, writeCheckpoint } from './checkpoints.ts';
 import type { Classification } from './classify-records.ts';
 import { playEpisodes } from './episodes.ts';
-import { sampleTaskRefs, type LoopContext } from './loop-context.ts';
+import type { LoopContext } from './loop-context.ts';
 import { rowStats } from './metrics-row.ts';
 import { readJson, writeJson } from '../../../shared/store/json.ts';
 import { iterationTaskSeed } from './task-seed.ts';
@@ -70,7 +70,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
   const members = stored?.members ?? ask(config.es);
   const routing = ctx.replicas ? await ctx.replicas.plan(k, thetaHash, members) : undefined;
   if (stored) return { manifest: stored, routing };
-  const tasks = sampleTaskRefs(ctx, 'train', config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, k));
+  const tasks = ctx.tasks.train(config.tasks.trainPerIteration, iterationTaskSeed(config.tasks.seed, k));
   const now = Date.now();
   const manifest = IterationManifest.parse({
     run,
@@ -85,6 +85,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
     ...(config.lora ? { lora: config.lora } : {}),
     members,
     tasks,
+    ...(ctx.tasks.suite ? { suite: ctx.tasks.suite } : {}),
     ...(routing ? { routing } : {}),
     episodesPerMember: tasks.length,
     quorum: config.quorum,

@@ -16,13 +16,14 @@ import type { LoopContext, LivePopulation } from './loop-context.ts';
 import { readRows } from './metrics-row.ts';
 import type { ThetaHolder } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
+import { openRunTasks, pinRunSuite } from './run-tasks.ts';
 import { writeJson } from '../../../shared/store/json.ts';
 
 export type { LivePopulation, ThetaHolder };
 export { readRunConfig } from './resume.ts';
 
 /** The loop's parts as the caller has them: the environment's options are parsed here, polling and faults default. */
-export type TrainingOptions = Omit<LoopContext, 'environmentOptions' | 'pollMs' | 'faults'> & {
+export type TrainingOptions = Omit<LoopContext, 'environmentOptions' | 'tasks' | 'pollMs' | 'faults'> & {
   pollMs?: number;
   faults?: FaultHook;
   onStart?: (info: { resumedAt: number; replayed: number; skippedCheckpoints: Array<{ iteration: number; reason: string }> }) => void;
@@ -41,7 +42,10 @@ export interface TrainingResult {
 }
 
 export async function train(o: TrainingOptions): Promise<TrainingResult> {
-  const { run, config, store, weights } = o;
+  const { run, store, weights } = o;
+  // A suite named without a manifest is pinned now (or to the one this run was stored with), before the claim.
+  const config = await pinRunSuite(store, run, o.config);
+  const environmentOptions = o.environment.optionsSchema.parse(config.environment.options);
   const ctx: LoopContext = {
     run,
     config,
@@ -51,7 +55,8 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     population: o.population,
     policy: o.policy,
     environment: o.environment,
-    environmentOptions: o.environment.optionsSchema.parse(config.environment.options),
+    environmentOptions,
+    tasks: await openRunTasks(store, config, o.environment, environmentOptions),
     replicas: o.replicas,
     pollMs: o.pollMs ?? 100,
     faults: o.faults ?? (() => {}),
