@@ -25,6 +25,7 @@
  *   models/blobs/sha256/{hex}                               ← a pushed model's file, by its content's sha256 (create-only)
  *   models/manifests/sha256/{hex}.json                      ← a model's manifest, by its own sha256 (create-only): what runs pin
  *   models/names/{name}.json                                ← the manifest a name points at now (written last by a push)
+ *   models/pushes/{push}.json                               ← a push under way: the blobs it will name (prune keeps them)
  *   suites/manifests/sha256/{hex}.json                      ← a task suite (TaskSuite JSON), by its own sha256 (create-only): what runs pin
  *   suites/names/{name}.json                                ← the suite a name points at now (written last by a push)
  */
@@ -108,6 +109,8 @@ export const keys = {
   modelManifests: () => 'models/manifests/sha256/',
   modelManifest: (hex: string) => `${keys.modelManifests()}${sha256(hex, 'manifest sha256')}.json`,
   modelNames: () => 'models/names/',
+  modelPushes: () => 'models/pushes/',
+  modelPush: (push: string) => `${keys.modelPushes()}${id(push, 'push id')}.json`,
   modelName: (name: string) => {
     const r = ModelName.safeParse(name);
     if (!r.success) throw new Error(`invalid model name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);

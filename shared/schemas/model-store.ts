@@ -57,3 +57,13 @@ export const NamedModel = z
   })
   .strict();
 export type NamedModel = z.infer<typeof NamedModel>;
+
+/** `models/pushes/{push}.json`: a push under way, written before it looks for or sends any blob, deleted once its name is written. */
+export const ModelPushRecord = z
+  .object({
+    startedAt: z.iso.datetime(),
+    /** The blobs the push will name: a prune within its grace period keeps them, sent or found already stored. */
+    blobs: z.array(Sha256),
+  })
+  .strict();
+export type ModelPushRecord = z.infer<typeof ModelPushRecord>;

@@ -80,7 +80,7 @@ describe('esopt models', () => {
     expect(await run(['models', 'show', 'demo', '--store', store])).toMatchObject({ code: 1, err: expect.stringContaining('no model named demo') });
     expect(await run(['models', 'rm', 'demo', '--store', store])).toMatchObject({ code: 1, err: expect.stringContaining('no model named demo') });
     // The last name gone, --prune deletes every blob it used.
-    expect(JSON.parse((await run(['models', 'rm', 'sudoku-4x4-demo', '--prune', '--store', store, '--json'])).out).prunedBlobs).toHaveLength(5);
+    expect(JSON.parse((await run(['models', 'rm', 'sudoku-4x4-demo', '--prune', '--grace-hours', '0', '--store', store, '--json'])).out).prunedBlobs).toHaveLength(5);
   });
 
   it('names what is wrong: no directory, a bad name, a directory that is no model, both stores', async () => {

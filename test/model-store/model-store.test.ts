@@ -178,12 +178,12 @@ describe.each(subjects)('the model store: $name', (subject) => {
     const demo = await pushModel(store, DEMO, { name: 'demo' });
     const grid = await pushModel(store, GRID, { name: 'grid' });
     const removed = await removeModel(store, 'demo');
-    expect(removed).toEqual({ name: 'demo', removed: true, prunedBlobs: [], prunedManifests: [] });
+    expect(removed).toEqual({ name: 'demo', removed: true, prunedBlobs: [], prunedManifests: [], pinnedManifests: [], keptRecent: 0 });
     expect((await listNamedModels(store)).map((m) => m.name)).toEqual(['grid']);
     expect((await store.list(keys.modelBlobs())).length).toBe(7);
     // A run pinned to the removed name's manifest still resolves.
     expect(await readManifest(store, demo.manifestSha256)).not.toBeNull();
-    const pruned = await removeModel(store, 'demo', { prune: true });
+    const pruned = await removeModel(store, 'demo', { prune: true, graceMs: 0 });
     expect(pruned.removed).toBe(false);
     const demoOnly = (m: string) => !['config.json', 'tokenizer.json', 'tokenizer_config.json'].includes(m);
     const gridRecord = (await readNamedModel(store, 'grid'))!;

@@ -3,13 +3,17 @@
  * loadable model (the loader's cheap checks) before anything is sent; each file is hashed streaming,
  * uploaded only when no blob of that sha256 is there yet (create-only, its sha256 checked again as it is
  * sent, so a file changed since it was hashed is refused), and the name is written last: a push that
- * stops half way leaves blobs but lists no model.
+ * stops half way leaves blobs but lists no model. Before it looks for any blob, a push records the blobs it
+ * will name under `models/pushes/` (deleted once the name is written), so that a prune running meanwhile
+ * keeps a blob the push found stored and did not send (remove-model.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { basename, resolve } from 'node:path';
 import { keys } from '../../../shared/keys.ts';
 import { publishNamedModel } from '../../../shared/model-catalog.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { ModelManifest, ModelName, type ModelFile } from '../../../shared/schemas/index.ts';
+import { ModelManifest, ModelName, type ModelFile, type ModelPushRecord } from '../../../shared/schemas/index.ts';
+import { writeJson } from '../../../shared/store/json.ts';
 import { checkModelDir } from '../../engine/model/model-dir.ts';
 import { hashFile, listDirectoryFiles, type TransferProgress } from './model-files.ts';
 
@@ -52,15 +56,23 @@ export async function pushModel(store: ObjectStore, dir: string, o: PushOptions 
   const manifest = ModelManifest.parse({ files });
   const uploaded: string[] = [];
   const alreadyStored: string[] = [];
-  for (const [i, f] of found.entries()) {
-    const { sha256, bytes } = files[i];
-    const stored = await store.putFile(keys.modelBlob(sha256), f.absolute, {
-      ifAbsent: true,
-      sha256,
-      onProgress: (n) => o.onProgress?.({ phase: 'upload', path: f.path, bytes: n, total: bytes }),
-    });
-    (stored ? uploaded : alreadyStored).push(f.path);
+  const pushKey = keys.modelPush(randomBytes(12).toString('hex'));
+  const pending: ModelPushRecord = { startedAt: new Date().toISOString(), blobs: [...new Set(files.map((f) => f.sha256))] };
+  await writeJson(store, pushKey, pending);
+  let record;
+  try {
+    for (const [i, f] of found.entries()) {
+      const { sha256, bytes } = files[i];
+      const stored = await store.putFile(keys.modelBlob(sha256), f.absolute, {
+        ifAbsent: true,
+        sha256,
+        onProgress: (n) => o.onProgress?.({ phase: 'upload', path: f.path, bytes: n, total: bytes }),
+      });
+      (stored ? uploaded : alreadyStored).push(f.path);
+    }
+    record = await publishNamedModel(store, name, manifest);
+  } finally {
+    await store.delete(pushKey);
   }
-  const record = await publishNamedModel(store, name, manifest);
   return { name, manifestSha256: record.manifestSha256, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0), uploaded, alreadyStored };
 }
