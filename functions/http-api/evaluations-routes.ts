@@ -8,6 +8,7 @@ import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
 import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
+import { pinRequestSuite } from './suite-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
 import { StoredTranscript } from '../episode-transcript.ts';
@@ -39,6 +40,10 @@ async function environmentIssues(body: EvaluationRequest): Promise<FieldIssue[]>
       seen.add(t.id);
       const task = definition.taskSchema.safeParse(t.task);
       if (!task.success) issues.push(...issuesOf(task.error, `tasks.tasks.${n}.task`));
+      else if (options.success) {
+        const issue = definition.taskIssue?.(task.data, options.data) ?? null;
+        if (issue !== null) issues.push({ path: `tasks.tasks.${n}.task`, message: issue });
+      }
     });
   }
   return issues;
@@ -71,7 +76,10 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       if (!budget.ok) issues.push(...budget.issues);
       if (issues.length) throw invalidProblem(issues);
       const capped: EvaluationRequest = budget.ok ? { ...asked, budget: budget.budget } : asked;
-      const body: EvaluationRequest = capped.model.kind === 'base' ? { ...capped, model: { ...capped.model, model: await pinRequestModel(store, capped.model.model, 'model.model') } } : capped;
+      const modelPinned: EvaluationRequest = capped.model.kind === 'base' ? { ...capped, model: { ...capped.model, model: await pinRequestModel(store, capped.model.model, 'model.model') } } : capped;
+      const set = modelPinned.tasks;
+      const body: EvaluationRequest =
+        'suite' in set ? { ...modelPinned, tasks: { ...set, suite: await pinRequestSuite(store, set.suite, 'tasks.suite', modelPinned.environment.name, [{ split: set.split, count: set.count, path: 'tasks.count' }]) } } : modelPinned;
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {
         throw new ApiProblem(422, 'model_not_servable', `this deployment cannot serve ${body.model.kind} models; evaluate an external endpoint, or use the local API (esopt api)`);
       }

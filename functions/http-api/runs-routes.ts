@@ -9,6 +9,7 @@ import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
 import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
+import { pinRequestSuite } from './suite-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
 import { newId } from './ids.ts';
@@ -50,10 +51,20 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       if (!budget.ok) refused.push(...budget.issues);
       if (refused.length) throw invalidProblem(refused);
       const model = await pinRequestModel(store, request.model, 'model');
+      const { trainPerIteration, evalCount, evalSplit, suite } = request.tasks;
+      const tasks = suite
+        ? {
+            ...request.tasks,
+            suite: await pinRequestSuite(store, suite, 'tasks.suite', request.environment.name, [
+              { split: 'train', count: trainPerIteration, path: 'tasks.trainPerIteration' },
+              { split: evalSplit, count: evalCount, path: 'tasks.evalCount' },
+            ]),
+          }
+        : request.tasks;
       const environmentKey = await storeEnvironmentKey(c.req.header(ENVIRONMENT_KEY_HEADER), request.environment, deps.endpointKeys);
       if (!environmentKey.ok) throw invalidProblem(environmentKey.issues);
       const environment = { ...request.environment, ...(environmentKey.keyParameter ? { keyParameter: environmentKey.keyParameter } : {}) };
-      const config = { ...request, environment, budget: budget.ok ? budget.budget : request.budget, model };
+      const config = { ...request, environment, budget: budget.ok ? budget.budget : request.budget, model, tasks };
 
       let id = newId(config.name ?? 'run');
       try {

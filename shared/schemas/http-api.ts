@@ -9,6 +9,7 @@ import { Cost } from './episode.ts';
 import { Id, Iteration, RunId, Seed, TaskId } from './ids.ts';
 import { EvaluationResult, MetricsRow } from './metrics.ts';
 import { EnvironmentSpec, GenerationOptions, ModelSpec, RunConfig } from './run-config.ts';
+import { TaskSuiteChoice } from './task-suite-ref.ts';
 
 export const ApiIssue = z.object({ path: z.string(), message: z.string() });
 
@@ -150,6 +151,11 @@ export type EvaluationModel = z.infer<typeof EvaluationModel>;
 
 export const EvaluationTaskSet = z.union([
   z.object({ split: z.enum(['train', 'eval']), count: z.number().int().min(1).max(10_000), seed: Seed.default(0) }).strict(),
+  /**
+   * `count` tasks of one split of a pushed task suite, drawn at `seed`; the suite is pinned to its manifest
+   * when the evaluation is created, and a split with fewer tasks is refused (400 at `tasks.count`).
+   */
+  z.object({ suite: TaskSuiteChoice, split: z.enum(['train', 'eval', 'validation']).default('eval'), count: z.number().int().min(1).max(10_000), seed: Seed.default(0) }).strict(),
   /** Explicit tasks, each validated by the environment's task schema. */
   z.object({ tasks: z.array(z.object({ id: TaskId, task: z.unknown() }).strict()).min(1).max(10_000) }).strict(),
 ]);

@@ -19,6 +19,9 @@ import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { EVALUATION_KEY_ERROR } from '../../shared/secrets/evaluation-key.ts';
 import { EvaluationStatus, RewardRecord, StoredEvaluationRequest, type EvaluationStopReason, type PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { loadEnvironment, parseWith } from '../../environments/index.ts';
+import type { Split } from '../../environments/environment.ts';
+import { readSuite } from '../../environments/task-suites/suite-catalog.ts';
+import { sampleSuite } from '../../environments/task-suites/sample-suite.ts';
 import { evaluationEpisodeCost } from '../../functions/http-api/evaluation-pricing.ts';
 import { episodeRequest, planEpisode, type EvaluationPlanRecord } from '../../functions/http-api/evaluation-plan.ts';
 import { readJson, writeJson } from '../../shared/store/json.ts';
@@ -38,7 +41,18 @@ export interface EvaluationRunnerDeps {
   secrets?: SecretStore;
 }
 
-async function resolveTasks(request: StoredEvaluationRequest): Promise<EvaluationPlanRecord['tasks']> {
+/** A suite's tasks come from the manifest the API pinned at creation, never from the name's current one. */
+async function suiteTasks(store: ObjectStore, request: StoredEvaluationRequest, set: { suite: { name: string; manifest?: string }; split: Split; count: number; seed: number }): Promise<EvaluationPlanRecord['tasks']> {
+  const { name, manifest } = set.suite;
+  if (manifest === undefined) throw new Error(`tasks.suite ${name} is not pinned to a manifest (the API pins it when the evaluation is created)`);
+  const suite = await readSuite(store, manifest);
+  if (!suite) throw new Error(`tasks.suite.manifest: no task suite ${manifest} in the store`);
+  if (suite.environment !== request.environment.name) throw new Error(`tasks.suite: ${name} holds ${suite.environment} tasks, not ${request.environment.name} tasks`);
+  return sampleSuite({ name, tasks: suite.tasks }, set.split, set.count, set.seed);
+}
+
+async function resolveTasks(store: ObjectStore, request: StoredEvaluationRequest): Promise<EvaluationPlanRecord['tasks']> {
+  if ('suite' in request.tasks) return suiteTasks(store, request, request.tasks);
   const definition = await loadEnvironment(request.environment.name);
   const options = parseWith(definition.optionsSchema, request.environment.options, `${definition.name} options`);
   if ('split' in request.tasks) return definition.sampleTasks(request.tasks.split, request.tasks.count, request.tasks.seed, options);
@@ -70,7 +84,7 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
   let served: ServedModel | null = null;
   let fanout: Fanout | null = null;
   try {
-    const tasks = await resolveTasks(request);
+    const tasks = await resolveTasks(store, request);
     const planned = Math.min(request.episodes, request.budget.maxEpisodes ?? Infinity);
     const plan: EvaluationPlanRecord = { tasks, planned };
     await writeJson(store, keys.evaluationPlan(id), plan);
