@@ -73,6 +73,11 @@ export interface EnvironmentDefinition<Task = unknown, Options = unknown> {
   readonly optionsSchema: z.ZodType<Options>;
   /** `context` defaults to DEPLOYED_CONTEXT: built-in environments that reach nothing outside ignore it. */
   create(task: Task, options: Options, context?: EnvironmentContext): Promise<Environment>;
+  /**
+   * Whether a task fits the options, without starting anything: the reason it does not, or null. What the task
+   * schema alone cannot say (a web app task's start on an origin the options allow). Checked at the API's door.
+   */
+  taskIssue?(task: Task, options: Options): string | null;
   /** Deterministic in (split, n, seed); train never shares a task with eval or validation. */
   sampleTasks(split: Split, n: number, seed: number, options: Options): SampledTask<Task>[];
   /** A policy that solves the task (used by tests, baselines and imitation data). */

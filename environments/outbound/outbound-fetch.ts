@@ -19,6 +19,12 @@ export interface OutboundLimits {
   /** The whole call: connect, headers and body. */
   timeoutMs: number;
   maxResponseBytes: number;
+  /**
+   * `refuse` (default): a 3xx is an OutboundError. `return`: the 3xx is answered as it came, body dropped, for a
+   * caller that checks the Location itself before going on (the browser's proxy: Chromium asks again, and that
+   * request is checked like the first).
+   */
+  redirects?: 'refuse' | 'return';
 }
 
 /**
@@ -85,6 +91,17 @@ function cappedBody(res: IncomingMessage, max: number, signal: AbortSignal, time
   });
 }
 
+/** The response's headers; each Set-Cookie kept apart (Headers.getSetCookie), the others joined as HTTP joins them. */
+function headersOf(res: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const one of v) headers.append(k, one);
+    else headers.set(k, v);
+  }
+  return headers;
+}
+
 export function outboundFetch(policy: OutboundPolicy, limits: OutboundLimits): typeof fetch {
   const lookup = guardedLookup(policy);
   return (async (input: string | URL | Request, init: RequestInit = {}) => {
@@ -101,6 +118,7 @@ export function outboundFetch(policy: OutboundPolicy, limits: OutboundLimits): t
         const status = res.statusCode ?? 0;
         if (status >= 300 && status < 400 && status !== 304) {
           res.destroy();
+          if (limits.redirects === 'return') return resolve(new Response(null, { status, statusText: res.statusMessage ?? '', headers: headersOf(res) }));
           return reject(new OutboundError('redirect', `the server answered ${status} (a redirect); redirects are not followed`));
         }
         const length = Number(res.headers['content-length']);
@@ -108,8 +126,7 @@ export function outboundFetch(policy: OutboundPolicy, limits: OutboundLimits): t
           res.destroy();
           return reject(new OutboundError('too-large', `the response passed ${limits.maxResponseBytes} bytes`));
         }
-        const responseHeaders = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders.set(k, Array.isArray(v) ? v.join(', ') : v);
+        const responseHeaders = headersOf(res);
         const noBody = status === 204 || status === 205 || init.method === 'HEAD';
         if (noBody) res.resume();
         resolve(new Response(noBody ? null : cappedBody(res, limits.maxResponseBytes, signal, timeoutError), { status, statusText: res.statusMessage ?? '', headers: responseHeaders }));

@@ -21,12 +21,14 @@ export interface WebPage {
   evaluate?(expression: string): Promise<unknown>;
   /** Pages opened with `virtualClock: true`: moves the page's clock on, firing its timers as they fall due. */
   advanceClock?(ms: number): Promise<void>;
+  /** Chromium: waits until a navigation an action started has loaded (at most `timeoutMs`). */
+  settle?(timeoutMs: number): Promise<void>;
 }
 
 export interface OpenPageOptions {
   url: string;
-  /** The one origin the page may talk to (the task server). */
-  allowedOrigin: string;
+  /** The origin the page may talk to directly (the task server); a user's app has none, only `proxy`. */
+  allowedOrigin?: string;
   screenLines: number;
   /** Loading the page may take at most this long. */
   timeoutMs: number;
@@ -34,6 +36,12 @@ export interface OpenPageOptions {
   script?: boolean;
   /** The page's timers and Date run on a clock that moves only by `advanceClock` (Chromium only). */
   virtualClock?: boolean;
+  /**
+   * A user's app (Chromium only): requests to these origins are made by esopt, not by the browser — through
+   * `fetch` (environments/outbound/: the address checked on the connection, bodies bounded, redirects handed
+   * back so the browser's next request is checked again) with `headers(origin)` added — and answered to the page.
+   */
+  proxy?: { origins: string[]; fetch: typeof fetch; headers(origin: string): Record<string, string> };
 }
 
 export interface WebBackend {

@@ -6,7 +6,7 @@
  * could leave the machine either. Actions are real input events (playwright's click/fill/check/...),
  * after the bridge has checked them against what is on screen.
  */
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
 import type { WebAction } from './action.ts';
 import { PAGE_BRIDGE } from './page-bridge.ts';
 import { withTimeout, type OpenPageOptions, type PageVerdict, type WebBackend, type WebPage } from './backend.ts';
@@ -119,9 +119,12 @@ export class ChromiumBackend implements WebBackend {
     let page: Page;
     try {
       // Handlers may still be called while the context closes; their late rejections mean nothing.
+      const proxy = options.proxy;
       await context.route('**/*', (route) => {
         const url = route.request().url();
-        if (new URL(url).origin === options.allowedOrigin) return route.continue().catch(() => undefined);
+        const origin = new URL(url).origin;
+        if (origin === options.allowedOrigin) return route.continue().catch(() => undefined);
+        if (proxy?.origins.includes(origin)) return proxied(route, proxy, origin, blocked);
         blocked.push(url);
         return route.abort('blockedbyclient').catch(() => undefined);
       });
@@ -171,6 +174,79 @@ export class ChromiumBackend implements WebBackend {
   }
 }
 
+/** Response headers the browser must not get from a proxied answer: the body is re-framed by Playwright. */
+const HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'proxy-authenticate', 'trailer', 'upgrade']);
+const MAX_REDIRECTS = 10;
+/** Set by the stand-in page of a redirected navigation (see `proxied`); `settle` waits past it. */
+const REDIRECT_MARK = '__esoptRedirect';
+
+function isRedirect(status: number): boolean {
+  return status >= 300 && status < 400 && status !== 304;
+}
+
+/**
+ * One request of a user's app, made by esopt through the proxy's fetch and answered to the page. A refusal (an
+ * address the policy forbids, a body past the cap, a timeout) aborts the request and is listed as blocked.
+ *
+ * Redirects never reach Chromium as redirects: a request Chromium follows from a fulfilled 3xx is not routed
+ * again, so it would leave unchecked. A redirect to an origin not allowed is blocked here. One that stays
+ * allowed is, for a navigation, answered by a stand-in page of esopt's own that sets REDIRECT_MARK and
+ * `location.replace`s to the target — a fresh, routed request, with the URL the app meant — and, for any other
+ * request (fetch, images, scripts), followed here, each hop checked the same way.
+ */
+async function proxied(route: Route, proxy: NonNullable<OpenPageOptions['proxy']>, origin: string, blocked: string[]): Promise<void> {
+  const request = route.request();
+  try {
+    const headers = { ...(await request.allHeaders()) };
+    for (const name of Object.keys(headers)) if (name.startsWith(':') || name === 'host') delete headers[name];
+    let url = request.url();
+    let method = request.method();
+    let body: Uint8Array | undefined = request.postDataBuffer() ?? undefined;
+    let at = origin;
+    const cookies: string[] = [];
+    for (let hop = 0; ; hop++) {
+      const sent = { ...headers };
+      // The app's own Authorization (a page that logs in) wins over the evaluation's key.
+      for (const [name, value] of Object.entries(proxy.headers(at))) if (sent[name] === undefined) sent[name] = value;
+      const res = await proxy.fetch(url, { method, headers: sent, ...(body ? { body } : {}) });
+      cookies.push(...res.headers.getSetCookie());
+      if (isRedirect(res.status)) {
+        const target = new URL(res.headers.get('location') ?? '', url);
+        if (!proxy.origins.includes(target.origin) || hop >= MAX_REDIRECTS) {
+          blocked.push(target.href);
+          await route.abort('blockedbyclient').catch(() => undefined);
+          return;
+        }
+        if (request.isNavigationRequest()) {
+          const html = `<!doctype html><script>window.${REDIRECT_MARK} = ${JSON.stringify(target.href)}; location.replace(window.${REDIRECT_MARK});</script>`;
+          await route.fulfill({ status: 200, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(cookies.length ? { 'set-cookie': cookies.join('\n') } : {}) }, body: html });
+          return;
+        }
+        // As browsers do: 303, and 301/302 after a POST, go on as a GET without a body; 307/308 repeat the request.
+        if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
+          method = 'GET';
+          body = undefined;
+          delete headers['content-type'];
+        }
+        if (cookies.length) headers.cookie = [headers.cookie, ...cookies.map((c) => c.split(';')[0]!)].filter(Boolean).join('; ');
+        url = target.href;
+        at = target.origin;
+        continue;
+      }
+      const answer: Record<string, string> = {};
+      res.headers.forEach((value, name) => {
+        if (!HOP_HEADERS.has(name) && name !== 'set-cookie') answer[name] = value;
+      });
+      if (cookies.length > 0) answer['set-cookie'] = cookies.join('\n');
+      await route.fulfill({ status: res.status, headers: answer, body: Buffer.from(await res.arrayBuffer()) });
+      return;
+    }
+  } catch {
+    blocked.push(request.url());
+    await route.abort('failed').catch(() => undefined);
+  }
+}
+
 /**
  * A call into the page's bridge as an expression string: the arguments travel as JSON, and no Node
  * function source (which a TypeScript transform may have rewritten) is shipped to the page.
@@ -204,6 +280,19 @@ class ChromiumPage implements WebPage {
 
   advanceClock(ms: number): Promise<void> {
     return this.page.clock.runFor(ms);
+  }
+
+  async settle(timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    const left = () => Math.max(1, until - Date.now());
+    // Past any stand-in page of a redirected navigation (`proxied`), to the page it goes on to.
+    for (let i = 0; i <= MAX_REDIRECTS; i++) {
+      await this.page.waitForLoadState('load', { timeout: left() });
+      // undefined: the page navigated away while being asked; the next round waits for it.
+      const next = await this.page.evaluate(`window.${REDIRECT_MARK} || null`).catch(() => undefined);
+      if (next === null) return;
+      if (typeof next === 'string') await this.page.waitForURL((u) => u.href === next, { timeout: left(), waitUntil: 'load' });
+    }
   }
 
   async perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null> {

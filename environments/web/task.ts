@@ -1,6 +1,7 @@
 /** The web task and options schemas. A task is a task type and the seed its page is generated from. */
 import { z } from 'zod';
 import { Seed } from '../../shared/schemas/index.ts';
+import { AppCheck, AppOptions } from './app-check.ts';
 import { TASK_TYPE_NAMES } from './task-types/index.ts';
 
 export const WebTaskTypeName = z.enum(TASK_TYPE_NAMES);
@@ -14,7 +15,21 @@ export const MiniwobTaskName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'a 
 export const MiniwobWebTask = z.object({ miniwob: MiniwobTaskName, seed: Seed }).strict();
 export type MiniwobWebTask = z.infer<typeof MiniwobWebTask>;
 
-export const WebTask = z.union([GeneratedWebTask, MiniwobWebTask]);
+/**
+ * A task on a user's own web app (options `app`; environments/web/app-task.ts): where the episode starts, the
+ * goal the agent is given, and how esopt judges the end — never the page itself.
+ */
+export const AppWebTask = z
+  .object({
+    /** A path on the app (`/todos`) or an absolute URL on one of the origins the options allow. */
+    start: z.string().min(1).max(2048),
+    goal: z.string().min(1).max(4000),
+    check: AppCheck,
+  })
+  .strict();
+export type AppWebTask = z.infer<typeof AppWebTask>;
+
+export const WebTask = z.union([GeneratedWebTask, MiniwobWebTask, AppWebTask]);
 export type WebTask = z.infer<typeof WebTask>;
 
 /** Where Chromium is looked for when neither the options nor ESOPT_CHROMIUM name an executable. */
@@ -50,6 +65,8 @@ export const WebOptions = z
       })
       .strict()
       .optional(),
+    /** A user's own web app: its origin and the others its pages may load from; tasks `{ start, goal, check }`. */
+    app: AppOptions.optional(),
   })
   .strict();
 export type WebOptions = z.infer<typeof WebOptions>;

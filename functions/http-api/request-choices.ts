@@ -53,6 +53,18 @@ export function requestChoiceIssues(
       issues.push({ path, message: err instanceof OutboundError ? err.message : 'is not a URL' });
     }
   }
+  // A web app's further origins (no key goes there, so they are not endpoint urls), checked the same way.
+  const app = input.environment.name === 'web' ? ((input.environment.options ?? {}) as { app?: { alsoAllow?: unknown } }).app : undefined;
+  if (Array.isArray(app?.alsoAllow)) {
+    app.alsoAllow.forEach((url, i) => {
+      try {
+        checkUrl(new URL(String(url)), outbound);
+      } catch (err) {
+        if (!(err instanceof OutboundError) && !(err instanceof TypeError)) throw err;
+        issues.push({ path: `environment.options.app.alsoAllow.${i}`, message: err instanceof OutboundError ? err.message : 'is not a URL' });
+      }
+    });
+  }
   if (deployed) {
     if (input.environment.keyEnv !== undefined) issues.push({ path: 'environment.keyEnv', message: "a deployed stack reads no environment variable for a request: its functions' variables hold the stack's own secrets" });
     const options = (input.environment.options ?? {}) as Record<string, unknown>;

@@ -43,6 +43,27 @@ describe('bring-your-own environments at the API', () => {
     expect(requestChoiceIssues({ environment: { name: 'rollout', options: { url: 'https://agent.example.com/rollout' }, keyEnv: 'AGENT_KEY' } }, true, PUBLIC_ONLY).map((i) => i.path)).toEqual(['environment.keyEnv']);
   });
 
+  it("checks a web app's origins and each task's start at the door, with the field path", async () => {
+    const app = { url: 'https://app.example.com', alsoAllow: ['https://cdn.example.com', 'https://169.254.169.254'] };
+    expect(requestChoiceIssues({ environment: { name: 'web', options: { app } } }, true, PUBLIC_ONLY).map((i) => i.path)).toEqual(['environment.options.app.alsoAllow.1']);
+    expect(requestChoiceIssues({ environment: { name: 'web', options: { app: { url: 'https://10.0.0.7' } } } }, true, PUBLIC_ONLY).map((i) => i.path)).toEqual(['environment.options.app.url']);
+    const task = (start: string) => ({ start, goal: 'Sign in.', check: { predicate: { path: '/url', matches: '/home$' } } });
+    const evaluation = await api.call('POST', '/evaluations', {
+      body: {
+        model: { kind: 'external', baseUrl: 'https://api.example.com/v1', model: 'm' },
+        environment: { name: 'web', options: { app: { url: 'http://127.0.0.1:9' } } },
+        tasks: { tasks: [{ id: 'ok', task: task('/login') }, { id: 'away', task: task('https://elsewhere.example.com/login') }, { id: 'bad', task: { ...task('/x'), check: { predicate: { path: '/url', matches: '(?=x)' } } } }] },
+        episodes: 3,
+      },
+    });
+    expect(evaluation.status).toBe(400);
+    const text = JSON.stringify(evaluation.body);
+    expect(text).toContain('tasks.tasks.1.task');
+    expect(text).toMatch(/not the app's origin/);
+    expect(text).toContain('tasks.tasks.2.task.check.predicate');
+    expect(text).not.toContain('tasks.tasks.0');
+  });
+
   it('accepts a rollout run naming a loopback agent locally, and refuses a rollout evaluation of an external model', async () => {
     const created = await api.call('POST', '/runs', { body: tinyRunConfig({ environment: { name: 'rollout', options: { url: 'http://127.0.0.1:9/rollout' } }, localEpisodes: 'worker-processes', iterations: 1 }) });
     expect(created.status).toBe(201);

@@ -1,0 +1,147 @@
+/**
+ * An episode on a user's own web app (options `app`, tasks `{ start, goal, check }`). The page loads in
+ * Chromium with the text-view bridge injected before its scripts; every request it makes to the app's origins
+ * is made by esopt (backend.ts `proxy`: the outbound policy on the connection, bounded bodies, redirects
+ * checked again), anything else is blocked. The evaluation's key, when given, rides on the app origin's requests
+ * (added by esopt: the page's scripts never see it) and on the state endpoint's read.
+ *
+ * The page does not judge itself: when the agent says `done`, or its actions run out, esopt reads what the
+ * task's check names and decides (app-check.ts). Reward 1 on success, else 0.
+ */
+import type { PolicyReply } from '../../shared/ports/policy.ts';
+import type { Environment, EnvironmentContext, StepResult } from '../environment.ts';
+import { checkUrl } from '../outbound/address-policy.ts';
+import { outboundFetch } from '../outbound/outbound-fetch.ts';
+import { parseAction } from './action.ts';
+import { appOrigins, fetchState, judge, parsePageReading, readPageExpression, startUrl, type AppOptions, type Judgement } from './app-check.ts';
+import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
+import { WEB_SYSTEM_PROMPT } from './environment.ts';
+import type { AppWebTask, WebOptions } from './task.ts';
+
+export class AppEnvironment implements Environment {
+  readonly horizon: number;
+  readonly systemPrompt = WEB_SYSTEM_PROMPT;
+  private readonly app: AppOptions;
+  private readonly start: string;
+  private readonly origins: string[];
+  private readonly keyOrigin: string;
+  private page: WebPage | undefined;
+  private steps = 0;
+  private done = true;
+  private deadline = 0;
+
+  constructor(
+    private readonly task: AppWebTask,
+    private readonly web: WebOptions,
+    private readonly backend: WebBackend,
+    private readonly context: EnvironmentContext,
+  ) {
+    if (!web.app) throw new Error('a task with a start and a check needs the app option: { url } (the app under evaluation)');
+    if (backend.name !== 'chromium') throw new Error("a user's app runs in Chromium only: set backend \"chromium\"");
+    this.app = web.app;
+    this.horizon = this.app.horizon;
+    this.origins = appOrigins(this.app);
+    // Every origin is checked against the outbound policy here, before a browser opens (again on each connection).
+    for (const origin of this.origins) checkUrl(new URL(origin), context.outbound);
+    this.keyOrigin = new URL(this.app.url).origin;
+    this.start = startUrl(task.start, this.app);
+  }
+
+  private bounded<T>(call: () => Promise<T>, what: string): Promise<T> {
+    const left = this.deadline - Date.now();
+    if (left <= 0) return Promise.reject(new TimeoutError(`the episode ran past its ${this.web.episodeTimeoutMs} ms deadline`));
+    return withTimeout(call(), Math.min(this.web.actionTimeoutMs, left), what);
+  }
+
+  private fetcher(): typeof fetch {
+    return outboundFetch(this.context.outbound, { timeoutMs: this.web.actionTimeoutMs, maxResponseBytes: this.app.maxResponseBytes, redirects: 'return' });
+  }
+
+  async reset(_seed: number): Promise<string> {
+    await this.closePage();
+    this.steps = 0;
+    this.done = false;
+    this.deadline = Date.now() + this.web.episodeTimeoutMs;
+    const key = this.context.endpointKey;
+    this.page = await this.backend.open({
+      url: this.start,
+      screenLines: this.web.screenLines,
+      timeoutMs: Math.min(this.web.actionTimeoutMs, this.web.episodeTimeoutMs),
+      script: true,
+      proxy: { origins: this.origins, fetch: this.fetcher(), headers: (origin): Record<string, string> => (key && origin === this.keyOrigin ? { authorization: `Bearer ${key}` } : {}) },
+    });
+    const page = this.page;
+    await this.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the start page');
+    return this.render(await this.bounded(() => page.observe(), 'reading the page'), null);
+  }
+
+  private render(view: string, note: string | null): string {
+    return [`Goal: ${this.task.goal}`, ...(note ? [note] : []), `Step ${this.steps} of ${this.horizon}.`, view].join('\n');
+  }
+
+  /** esopt's judgement of the page as it is now (app-check.ts). */
+  private async judge(page: WebPage): Promise<Judgement> {
+    const reading = parsePageReading(await this.bounded(() => page.evaluate!(readPageExpression(this.task.check.elements ?? {})), 'reading the page for the check'));
+    const path = this.task.check.fetch;
+    const fetched = path === undefined ? undefined : await this.bounded(() => fetchState(outboundFetch(this.context.outbound, { timeoutMs: this.web.actionTimeoutMs, maxResponseBytes: this.app.maxResponseBytes }), new URL(path, this.keyOrigin).href, this.context.endpointKey), "reading the app's state");
+    return judge(this.task.check, reading, fetched);
+  }
+
+  private async end(page: WebPage, observation: string, info: Record<string, unknown>): Promise<StepResult> {
+    let judgement: Judgement;
+    try {
+      judgement = await this.judge(page);
+    } catch (err) {
+      return this.fail(`the check could not be made: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.done = true;
+    await this.closePage();
+    return { observation, done: true, reward: judgement.success ? 1 : 0, info: { ...info, success: judgement.success, checked: judgement.document, blocked: page.blockedRequests.length } };
+  }
+
+  private async fail(message: string): Promise<StepResult> {
+    this.done = true;
+    await this.closePage();
+    return { observation: `Goal: ${this.task.goal}\nThe episode ended: ${message}`, done: true, reward: 0, info: { success: false, error: message } };
+  }
+
+  async step(action: PolicyReply): Promise<StepResult> {
+    if (this.done || !this.page) throw new Error('step() after the episode ended; call reset() first');
+    const page = this.page;
+    this.steps++;
+    try {
+      const parsed = parseAction(action);
+      if (parsed.ok && parsed.action.kind === 'done') return await this.end(page, `Goal: ${this.task.goal}\nDone; esopt checks the page.`, { action: 'done' });
+      let note: string;
+      let ok = false;
+      if (!parsed.ok) note = `Error: ${parsed.error}`;
+      else {
+        const performed = parsed.action as Exclude<typeof parsed.action, { kind: 'done' }>;
+        const problem = await this.bounded(() => page.perform(performed), `the action "${action.text.trim().slice(0, 80)}"`).catch((err: unknown) => {
+          if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
+          return err.message.split('\n')[0]!;
+        });
+        ok = problem === null;
+        note = problem === null ? `Last action: ${action.text.trim().split('\n')[0]!.slice(0, 120)}` : `Error: ${problem}`;
+        // A click may have started a navigation: the next view is of the page it loads.
+        if (ok) await this.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the next page');
+      }
+      const view = await this.bounded(() => page.observe(), 'reading the page');
+      if (this.steps >= this.horizon) return await this.end(page, `${this.render(view, note)}\nNo actions left; esopt checks the page.`, { ok, horizon: true });
+      return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
+    } catch (err) {
+      return this.fail(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  private async closePage(): Promise<void> {
+    const page = this.page;
+    this.page = undefined;
+    await page?.close();
+  }
+
+  async close(): Promise<void> {
+    this.done = true;
+    await this.closePage();
+  }
+}
