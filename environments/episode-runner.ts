@@ -8,9 +8,12 @@ import type { ChatMessage, Policy, PolicyReply } from '../shared/ports/policy.ts
 import type { Environment, EnvironmentContext, EnvironmentDefinition } from './environment.ts';
 import { parseWith } from './index.ts';
 import { IterationClosedError } from './policies/http-errors.ts';
+import { PinnedInstructions, type EpisodeInstructions } from '../shared/schemas/index.ts';
+import { systemMessage } from './system-message.ts';
 
 export const TranscriptEntry = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('system'), text: z.string() }),
+  /** `instructions`: the pushed instructions (c_t) the text was composed from; absent: the environment's own prompt. */
+  z.object({ kind: z.literal('system'), text: z.string(), instructions: PinnedInstructions.optional() }),
   z.object({
     kind: z.literal('observation'),
     step: z.number().int().min(0),
@@ -54,6 +57,8 @@ interface EpisodeCommon {
   signal?: AbortSignal;
   /** Absolute deadline (epoch milliseconds or a Date); the episode is abandoned when it passes. */
   deadline?: number | Date;
+  /** The run's or evaluation's instructions (c_t): the system message is composed from them (system-message.ts). */
+  instructions?: EpisodeInstructions;
 }
 export type EpisodeInput =
   | (EpisodeCommon & { environment: Environment })
@@ -136,12 +141,14 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
       const options = parseWith(definition.optionsSchema, input.options ?? {}, `${definition.name} options`);
       environment = await untilAborted(definition.create(task, options, input.context), controller.signal);
     }
-    transcript.push({ kind: 'system', text: environment.systemPrompt });
+    const system = systemMessage(environment.systemPrompt, input.instructions?.documents);
+    const pinned = input.instructions ? { name: input.instructions.name, manifest: input.instructions.manifest } : undefined;
+    transcript.push({ kind: 'system', text: system, ...(pinned ? { instructions: pinned } : {}) });
     checkStop();
     const first = await untilAborted(environment.reset(input.seed), controller.signal);
     transcript.push({ kind: 'observation', step: 0, text: first, done: false });
     const messages: ChatMessage[] = [
-      { role: 'system', content: environment.systemPrompt },
+      { role: 'system', content: system },
       { role: 'user', content: first },
     ];
     while (steps < environment.horizon) {

@@ -167,6 +167,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
           deadline,
           signal: options.signal,
           context,
+          ...(request.instructions ? { instructions: request.instructions } : {}),
         });
       }
     } catch (err) {

@@ -28,8 +28,10 @@
  *   models/pushes/{push}.json                               ← a push under way: the blobs it will name (prune keeps them)
  *   suites/manifests/sha256/{hex}.json                      ← a task suite (TaskSuite JSON), by its own sha256 (create-only): what runs pin
  *   suites/names/{name}.json                                ← the suite a name points at now (written last by a push)
+ *   instructions/manifests/sha256/{hex}.json                ← instructions (Instructions JSON: system text, skills), by their own sha256 (create-only)
+ *   instructions/names/{name}.json                          ← the instructions a name points at now (written last by a push)
  */
-import { ExportFormat, Id, Iteration, MemberRef, ModelName, Sha256, TaskSuiteName, WorkKind } from './schemas/index.ts';
+import { ExportFormat, Id, InstructionsName, Iteration, MemberRef, ModelName, Sha256, TaskSuiteName, WorkKind } from './schemas/index.ts';
 
 const ITER_WIDTH = 8; // zero-padded so lexical list order is iteration order
 
@@ -118,6 +120,13 @@ export const keys = {
   },
   suiteManifests: () => 'suites/manifests/sha256/',
   suiteManifest: (hex: string) => `${keys.suiteManifests()}${sha256(hex, 'suite manifest sha256')}.json`,
+  instructionsManifest: (hex: string) => `instructions/manifests/sha256/${sha256(hex, 'instructions manifest sha256')}.json`,
+  instructionsNames: () => 'instructions/names/',
+  instructionsName: (name: string) => {
+    const r = InstructionsName.safeParse(name);
+    if (!r.success) throw new Error(`invalid instructions name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);
+    return `${keys.instructionsNames()}${name}.json`;
+  },
   suiteNames: () => 'suites/names/',
   suiteName: (name: string) => {
     const r = TaskSuiteName.safeParse(name);
@@ -187,5 +196,11 @@ export const retentionTags = {
 /** The name of a `suites/names/{name}.json` key; null for any other key. */
 export function parseSuiteNameKey(key: string): string | null {
   const m = /^suites\/names\/([A-Za-z0-9][A-Za-z0-9_-]{0,46})\.json$/.exec(key);
+  return m ? m[1] : null;
+}
+
+/** The name of an `instructions/names/{name}.json` key; null for any other key. */
+export function parseInstructionsNameKey(key: string): string | null {
+  const m = /^instructions\/names\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\.json$/.exec(key);
   return m ? m[1] : null;
 }

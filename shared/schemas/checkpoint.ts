@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Iteration, RunId } from './ids.ts';
 import { Targets } from '../targets.ts';
 import { DeviceNoiseName } from '../noise-definition.ts';
+import { PinnedInstructions } from './instructions.ts';
 
 export const CheckpointMeta = z.object({
   run: RunId,
@@ -28,6 +29,8 @@ export const LogEntry = z.object({
   targets: Targets.optional(),
   /** The noise definition the update's ε comes from (shared/noise-definition.ts); absent: 'esopt-noise'. */
   noise: DeviceNoiseName.optional(),
+  /** The instructions (c_t) the update's episodes ran under; absent: the environment's own prompt. */
+  instructions: PinnedInstructions.optional(),
   thetaHashAfter: z.string(),
 });
 export type LogEntry = z.infer<typeof LogEntry>;

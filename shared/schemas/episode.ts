@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SecretName } from './evaluation-key.ts';
 import { Iteration, MemberIndex, RunId, Seed, TaskId } from './ids.ts';
 import { EnvironmentSpec, GenerationOptions } from './run-config.ts';
+import { EpisodeInstructions } from './instructions.ts';
 
 /** Where the policy lives: an OpenAI-compatible endpoint (our trainer, or anybody's). */
 export const PolicyEndpoint = z.object({
@@ -43,6 +44,11 @@ export const EpisodeRequest = z.object({
   seed: Seed,
   /** Absolute deadline; an episode still running then is abandoned and recorded as an error. */
   deadline: z.iso.datetime(),
+  /**
+   * The instructions (c_t) the episode runs under, documents included (≤ INSTRUCTIONS_LIMITS.totalBytes), so
+   * the Episode function reads nothing more; absent: the environment's own system prompt.
+   */
+  instructions: EpisodeInstructions.optional(),
 });
 export type EpisodeRequest = z.infer<typeof EpisodeRequest>;
 

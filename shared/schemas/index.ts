@@ -14,3 +14,4 @@ export * from './run-artifact.ts';
 export * from './model-store.ts';
 export * from './task-suite-ref.ts';
 export * from './task-suite.ts';
+export * from './instructions.ts';

@@ -6,6 +6,7 @@ import { DeviceNoiseName } from '../noise-definition.ts';
 import { LoraOptions } from '../lora.ts';
 import { TaskSuiteName } from './task-suite-ref.ts';
 import { Sha256 } from './model-store.ts';
+import { PinnedInstructions } from './instructions.ts';
 
 /** One population member: its noise is regenerated from (runSeed, iteration, noiseIndex), times sign. */
 export const Member = z.object({
@@ -37,6 +38,8 @@ export const IterationManifest = z.object({
   tasks: z.array(TaskRef).min(1),
   /** The task suite the tasks were drawn from, pinned to its manifest (absent: the environment's generator). */
   suite: z.object({ name: TaskSuiteName, manifest: Sha256 }).strict().optional(),
+  /** The instructions (c_t) the episodes ran under, pinned (absent: the environment's own prompt). */
+  instructions: PinnedInstructions.optional(),
   episodesPerMember: z.number().int().min(1),
   quorum: z.number().gt(0).max(1),
   deadline: z.iso.datetime(),

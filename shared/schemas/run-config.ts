@@ -7,6 +7,7 @@ import { LoraOptions } from '../lora.ts';
 import { Targets, targetsAll } from '../targets.ts';
 import { NoiseDefinitionName } from '../noise-definition.ts';
 import { TaskSuiteChoice } from './task-suite-ref.ts';
+import { InstructionsChoice } from './instructions.ts';
 
 /** The built-in domains, and the kinds that reach outside: `openenv` (an OpenEnv HTTP server) and `rollout` (the user's agent). */
 export const EnvironmentName = z.enum(['sudoku', 'tools', 'web', 'heuristic', 'openenv', 'rollout']);
@@ -130,6 +131,11 @@ export const RunConfig = z
       })
       .default({ seed: 0, trainPerIteration: 1, evalCount: 32, evalSplit: 'eval' }),
     model: ModelSpec,
+    /**
+     * The instructions (c_t) every episode runs under, pushed with `esopt instructions push`: a name, pinned to
+     * its manifest when the run is created. Absent: each environment's own system prompt.
+     */
+    instructions: InstructionsChoice.optional(),
     /** full: every weight of θ; lowrank: EGGROLL's low-rank noise over W; lora: θ is LoRA adapters (`lora`), W frozen. */
     mode: z.enum(['full', 'lowrank', 'lora']).default('full'),
     /** LoRA-ES (shared/lora.ts): rank, alpha and the matrices the adapters attach to; required iff mode is lora. */

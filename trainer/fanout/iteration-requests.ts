@@ -2,7 +2,7 @@
  * The EpisodeRequests of one iteration: every (member, task) pair once, each with its own seed, all
  * with one deadline. What the ES loop, `esopt dev cloud` and `esopt bench fanout` dispatch.
  */
-import type { EpisodeRequest, EnvironmentSpec, GenerationOptions, MemberRef, PolicyEndpoint } from '../../shared/schemas/index.ts';
+import type { EpisodeInstructions, EpisodeRequest, EnvironmentSpec, GenerationOptions, MemberRef, PolicyEndpoint } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../../environments/random.ts';
 
 export interface IterationPlan {
@@ -16,6 +16,8 @@ export interface IterationPlan {
   policy: Omit<PolicyEndpoint, 'model'>;
   generation: GenerationOptions;
   deadline: Date;
+  /** The run's pinned instructions, carried by every request; absent: the environment's own prompt. */
+  instructions?: EpisodeInstructions;
 }
 
 export function memberModel(iteration: number, member: MemberRef): string {
@@ -34,6 +36,7 @@ export function iterationRequests(plan: IterationPlan): EpisodeRequest[] {
       generation: plan.generation,
       seed: deriveSeed(plan.runSeed, plan.iteration, member === 'base' ? 0 : member + 1, t),
       deadline: plan.deadline.toISOString(),
+      ...(plan.instructions ? { instructions: plan.instructions } : {}),
     })),
   );
 }

@@ -8,7 +8,8 @@ import { stopAtFromEnv } from '../../training/loop/index.ts';
 import { progressBar, silentProgress } from '../../training/loop/index.ts';
 import { cloudWiring, embeddedWiring, type RunWiring } from '../../assembly/wirings.ts';
 import { readRunConfig } from '../../training/loop/index.ts';
-import { pinRunSuite } from '../../training/loop/index.ts';
+import { pinRunInstructions, pinRunSuite } from '../../training/loop/index.ts';
+import { UnknownInstructionsError } from '../../../shared/instructions-catalog.ts';
 import { UnknownSuiteError } from '../../../environments/task-suites/suite-catalog.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import { storeFlags } from '../argv/store-flags.ts';
@@ -116,6 +117,14 @@ export async function trainCommand(argv: string[], io: CommandIo): Promise<numbe
           config = await pinRunSuite(choice.store, run, config);
         } catch (err) {
           if (err instanceof UnknownSuiteError) throw new UsageError(`--config: tasks.suite.${err.field}: ${err.message} (in ${choice.where})`);
+          throw err;
+        }
+      }
+      if (config.instructions) {
+        try {
+          config = await pinRunInstructions(choice.store, run, config);
+        } catch (err) {
+          if (err instanceof UnknownInstructionsError) throw new UsageError(`--config: instructions.${err.field}: ${err.message} (in ${choice.where})`);
           throw err;
         }
       }

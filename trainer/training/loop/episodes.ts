@@ -42,6 +42,7 @@ export async function playEpisodes(ctx: LoopContext, m: IterationManifest, routi
     policy: ctx.policy,
     generation: config.generation,
     deadline: new Date(deadlineAt),
+    ...(ctx.instructions ? { instructions: ctx.instructions } : {}),
   })
     .filter((r) => !present.has(keys.reward(run, k, r.member, r.task.id)))
     .map((r) => (routing && r.member !== 'base' ? { ...r, policy: { ...r.policy, ...endpointOf(routing, r.member) } } : r));

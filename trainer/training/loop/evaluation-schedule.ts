@@ -45,7 +45,7 @@ export class EvaluationSchedule {
     const { store, fanout, run, config, policy, pollMs, weights } = this.ctx;
     const existing = await readJson(store, keys.evaluationOf(run, k), EvaluationResult);
     if (existing) return existing;
-    const result = await evaluate({ store, fanout, run, config, iteration: k, thetaHash: hashTheta(weights.segments()), tasks: this.tasks, policy, pollMs });
+    const result = await evaluate({ store, fanout, run, config, iteration: k, thetaHash: hashTheta(weights.segments()), tasks: this.tasks, policy, pollMs, instructions: this.ctx.instructions });
     await writeJson(store, keys.evaluationOf(run, k), result);
     this.onEvaluation?.(result);
     return result;

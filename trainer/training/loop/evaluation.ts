@@ -6,7 +6,7 @@
 import { keys, parseRewardKey } from '../../../shared/keys.ts';
 import type { Fanout } from '../../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { EvaluationResult, type PolicyEndpoint, type RunConfig, type TaskRef } from '../../../shared/schemas/index.ts';
+import { EvaluationResult, type EpisodeInstructions, type PolicyEndpoint, type RunConfig, type TaskRef } from '../../../shared/schemas/index.ts';
 import { collectUntil } from './collect.ts';
 import { RewardCollector, type CollectedRewards } from './reward-collector.ts';
 import { iterationRequests } from '../../fanout/iteration-requests.ts';
@@ -22,6 +22,8 @@ export interface EvaluationInput {
   tasks: readonly TaskRef[];
   policy: Omit<PolicyEndpoint, 'model'>;
   pollMs: number;
+  /** The run's instructions: an evaluation measures the policy under the c_t it is trained under. */
+  instructions?: EpisodeInstructions | null;
 }
 
 export async function evaluate(input: EvaluationInput): Promise<EvaluationResult> {
@@ -44,6 +46,7 @@ export async function evaluate(input: EvaluationInput): Promise<EvaluationResult
     // Greedy: the evaluation measures the policy, not the luck of sampling.
     generation: { ...config.generation, temperature: 0 },
     deadline: new Date(Date.now() + waves * config.deadlineMs),
+    ...(input.instructions ? { instructions: input.instructions } : {}),
   }).filter((r) => !present.has(r.task.id));
   const recordsIn = new AbortController();
   const settled = requests.length > 0 ? fanout.dispatch(requests, { concurrency: config.workers, timeoutMs: config.deadlineMs, recordsIn: recordsIn.signal }) : Promise.resolve([]);

@@ -16,6 +16,7 @@ export * from './checkpoints.ts';
 export * from './restore.ts';
 export * from './resume.ts';
 export { pinRunSuite } from './run-tasks.ts';
+export { pinRunInstructions } from './run-instructions.ts';
 export * from './weight-update.ts';
 export * from './replica-set.ts';
 export * from './coordinator-lease.ts';

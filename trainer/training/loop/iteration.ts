@@ -86,6 +86,7 @@ async function openIteration(ctx: LoopContext, k: number, thetaHash: string): Pr
     members,
     tasks,
     ...(ctx.tasks.suite ? { suite: ctx.tasks.suite } : {}),
+    ...(ctx.instructions ? { instructions: { name: ctx.instructions.name, manifest: ctx.instructions.manifest } } : {}),
     ...(routing ? { routing } : {}),
     episodesPerMember: tasks.length,
     quorum: config.quorum,

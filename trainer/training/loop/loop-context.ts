@@ -1,7 +1,7 @@
 /** The parts one ES run works with, as the loop's modules (resume, iteration, evaluations) take them. */
 import type { Fanout } from '../../../shared/ports/fanout.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import type { PolicyEndpoint, RunConfig } from '../../../shared/schemas/index.ts';
+import type { EpisodeInstructions, PolicyEndpoint, RunConfig } from '../../../shared/schemas/index.ts';
 import type { EnvironmentDefinition } from '../../../environments/environment.ts';
 import type { Engine, Population } from '../../engine/engine.ts';
 import type { FaultHook } from './fault-points.ts';
@@ -32,6 +32,8 @@ export interface LoopContext {
   environmentOptions: unknown;
   /** Where the run's tasks come from: the environment's generator or its pinned task suite. */
   tasks: RunTasks;
+  /** The run's pinned instructions (c_t) with their documents, carried by every episode request; null: none. */
+  instructions: EpisodeInstructions | null;
   /** Trainer replicas sharing the members' inference; absent: this process serves them all. */
   replicas?: ReplicaSet;
   pollMs: number;

@@ -17,13 +17,14 @@ import { readRows } from './metrics-row.ts';
 import type { ThetaHolder } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
 import { openRunTasks, pinRunSuite } from './run-tasks.ts';
+import { openRunInstructions, pinRunInstructions } from './run-instructions.ts';
 import { writeJson } from '../../../shared/store/json.ts';
 
 export type { LivePopulation, ThetaHolder };
 export { readRunConfig } from './resume.ts';
 
 /** The loop's parts as the caller has them: the environment's options are parsed here, polling and faults default. */
-export type TrainingOptions = Omit<LoopContext, 'environmentOptions' | 'tasks' | 'pollMs' | 'faults'> & {
+export type TrainingOptions = Omit<LoopContext, 'environmentOptions' | 'tasks' | 'instructions' | 'pollMs' | 'faults'> & {
   pollMs?: number;
   faults?: FaultHook;
   onStart?: (info: { resumedAt: number; replayed: number; skippedCheckpoints: Array<{ iteration: number; reason: string }> }) => void;
@@ -44,7 +45,7 @@ export interface TrainingResult {
 export async function train(o: TrainingOptions): Promise<TrainingResult> {
   const { run, store, weights } = o;
   // A suite named without a manifest is pinned now (or to the one this run was stored with), before the claim.
-  const config = await pinRunSuite(store, run, o.config);
+  const config = await pinRunInstructions(store, run, await pinRunSuite(store, run, o.config));
   const environmentOptions = o.environment.optionsSchema.parse(config.environment.options);
   const ctx: LoopContext = {
     run,
@@ -57,6 +58,7 @@ export async function train(o: TrainingOptions): Promise<TrainingResult> {
     environment: o.environment,
     environmentOptions,
     tasks: await openRunTasks(store, config, o.environment, environmentOptions),
+    instructions: await openRunInstructions(store, config),
     replicas: o.replicas,
     pollMs: o.pollMs ?? 100,
     faults: o.faults ?? (() => {}),

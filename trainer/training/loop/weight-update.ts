@@ -36,6 +36,7 @@ export function logEntryFor(
     // recorded where they are not all of θ, so a log of `all` reads as it always did
     ...(targetsAll(config.targets) ? {} : { targets: config.targets }),
     ...noiseField(config.noise),
+    ...(config.instructions?.manifest !== undefined ? { instructions: { name: config.instructions.name, manifest: config.instructions.manifest } } : {}),
     thetaHashAfter,
   };
 }
