@@ -14,6 +14,7 @@ import type { ReadableStream } from 'node:stream/web';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { keys } from '../../shared/keys.ts';
 import { ContentMismatchError } from '../../shared/store/content-digest.ts';
+import { STALE_CLAIM_MS } from '../../shared/stale-claim.ts';
 import { IdParam, ModelExportQuery, ModelExportStatus, ModelExportView, type ModelExportRequest } from '../../shared/schemas/index.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem } from './errors.ts';
@@ -26,7 +27,7 @@ const SIGNED_URL_SECONDS = 3600;
 const RETRY_AFTER_SECONDS = 5;
 
 const TarballQuery = ModelExportQuery.extend({
-  retry: z.enum(['true', 'false']).optional().describe('make a failed export again'),
+  retry: z.enum(['true', 'false']).optional().describe('make a failed export again, or one whose maker is gone (queued or exporting with no update for 10 minutes)'),
 });
 
 export function registerModelExportRoutes(app: OpenAPIHono, deps: ApiDeps): void {
@@ -65,7 +66,7 @@ export function registerModelExportRoutes(app: OpenAPIHono, deps: ApiDeps): void
       const request: ModelExportRequest = { run: id, iteration, format: query.format };
       const statusKey = keys.modelExportStatus(id, iteration, query.format);
       let status = await readJson(store, statusKey, ModelExportStatus);
-      if (!status || (status.state === 'failed' && query.retry === 'true')) status = await requestExport(deps, request, status !== null);
+      if (!status || (query.retry === 'true' && (status.state === 'failed' || exportStale(status)))) status = await requestExport(deps, request, status !== null);
 
       const wantsJson = (c.req.header('accept') ?? '').includes('application/json');
       if (status.state === 'failed') throw new ApiProblem(422, 'export_failed', `exporting run ${id} at iteration ${iteration} as ${query.format} failed: ${status.error ?? 'no reason recorded'} (ask again with retry=true to try once more)`);
@@ -105,6 +106,15 @@ export function registerModelExportRoutes(app: OpenAPIHono, deps: ApiDeps): void
       });
     },
   );
+}
+
+/**
+ * An export `queued` or `exporting` whose status has not changed for STALE_CLAIM_MS: its maker rewrites it
+ * every minute while it works (trainer/jobs/model-export-job.ts), so one that went silent is gone, or its
+ * entry was lost (shared/stale-claim.ts).
+ */
+function exportStale(status: ModelExportStatus, now = Date.now()): boolean {
+  return (status.state === 'queued' || status.state === 'exporting') && now - Date.parse(status.updatedAt) > STALE_CLAIM_MS;
 }
 
 /** Writes the export's status (`queued`) and hands it to the exporter; the status as it stands after. */

@@ -34,6 +34,8 @@ export const WorkClaim = z
     /** Which box took it (hostname and process), for people reading the bucket. */
     claimedBy: z.string().min(1).max(200),
     claimedAt: z.iso.datetime(),
+    /** Rewritten by the claimant every CLAIM_HEARTBEAT_MS while the work runs (shared/stale-claim.ts). */
+    heartbeatAt: z.iso.datetime().optional(),
   })
   .strict();
 export type WorkClaim = z.infer<typeof WorkClaim>;

@@ -186,4 +186,42 @@ describe('GET /runs/{id}/model on the Api function (S3, queued for the box)', ()
     expect(view.url).toContain('X-Amz-Signature=');
     expect(Date.parse(view.expiresAt)).toBeGreaterThan(Date.now());
   }, 60_000);
+
+  it('retry=true asks again for an export whose maker went silent past the stale limit, not for one that beats', async () => {
+    const exportingFor = async (iteration: number, ageMs: number) => {
+      const at = new Date(Date.now() - ageMs).toISOString();
+      await store.put(keys.modelExportStatus(RUN, iteration, 'onnx'), JSON.stringify({ run: RUN, iteration, format: 'onnx', state: 'exporting', requestedAt: at, updatedAt: at }));
+    };
+    const exportEntries = async () => (await store.list(keys.workQueue())).filter((k) => parseQueuedWorkKey(k)?.kind === 'export');
+    const before = (await exportEntries()).length;
+    await exportingFor(1, 2 * 60_000);
+    expect((await app.request(`/runs/${RUN}/model?iteration=1&retry=true`, { headers: auth })).status).toBe(202);
+    expect(await exportEntries()).toHaveLength(before);
+    await exportingFor(1, 11 * 60_000);
+    const again = await app.request(`/runs/${RUN}/model?iteration=1&retry=true`, { headers: { ...auth, accept: 'application/json' } });
+    expect(again.status).toBe(202);
+    expect(await again.json()).toMatchObject({ state: 'queued' });
+    expect(await exportEntries()).toHaveLength(before + 1);
+  }, 60_000);
+
+  it("rewrites an export's status while it is made, and its end is never overwritten by that", async () => {
+    const seen: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow: ExportInto = async (request, out) => {
+      await gate;
+      return recordingExporter().exportInto(request, out);
+    };
+    const made = runModelExport(store, { run: RUN, iteration: 0, format: 'onnx' }, slow, 20);
+    const key = keys.modelExportStatus(RUN, 0, 'onnx');
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 60));
+      seen.push(JSON.parse(new TextDecoder().decode((await store.get(key))!)).updatedAt);
+    }
+    release();
+    const ready = await made;
+    await new Promise((r) => setTimeout(r, 80));
+    expect(new Set(seen).size).toBeGreaterThan(1);
+    expect(JSON.parse(new TextDecoder().decode((await store.get(key))!))).toMatchObject({ state: 'ready', sha256: ready.sha256 });
+  }, 60_000);
 });

@@ -3,7 +3,9 @@
  * tarball, stored at `keys.modelExportArchive`, and the export's status moved queued → exporting → ready
  * (with the archive's size and SHA-256) or failed (with the reason). The status is written last, so a
  * ready status always has its archive. The local API runs this in its own process; the trainer box runs
- * it for a queued export.
+ * it for a queued export. While it is made, the `exporting` status is rewritten every `heartbeatMs`, so an
+ * export whose maker died shows it (shared/stale-claim.ts); the heartbeat's last write is awaited before the
+ * final status, which is therefore never overwritten by it.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -15,6 +17,7 @@ import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import { readJson, writeJson } from '../../shared/store/json.ts';
 import { ModelExportStatus, type ModelExportRequest } from '../../shared/schemas/index.ts';
 import { exportModel } from '../training/export/export-model.ts';
+import { CLAIM_HEARTBEAT_MS } from '../../shared/stale-claim.ts';
 
 /** Writes θ_k of the request's run, in its format, as a model directory at `out`; θ_k's hash. */
 export type ExportInto = (request: ModelExportRequest, out: string) => Promise<{ thetaHash: string }>;
@@ -35,12 +38,20 @@ async function writeStatus(store: ObjectStore, status: ModelExportStatus): Promi
   await writeJson(store, key, ModelExportStatus.parse(status));
 }
 
-export async function runModelExport(store: ObjectStore, request: ModelExportRequest, exportInto: ExportInto): Promise<ModelExportStatus> {
+export async function runModelExport(store: ObjectStore, request: ModelExportRequest, exportInto: ExportInto, heartbeatMs = CLAIM_HEARTBEAT_MS): Promise<ModelExportStatus> {
   // A previous status keeps its requestedAt; one that is not a status (but is JSON) is written over.
   const previous = await readJson(store, keys.modelExportStatus(request.run, request.iteration, request.format), { parse: (v) => ModelExportStatus.safeParse(v).data?.requestedAt });
   const requestedAt = previous ?? new Date().toISOString();
   const base = { ...request, requestedAt };
   await writeStatus(store, { ...base, state: 'exporting', updatedAt: new Date().toISOString() });
+  let beating: Promise<void> = Promise.resolve();
+  const beat = setInterval(() => {
+    beating = beating.then(() => writeStatus(store, { ...base, state: 'exporting', updatedAt: new Date().toISOString() })).catch(() => {});
+  }, heartbeatMs);
+  const settle = async () => {
+    clearInterval(beat);
+    await beating;
+  };
   const scratch = mkdtempSync(join(tmpdir(), 'esopt-model-export-'));
   try {
     const dir = join(scratch, 'model');
@@ -52,13 +63,16 @@ export async function runModelExport(store: ObjectStore, request: ModelExportReq
     const sha256 = await sha256OfFile(archive);
     await putArchive(store, keys.modelExportArchive(request.run, request.iteration, request.format), archive, sha256);
     const ready: ModelExportStatus = { ...base, state: 'ready', bytes, sha256, thetaHash, updatedAt: new Date().toISOString() };
+    await settle();
     await writeStatus(store, ready);
     return ready;
   } catch (err) {
     const failed: ModelExportStatus = { ...base, state: 'failed', error: (err as Error).message.slice(0, 4000), updatedAt: new Date().toISOString() };
+    await settle();
     await writeStatus(store, failed);
     return failed;
   } finally {
+    clearInterval(beat);
     rmSync(scratch, { recursive: true, force: true });
   }
 }

@@ -21,6 +21,7 @@ import type { SecretStore } from '../../../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../../../shared/secrets/ssm.ts';
 import { ArtifactPointer, type WorkKind } from '../../../shared/schemas/index.ts';
 import { readJson } from '../../../shared/store/json.ts';
+import { CLAIM_HEARTBEAT_MS } from '../../../shared/stale-claim.ts';
 import type { CloudStack } from '../../assembly/cloud-stack.ts';
 import { boxWiring, type BoxWiring } from '../../assembly/wirings.ts';
 import { BoxJobs, type BoxJobSettings } from './box-jobs.ts';
@@ -41,6 +42,8 @@ export interface TrainerBoxOptions extends BoxJobSettings, Pick<WorkQueueOptions
   stopSelf?: () => Promise<void>;
   /** How often the queue is listed while idle. */
   pollMs?: number;
+  /** How often a claim's heartbeat is rewritten while its work runs (default CLAIM_HEARTBEAT_MS). */
+  heartbeatMs?: number;
   log?: Logger;
   /** Where queued evaluations' keys are, to delete them (default: SSM in the stack's region). */
   secrets?: SecretStore;
@@ -64,7 +67,8 @@ export class TrainerBox {
   private readonly jobs: BoxJobs;
   /** When work last ran or was seen queued; the idle stop counts from here. */
   private lastBusyAt = Date.now();
-  private exporting = 0;
+  /** The exports this process is making now, by queue id. */
+  private readonly exportsRunning = new Set<string>();
   private stopAsked = false;
   private readonly secrets: SecretStore;
   /** The SSM client this box opened itself (none when the options gave a store), closed with it. */
@@ -109,35 +113,48 @@ export class TrainerBox {
     for (const entry of entries) {
       if (this.closing) break;
       const work = { kind: entry.kind, id: entry.id };
-      let ranHere = false;
       try {
-        if (!(await this.queue.claim(work))) {
-          // A run another box process claimed and died with stays `running` for ever unless someone says so.
-          if (!(work.kind === 'run' && (await this.queue.failIfStale(work.id)))) this.log.info(work, 'claimed already (a duplicate entry, or another box): not run here');
-        } else {
-          if (work.kind !== 'export') this.current = work;
-          else this.exporting++;
-          this.log.info(work, 'claimed: running');
+        // Work over already (a re-delivered entry, an export made meanwhile) is done with, unclaimed.
+        if (await this.queue.ended(entry)) {
+          await this.queue.remove(entry);
+          continue;
+        }
+        let claim = await this.queue.claim(work);
+        // Claimed already: by a box that is gone (the one stale-claim rule), then it is taken over and
+        // claimed here; by one that may be alive, then its entry stays for the next poll to look again.
+        if (!claim && (await this.queue.takeOverStale(entry))) claim = await this.queue.claim(work);
+        if (!claim) {
+          this.log.info(work, 'claimed by a box that may be running it: left queued, looked at again next poll');
+          continue;
+        }
+        if (work.kind !== 'export') this.current = work;
+        else this.exportsRunning.add(work.id);
+        this.log.info(work, 'claimed: running');
+        const beat = setInterval(() => void this.queue.heartbeat(claim).catch((err: unknown) => this.log.error({ ...work, error: (err as Error).message }, 'claim heartbeat failed')), this.o.heartbeatMs ?? CLAIM_HEARTBEAT_MS);
+        try {
           if (work.kind === 'run') await this.jobs.run(work.id, () => this.closing);
           else if (work.kind === 'evaluation') await this.jobs.evaluation(work.id, entry.apiKey);
           else await this.jobs.export(work.id, entry.export);
-          ran.push(work);
-          ranHere = true;
-          this.log.info(work, 'done');
+        } finally {
+          clearInterval(beat);
+          this.queue.finished(claim);
+          if (work.kind !== 'export') this.current = null;
+          else this.exportsRunning.delete(work.id);
         }
+        ran.push(work);
+        this.log.info(work, 'done');
         // A run interrupted by this box (a new artifact, the service stopping) keeps its entry: the next box
         // start claims it again and resumes it. So does one resumed over the API while it was ending here.
-        // One stopped by request, or over, is done with.
+        // Anything else has ended here: its entry goes.
         const keep =
           work.kind === 'run' &&
-          (((this.handingOverTo || this.closing) && (await this.queue.requeueInterrupted(work.id, this.handingOverTo))) || (ranHere && (await this.queue.resumedMeanwhile(work.id))));
+          (((this.handingOverTo || this.closing) && (await this.queue.requeueInterrupted(work.id, this.handingOverTo))) || (await this.queue.resumedMeanwhile(work.id)));
         if (!keep) await this.queue.remove(entry);
       } catch (err) {
-        // A store error leaves the entry for the next poll; the claim (if written) keeps it from running twice.
+        // A store error leaves the entry for the next poll; the claim, if written, is this process's, and
+        // once nothing runs it here the stale-claim rule lets the next poll take it over.
         this.log.error({ ...work, error: (err as Error).message }, 'queued work failed');
       } finally {
-        if (work.kind !== 'export') this.current = null;
-        else this.exporting--;
         this.lastBusyAt = Date.now();
       }
     }
@@ -192,7 +209,7 @@ export class TrainerBox {
    * looked, and none queued when it looks again right before the stop. Resolves whether it asked for the stop.
    */
   async stopIfIdle(now = Date.now()): Promise<boolean> {
-    const busy = this.current !== null || this.exporting > 0;
+    const busy = this.current !== null || this.exportsRunning.size > 0;
     if (this.stopAsked || !idleStopDue({ idleMinutes: this.o.idleMinutes ?? 0, lastBusyAt: this.lastBusyAt, now, busy })) return false;
     if (await this.queue.anyQueued()) {
       this.lastBusyAt = now;

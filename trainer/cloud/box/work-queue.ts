@@ -1,14 +1,18 @@
 /**
  * The trainer box's queue and its claims: the QueuedWork entries the Api function writes under `queue/`,
  * listed oldest first, and the claim that lets one box process run each of them; what becomes of a run's
- * entry and claim when it ends here; a run whose claimant is gone.
+ * entry and claim when it ends here; work whose claimant is gone.
  *
- * Invariant: queued work runs once, however often it is seen (a second listing, a second entry for the
- * same id, two boxes polling). Only the writer of the create-only claim at `keys.workClaim(kind, id)` runs
- * it: AWS S3 decides a create-only write atomically (If-None-Match); for servers that ignore it, each claim
- * carries a random id that is read back after `claimSettleMs`, and only the writer whose claim survived
- * runs the work. A claim is released only with its run back in the queue (interrupted here, or resumed
- * while it ended), and a claimant that is gone is never taken over: its run is marked failed, to be resumed.
+ * Invariant: queued work runs once at a time, however often it is seen (a second listing, two boxes
+ * polling). Only the writer of the create-only claim at `keys.workClaim(kind, id)` runs it: AWS S3 decides a
+ * create-only write atomically (If-None-Match); for servers that ignore it, each claim carries a random id
+ * that is read back after `claimSettleMs`, and only the writer whose claim survived runs the work. An entry
+ * leaves the queue only once its work has ended (finished, failed, stopped, ready). A claim whose claimant is
+ * gone (shared/stale-claim.ts, the one rule for every kind) is taken over: the work's status goes back to
+ * where a box starts it, the dead claim is deleted — only if it is still that claim — and the next claim
+ * runs it here: a run resumes from its log, an evaluation plays its plan again (episodes already recorded
+ * are kept: records are create-only), an export is made again. (The dead claim is read again right before
+ * it is deleted; two boxes taking over one claim within that read and delete could both run the work.)
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -16,14 +20,35 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { keys, parseQueuedWorkKey } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { MetricsRow, QueuedWork, RunStatus, WorkClaim, type EvaluationKeyRef, type ModelExportRequest, type WorkKind } from '../../../shared/schemas/index.ts';
+import { claimantGone, STALE_CLAIM_MS } from '../../../shared/stale-claim.ts';
+import {
+  EvaluationStatus,
+  ModelExportStatus,
+  QueuedWork,
+  RunStatus,
+  WorkClaim,
+  type EvaluationKeyRef,
+  type ModelExportRequest,
+  type WorkKind,
+} from '../../../shared/schemas/index.ts';
 import { readJson, writeJson } from '../../../shared/store/json.ts';
 
 /** Sorts after every ISO time: an entry that cannot be read (or is gone) is tried last. */
 const UNKNOWN_TIME = '~';
 
-/** A run claimed on another host with no sign of life this long is taken for dead (longer than any iteration). */
-export const DEFAULT_STALE_AFTER_MS = 6 * 3_600_000;
+/** A claim on another host with no sign of life this long is taken over (shared/stale-claim.ts). */
+export const DEFAULT_STALE_AFTER_MS = STALE_CLAIM_MS;
+
+/**
+ * The claims whose work runs in this process now, by claimId: process-wide, as every TrainerBox in a process
+ * claims under the same `host:pid`, so that one of them never takes another's live claim for a dead one.
+ */
+const claimsRunningHere = new Set<string>();
+
+/** States after which a kind of work has nothing left to do. */
+const RUN_ENDED = new Set<RunStatus['state']>(['finished', 'failed', 'stopped']);
+const EVALUATION_ENDED = new Set<EvaluationStatus['state']>(['finished', 'failed']);
+const EXPORT_ENDED = new Set<ModelExportStatus['state']>(['ready', 'failed']);
 
 export interface RanWork {
   kind: WorkKind;
@@ -44,19 +69,14 @@ export interface WorkQueueOptions {
   log: Logger;
   /** How long a claim is left before it is read back. */
   claimSettleMs?: number;
-  /** A run claimed on another host with no sign of life this long is marked failed (default 6 h). */
+  /** A claim on another host with no sign of life this long is taken over (default STALE_CLAIM_MS). */
   staleAfterMs?: number;
 }
 
-/** Whether a process of this host exists (signal 0 checks without sending; EPERM: it exists, not ours). */
-function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+/** The work's status as far as staleness needs it: whether it ended, and its last update. */
+interface WorkState {
+  ended: boolean;
+  updatedAt?: string;
 }
 
 export class WorkQueue {
@@ -100,40 +120,78 @@ export class WorkQueue {
     }
   }
 
-  /** Writes this process's claim on `work`; resolves whether it is this process's to run (see above). */
-  async claim(work: RanWork): Promise<boolean> {
+  /** Writes this process's claim on `work`; resolves with it when it is this process's to run (see above), else null. */
+  async claim(work: RanWork): Promise<WorkClaim | null> {
     const key = keys.workClaim(work.kind, work.id);
-    const mine: WorkClaim = { ...work, claimId: randomBytes(16).toString('hex'), claimedBy: this.who, claimedAt: new Date().toISOString() };
-    if (!(await writeJson(this.o.store, key, mine, true))) return false;
+    const now = new Date().toISOString();
+    const mine: WorkClaim = { ...work, claimId: randomBytes(16).toString('hex'), claimedBy: this.who, claimedAt: now, heartbeatAt: now };
+    if (!(await writeJson(this.o.store, key, mine, true))) return null;
     await sleep(this.o.claimSettleMs ?? 500);
-    return (await readJson(this.o.store, key, WorkClaim))?.claimId === mine.claimId;
+    if ((await readJson(this.o.store, key, WorkClaim))?.claimId !== mine.claimId) return null;
+    claimsRunningHere.add(mine.claimId);
+    return mine;
+  }
+
+  /** The work of `mine` is no longer running in this process (ended, failed, or interrupted). */
+  finished(mine: WorkClaim): void {
+    claimsRunningHere.delete(mine.claimId);
+  }
+
+  /** Says the claimant lives: rewrites the claim's heartbeat, while the claim is still `mine`. */
+  async heartbeat(mine: WorkClaim): Promise<void> {
+    const key = keys.workClaim(mine.kind, mine.id);
+    if ((await readJson(this.o.store, key, WorkClaim))?.claimId !== mine.claimId) return;
+    await writeJson(this.o.store, key, { ...mine, heartbeatAt: new Date().toISOString() });
+  }
+
+  /** Whether the entry's work has ended, and its status's last update. */
+  private async state(entry: QueueEntry): Promise<WorkState> {
+    const store = this.o.store;
+    if (entry.kind === 'run') {
+      const status = await readJson(store, keys.runStatus(entry.id), RunStatus);
+      return { ended: status !== null && RUN_ENDED.has(status.state), updatedAt: status?.updatedAt };
+    }
+    if (entry.kind === 'evaluation') {
+      const status = await readJson(store, keys.evaluationStatus(entry.id), EvaluationStatus);
+      return { ended: status !== null && EVALUATION_ENDED.has(status.state), updatedAt: status?.updatedAt };
+    }
+    // An export entry that names nothing to export has nothing to do.
+    if (!entry.export) return { ended: true };
+    const status = await readJson(store, keys.modelExportStatus(entry.export.run, entry.export.iteration, entry.export.format), ModelExportStatus);
+    return { ended: status !== null && EXPORT_ENDED.has(status.state), updatedAt: status?.updatedAt };
+  }
+
+  /** Whether the entry's work has nothing left to do (then its entry may go). */
+  async ended(entry: QueueEntry): Promise<boolean> {
+    return (await this.state(entry)).ended;
   }
 
   /**
-   * A run claimed by a box process that is gone is marked failed, visibly, with how to resume it (its
-   * checkpoints and log are intact). Gone: on this host, a process that no longer exists; on another host
-   * (a replaced instance), no sign of life — the claim, the status, the newest metrics row — for
-   * `staleAfterMs`. A claimant that may still be running is left alone.
+   * The entry's work claimed by a claimant that is gone (shared/stale-claim.ts) is made this box's to claim:
+   * its status goes back to where a box starts it, and the dead claim is deleted if it is still that one.
+   * Resolves whether it was taken over; a claimant that may still be running is left alone.
    */
-  async failIfStale(run: string): Promise<boolean> {
+  async takeOverStale(entry: QueueEntry): Promise<boolean> {
     const store = this.o.store;
-    const [claim, status] = await Promise.all([readJson(store, keys.workClaim('run', run), WorkClaim), readJson(store, keys.runStatus(run), RunStatus)]);
-    if (!claim || !status || !['requested', 'running', 'stopping'].includes(status.state) || claim.claimedBy === this.who) return false;
-    const [host, pid] = [claim.claimedBy.slice(0, claim.claimedBy.lastIndexOf(':')), Number(claim.claimedBy.slice(claim.claimedBy.lastIndexOf(':') + 1))];
-    let gone: boolean;
-    if (host === hostname()) {
-      gone = !processAlive(pid);
-    } else {
-      const rows = (await store.list(`${keys.run(run)}metrics/`)).filter((k) => k.endsWith('.json')).sort();
-      const newest = rows.length ? await readJson(store, rows[rows.length - 1]!, MetricsRow) : null;
-      const lastSign = Math.max(Date.parse(claim.claimedAt), Date.parse(status.updatedAt), newest ? Date.parse(newest.finishedAt) : 0);
-      gone = Date.now() - lastSign > (this.o.staleAfterMs ?? DEFAULT_STALE_AFTER_MS);
-    }
-    if (!gone) return false;
+    const key = keys.workClaim(entry.kind, entry.id);
+    const claim = await readJson(store, key, WorkClaim);
+    if (!claim) return true;
+    const state = await this.state(entry);
+    if (state.ended || !claimantGone(claim, { statusUpdatedAt: state.updatedAt, runningHere: claimsRunningHere.has(claim.claimId), staleAfterMs: this.o.staleAfterMs })) return false;
     const now = new Date().toISOString();
-    const error = `interrupted: the trainer box process that ran it (${claim.claimedBy}, claimed ${claim.claimedAt}) is gone; its checkpoints and log are intact: resume it with \`esopt train --cloud --resume ${run}\``;
-    await writeJson(store, keys.runStatus(run), RunStatus.parse({ ...status, state: 'failed', error, finishedAt: now, updatedAt: now }));
-    this.o.log.warn({ run, claimedBy: claim.claimedBy }, 'stale run marked failed');
+    if (entry.kind === 'evaluation') {
+      // The box starts only a `queued` evaluation; its plan is made again, its recorded episodes kept.
+      const status = await readJson(store, keys.evaluationStatus(entry.id), EvaluationStatus);
+      if (status?.state === 'running') await writeJson(store, keys.evaluationStatus(entry.id), EvaluationStatus.parse({ ...status, state: 'queued', updatedAt: now }));
+    } else if (entry.kind === 'export' && entry.export) {
+      const statusKey = keys.modelExportStatus(entry.export.run, entry.export.iteration, entry.export.format);
+      const status = await readJson(store, statusKey, ModelExportStatus);
+      if (status?.state === 'exporting') await writeJson(store, statusKey, ModelExportStatus.parse({ ...status, state: 'queued', updatedAt: now }));
+    }
+    // A run needs nothing: the launcher resumes a `running` or `requested` run from its log.
+    if ((await readJson(store, key, WorkClaim))?.claimId !== claim.claimId) return false;
+    await store.delete(key);
+    this.o.log.warn({ kind: entry.kind, id: entry.id, claimedBy: claim.claimedBy, claimedAt: claim.claimedAt, heartbeatAt: claim.heartbeatAt }, 'claimant gone: work taken over');
     return true;
   }
 
