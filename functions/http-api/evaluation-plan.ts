@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
-import { TaskId, type EpisodeRequest, type PolicyEndpoint, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
+import { TaskId, type EpisodeInstructions, type EpisodeRequest, type PolicyEndpoint, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
 import { deriveSeed } from '../../environments/random.ts';
 
 export interface PlannedEpisode {
@@ -21,7 +21,8 @@ export function planEpisode(id: string, tasks: readonly { id: string; task: unkn
   return { index, round, task, key: keys.reward(id, round, 'base', task.id) };
 }
 
-export function episodeRequest(id: string, request: StoredEvaluationRequest, episode: PlannedEpisode, policy: PolicyEndpoint, taskIndex: number, now = Date.now()): EpisodeRequest {
+/** `instructions`: the request's pinned instructions with their documents (the runner reads them once). */
+export function episodeRequest(id: string, request: StoredEvaluationRequest, episode: PlannedEpisode, policy: PolicyEndpoint, taskIndex: number, now = Date.now(), instructions?: EpisodeInstructions): EpisodeRequest {
   return {
     run: id,
     iteration: episode.round,
@@ -32,6 +33,7 @@ export function episodeRequest(id: string, request: StoredEvaluationRequest, epi
     generation: request.generation,
     seed: deriveSeed(request.seed, episode.round, taskIndex),
     deadline: new Date(now + request.timeoutMs).toISOString(),
+    ...(instructions ? { instructions } : {}),
   };
 }
 

@@ -2,18 +2,20 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
-import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, type EvaluationStatus, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
+import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, PageQuery, type EvaluationStatus, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
 import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
 import { pinRequestSuite } from './suite-pin.ts';
+import { pinRequestInstructions } from './instructions-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
 import { StoredTranscript } from '../episode-transcript.ts';
 import { EvaluationPlanRecord } from './evaluation-plan.ts';
-import { listEvaluationIds, readEpisodes, readEvaluation } from './evaluation-reader.ts';
+import { readEpisodes, readEvaluation } from './evaluation-reader.ts';
+import { idsUnder, pageOf } from './id-page.ts';
 import { newId } from './ids.ts';
 import { environmentKeyHeader, errors, idempotencyHeader, json, secured } from './openapi-common.ts';
 import { ENVIRONMENT_KEY_HEADER, storeEnvironmentKey } from './environment-key.ts';
@@ -78,8 +80,9 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       const capped: EvaluationRequest = budget.ok ? { ...asked, budget: budget.budget } : asked;
       const modelPinned: EvaluationRequest = capped.model.kind === 'base' ? { ...capped, model: { ...capped.model, model: await pinRequestModel(store, capped.model.model, 'model.model') } } : capped;
       const set = modelPinned.tasks;
-      const body: EvaluationRequest =
+      const suitePinned: EvaluationRequest =
         'suite' in set ? { ...modelPinned, tasks: { ...set, suite: await pinRequestSuite(store, set.suite, 'tasks.suite', modelPinned.environment.name, [{ split: set.split, count: set.count, path: 'tasks.count' }]) } } : modelPinned;
+      const body: EvaluationRequest = suitePinned.instructions ? { ...suitePinned, instructions: await pinRequestInstructions(store, suitePinned.instructions) } : suitePinned;
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {
         throw new ApiProblem(422, 'model_not_servable', `this deployment cannot serve ${body.model.kind} models; evaluate an external endpoint, or use the local API (esopt api)`);
       }
@@ -115,11 +118,26 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
   );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/evaluations', tags, security: secured, summary: 'List evaluations', responses: { 200: json(EvaluationList, 'Newest first'), 401: errors[401] } }),
+    createRoute({
+      method: 'get',
+      path: '/evaluations',
+      tags,
+      security: secured,
+      summary: 'List evaluations, a page at a time',
+      request: { query: PageQuery },
+      responses: { 200: json(EvaluationList, 'A page of evaluations (ids in lexical order, the page newest first), and where the next starts'), 400: errors[400], 401: errors[401] },
+    }),
     async (c) => {
-      const views = await Promise.all((await listEvaluationIds(store)).map((id) => readEvaluation(store, id, deps.prices)));
-      views.sort((a, b) => b.request.createdAt.localeCompare(a.request.createdAt));
-      return c.json({ evaluations: views.map(({ id, status, request, summary }) => ({ id, status, request, summary })) }, 200);
+      const page = await pageOf(await idsUnder(store, 'evaluations/'), c.req.valid('query'), async (id) => {
+        try {
+          return await readEvaluation(store, id, deps.prices);
+        } catch (err) {
+          if (err instanceof ApiProblem && err.status === 404) return null;
+          throw err;
+        }
+      });
+      const views = page.items.sort((a, b) => b.request.createdAt.localeCompare(a.request.createdAt));
+      return c.json({ evaluations: views.map(({ id, status, request, summary }) => ({ id, status, request, summary })), next: page.next }, 200);
     },
   );
 

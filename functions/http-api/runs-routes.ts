@@ -4,19 +4,21 @@ import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
 import { RunExtension } from '../../shared/run-extension.ts';
-import { CheckpointList, Created, IdParam, MetricsSeries, ResumeAccepted, RunConfig, RunDetail, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
+import { CheckpointList, Created, IdParam, MetricsSeries, ResumeAccepted, RunConfig, RunDetail, PageQuery, RunList, type RunStatus, StopAccepted } from '../../shared/schemas/index.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
 import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
 import { pinRequestSuite } from './suite-pin.ts';
+import { pinRequestInstructions } from './instructions-pin.ts';
 import type { ApiDeps } from './deps.ts';
+import { idsUnder, pageOf } from './id-page.ts';
 import { ApiProblem, invalidProblem, issuesOf } from './errors.ts';
 import { newId } from './ids.ts';
 import { environmentKeyHeader, errors, idempotencyHeader, json, secured } from './openapi-common.ts';
 import { ENVIRONMENT_KEY_HEADER, storeEnvironmentKey } from './environment-key.ts';
 import { advanceCursor, formatEventId, parseEventId, runEvents } from './run-events.ts';
-import { listRunIds, readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
+import { readCheckpoints, readConfig, readMetricsSeries, readRunDetail, readRunSummary, readStatus } from './run-reader.ts';
 import { readyResume } from './run-resume.ts';
 import { writeJson } from '../../shared/store/json.ts';
 
@@ -61,10 +63,11 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
             ]),
           }
         : request.tasks;
+      const instructions = request.instructions ? { instructions: await pinRequestInstructions(store, request.instructions) } : {};
       const environmentKey = await storeEnvironmentKey(c.req.header(ENVIRONMENT_KEY_HEADER), request.environment, deps.endpointKeys);
       if (!environmentKey.ok) throw invalidProblem(environmentKey.issues);
       const environment = { ...request.environment, ...(environmentKey.keyParameter ? { keyParameter: environmentKey.keyParameter } : {}) };
-      const config = { ...request, environment, budget: budget.ok ? budget.budget : request.budget, model, tasks };
+      const config = { ...request, environment, budget: budget.ok ? budget.budget : request.budget, model, tasks, ...instructions };
 
       let id = newId(config.name ?? 'run');
       try {
@@ -89,11 +92,27 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/runs', tags, security: secured, summary: 'List runs', responses: { 200: json(RunList, 'Every run in the store, newest first'), 401: errors[401] } }),
+    createRoute({
+      method: 'get',
+      path: '/runs',
+      tags,
+      security: secured,
+      summary: 'List runs, a page at a time',
+      request: { query: PageQuery },
+      responses: { 200: json(RunList, 'A page of runs (ids in lexical order, the page newest first), and where the next starts'), 400: errors[400], 401: errors[401] },
+    }),
     async (c) => {
-      const runs = await Promise.all((await listRunIds(store)).map((id) => readRunSummary(store, id)));
-      runs.sort((a, b) => (b.requestedAt ?? '').localeCompare(a.requestedAt ?? '') || a.id.localeCompare(b.id));
-      return c.json({ runs }, 200);
+      // An evaluation's records share `runs/`: an id without a config is not a run.
+      const page = await pageOf(await idsUnder(store, 'runs/'), c.req.valid('query'), async (id) => {
+        try {
+          return await readRunSummary(store, id);
+        } catch (err) {
+          if (err instanceof ApiProblem && err.status === 404) return null;
+          throw err;
+        }
+      });
+      const runs = page.items.sort((a, b) => (b.requestedAt ?? '').localeCompare(a.requestedAt ?? '') || a.id.localeCompare(b.id));
+      return c.json({ runs, next: page.next }, 200);
     },
   );
 

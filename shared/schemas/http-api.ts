@@ -10,6 +10,7 @@ import { Id, Iteration, RunId, Seed, TaskId } from './ids.ts';
 import { EvaluationResult, MetricsRow } from './metrics.ts';
 import { EnvironmentSpec, GenerationOptions, ModelSpec, RunConfig } from './run-config.ts';
 import { TaskSuiteChoice } from './task-suite-ref.ts';
+import { InstructionsChoice } from './instructions.ts';
 
 export const ApiIssue = z.object({ path: z.string(), message: z.string() });
 
@@ -85,7 +86,17 @@ export const RunSummary = z
   .meta({ id: 'RunSummary' });
 export type RunSummary = z.infer<typeof RunSummary>;
 
-export const RunList = z.object({ runs: z.array(RunSummary) }).meta({ id: 'RunList' });
+/** The query of a listing (GET /runs, GET /evaluations): ids in lexical order, `limit` of them after `after`. */
+export const PageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100).describe('at most this many (1-500, default 100)'),
+  after: Id.optional().describe("the previous page's `next`: this page starts after that id"),
+});
+export type PageQuery = z.infer<typeof PageQuery>;
+
+/** Where the next page starts (`after=`), or null on the last page. */
+const NextPage = z.string().nullable();
+
+export const RunList = z.object({ runs: z.array(RunSummary), next: NextPage }).meta({ id: 'RunList' });
 export type RunList = z.infer<typeof RunList>;
 
 export const RunDetail = RunSummary.extend({
@@ -175,6 +186,8 @@ export const EvaluationRequest = z
     model: EvaluationModel,
     environment: EnvironmentSpec,
     tasks: EvaluationTaskSet,
+    /** The instructions (c_t) every episode runs under (`esopt instructions push`), pinned at creation; absent: the environment's prompt. */
+    instructions: InstructionsChoice.optional(),
     /** Episodes wanted; tasks are cycled when there are more episodes than tasks (each round reseeded). */
     episodes: z.number().int().min(1).max(100_000),
     budget: EvaluationBudget.default({}),
@@ -276,7 +289,7 @@ export const EvaluationView = z
 export type EvaluationView = z.infer<typeof EvaluationView>;
 
 export const EvaluationList = z
-  .object({ evaluations: z.array(z.object({ id: Id, status: EvaluationStatus, request: StoredEvaluationRequest, summary: EvaluationSummary })) })
+  .object({ evaluations: z.array(z.object({ id: Id, status: EvaluationStatus, request: StoredEvaluationRequest, summary: EvaluationSummary })), next: NextPage })
   .meta({ id: 'EvaluationList' });
 export type EvaluationList = z.infer<typeof EvaluationList>;
 

@@ -17,7 +17,8 @@ import type { ModelServer, ServedModel } from '../../shared/ports/model-server.t
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
 import { EVALUATION_KEY_ERROR } from '../../shared/secrets/evaluation-key.ts';
-import { EvaluationStatus, RewardRecord, StoredEvaluationRequest, type EvaluationStopReason, type PolicyEndpoint } from '../../shared/schemas/index.ts';
+import { EvaluationStatus, RewardRecord, StoredEvaluationRequest, type EpisodeInstructions, type EvaluationStopReason, type PolicyEndpoint } from '../../shared/schemas/index.ts';
+import { resolveInstructions } from '../../shared/instructions-catalog.ts';
 import { loadEnvironment, parseWith } from '../../environments/index.ts';
 import type { Split } from '../../environments/environment.ts';
 import { readSuite } from '../../environments/task-suites/suite-catalog.ts';
@@ -59,6 +60,14 @@ async function resolveTasks(store: ObjectStore, request: StoredEvaluationRequest
   return request.tasks.tasks.map((t) => ({ id: t.id, task: parseWith(definition.taskSchema, t.task, `${definition.name} task ${t.id}`) }));
 }
 
+/** The instructions the API pinned, read once: every episode request carries their documents. */
+async function evaluationInstructions(store: ObjectStore, request: StoredEvaluationRequest): Promise<EpisodeInstructions | undefined> {
+  const ref = request.instructions;
+  if (!ref) return undefined;
+  if (ref.manifest === undefined) throw new Error(`instructions ${ref.name} are not pinned to a manifest (the API pins them when the evaluation is created)`);
+  return resolveInstructions(store, { name: ref.name, manifest: ref.manifest });
+}
+
 /** The key's secret is gone once its evaluation ends; if deleting fails, its Expiration still removes it. */
 async function deleteKey(deps: EvaluationRunnerDeps, parameter: string, log: Logger): Promise<void> {
   try {
@@ -85,6 +94,7 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
   let fanout: Fanout | null = null;
   try {
     const tasks = await resolveTasks(store, request);
+    const instructions = await evaluationInstructions(store, request);
     const planned = Math.min(request.episodes, request.budget.maxEpisodes ?? Infinity);
     const plan: EvaluationPlanRecord = { tasks, planned };
     await writeJson(store, keys.evaluationPlan(id), plan);
@@ -131,7 +141,7 @@ export async function runEvaluation(deps: EvaluationRunnerDeps, id: string, secr
         }
       }
       const wave = Array.from({ length: size }, (_, i) => planEpisode(id, tasks, next + i));
-      const requests = wave.map((e) => episodeRequest(id, request, e, policy, e.index % tasks.length));
+      const requests = wave.map((e) => episodeRequest(id, request, e, policy, e.index % tasks.length, Date.now(), instructions));
       const outcomes = await fanout.dispatch(requests, { concurrency: request.concurrency, timeoutMs: request.timeoutMs });
       for (const [i, episode] of wave.entries()) {
         let record = await readJson(store, episode.key, RewardRecord);
