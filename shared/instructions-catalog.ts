@@ -7,21 +7,21 @@
 import { createHash } from 'node:crypto';
 import { keys, parseInstructionsNameKey } from './keys.ts';
 import type { ObjectStore } from './ports/object-store.ts';
-import { Instructions, NamedInstructions, Sha256, type EpisodeInstructions, type PinnedInstructions } from './schemas/index.ts';
+import { Instructions, NamedInstructions, Sha256, type EpisodeInstructions, type InstructionsInput, type PinnedInstructions } from './schemas/index.ts';
 import { formatIssues } from './validation.ts';
 import { readJson, writeJson } from './store/json.ts';
 
 const decoder = new TextDecoder();
 
 /** The canonical bytes: `{"system"?:…,"skills":[{name,text}…]}` in that key order, skills in the pushed order, no spaces. */
-export function instructionsBytes(documents: Instructions): Uint8Array {
+export function instructionsBytes(documents: InstructionsInput): Uint8Array {
   const checked = Instructions.safeParse(documents);
   if (!checked.success) throw new Error(`invalid instructions: ${formatIssues(checked.error)}`);
   const { system, skills } = checked.data;
   return new TextEncoder().encode(JSON.stringify({ ...(system !== undefined ? { system } : {}), skills: skills.map(({ name, text }) => ({ name, text })) }));
 }
 
-export function instructionsSha256(documents: Instructions): string {
+export function instructionsSha256(documents: InstructionsInput): string {
   return createHash('sha256').update(instructionsBytes(documents)).digest('hex');
 }
 
@@ -52,7 +52,7 @@ export interface PublishedInstructions {
 }
 
 /** Stores the documents under their sha256 (create-only), then points `name` at them. */
-export async function publishInstructions(store: ObjectStore, name: string, documents: Instructions, pushedAt = new Date()): Promise<PublishedInstructions> {
+export async function publishInstructions(store: ObjectStore, name: string, documents: InstructionsInput, pushedAt = new Date()): Promise<PublishedInstructions> {
   const body = instructionsBytes(documents);
   const sha = createHash('sha256').update(body).digest('hex');
   const stored = await store.put(keys.instructionsManifest(sha), body, { ifAbsent: true, contentType: 'application/json' });

@@ -56,6 +56,8 @@ export const Instructions = z
     if (total > INSTRUCTIONS_LIMITS.totalBytes) ctx.addIssue({ code: 'custom', path: [], message: `the documents are ${total} bytes together; at most ${INSTRUCTIONS_LIMITS.totalBytes} (each episode request carries them)` });
   });
 export type Instructions = z.infer<typeof Instructions>;
+/** As written: `skills` may be left out. */
+export type InstructionsInput = z.input<typeof Instructions>;
 
 /** How a run or an evaluation names instructions; `manifest` is filled in (pinned) when it is created. */
 export const InstructionsRef = z.object({ name: InstructionsName, manifest: Sha256.optional() }).strict();
