@@ -105,8 +105,3 @@ export async function readEvaluation(store: ObjectStore, id: string, prices: Cos
   return { id, request, status, episodes, summary: summarize(request, status, episodes) };
 }
 
-export async function listEvaluationIds(store: ObjectStore): Promise<string[]> {
-  return (await store.list('evaluations/'))
-    .map((k) => /^evaluations\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/request\.json$/.exec(k)?.[1] ?? null)
-    .filter((id): id is string => id !== null);
-}

@@ -22,11 +22,6 @@ import {
 import { notFound } from './errors.ts';
 import { readAllJson, readJson } from '../../shared/store/json.ts';
 
-/** Run ids in the store: every run has a config.json. Lists the whole `runs/` prefix (see docs/API.md). */
-export async function listRunIds(store: ObjectStore): Promise<string[]> {
-  return (await store.list('runs/')).map(parseRunConfigKey).filter((id): id is string => id !== null);
-}
-
 export async function readConfig(store: ObjectStore, run: string): Promise<RunConfig> {
   const config = await readJson(store, keys.config(run), RunConfig);
   if (!config) throw notFound('run', run);

@@ -90,7 +90,7 @@ function failuresText(s, n) {
 }
 
 async function loadRuns() {
-  const { runs } = await api('/runs');
+  const { runs } = await api('/runs?limit=500');
   fillTable(
     '#runs',
     runs,
@@ -307,7 +307,7 @@ function modelName(m) {
 }
 
 async function loadEvaluations() {
-  const { evaluations } = await api('/evaluations');
+  const { evaluations } = await api('/evaluations?limit=500');
   fillTable(
     '#evaluations',
     evaluations,

@@ -23,7 +23,15 @@ export const command: Command = {
   usage: 'esopt runs list [--api URL] [--json]',
   async run(argv, io) {
     const p = parseFlags(argv, apiFlags);
-    const { runs } = await ApiClient.fromFlags(p.values).get('/runs', RunList);
+    const client = ApiClient.fromFlags(p.values);
+    // Every page, 500 at a time: GET /runs pages by id.
+    const runs: RunList['runs'] = [];
+    for (let after: string | null | undefined; after !== null; ) {
+      const page = await client.get(`/runs?limit=500${after ? `&after=${encodeURIComponent(after)}` : ''}`, RunList);
+      runs.push(...page.runs);
+      after = page.next;
+    }
+    runs.sort((a, b) => (b.requestedAt ?? '').localeCompare(a.requestedAt ?? '') || a.id.localeCompare(b.id));
     if (p.json) io.stdout(JSON.stringify({ runs }));
     else io.stdout([`${'run'.padEnd(36)}  ${'state'.padEnd(10)}  ${'env'.padEnd(9)}  ${'iters'.padStart(9)}  held-out success (95% CI) @θ`, ...runs.map(line)].join('\n'));
     return 0;
