@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { Seed } from '../../shared/schemas/index.ts';
 import type { SeededRandom } from '../random.ts';
 import { generateDatabase, type Database } from './database.ts';
+import { McpOptions } from './mcp/options.ts';
 import { ANSWER_TOOL, Currency, findTool } from './tools.ts';
 
 const Person = z.string().min(1).max(100).describe('first name of a person in the database');
@@ -143,6 +144,11 @@ export const ToolsOptions = z
      * system prompt describes a JSON reply format and no `tools` are sent.
      */
     toolCalls: z.boolean().default(false),
+    /**
+     * Tools served by MCP servers instead of the synthetic database's (mcp/options.ts): tasks are then
+     * `{kind: "mcp", question, verifier}`, and the horizon is `horizon` (default 10; `slack` has no reference to add to).
+     */
+    mcp: McpOptions.optional(),
   })
   .strict();
 export type ToolsOptions = z.infer<typeof ToolsOptions>;

@@ -9,7 +9,7 @@ import { IterationClosedError, PolicyHttpError } from '../../environments/polici
 import { sudoku } from '../../environments/sudoku/definition.ts';
 import { SudokuOptions } from '../../environments/sudoku/task.ts';
 import { tools } from '../../environments/tools/definition.ts';
-import { solveToolsTask, ToolsOptions, type ToolsTask } from '../../environments/tools/task.ts';
+import { solveToolsTask, ToolsOptions, ToolsTask } from '../../environments/tools/task.ts';
 import { main } from '../../trainer/cli/main.ts';
 
 /**
@@ -243,7 +243,7 @@ describe('episodes over HTTP', () => {
   });
 
   it('a tool-use episode played with tool_calls replies', async () => {
-    const t: ToolsTask = tools.sampleTasks('eval', 1, 2, ToolsOptions.parse({}))[0].task;
+    const t = ToolsTask.parse(tools.sampleTasks('eval', 1, 2, ToolsOptions.parse({}))[0].task);
     const calls = solveToolsTask(t).calls;
     script.push(...calls.map((c) => ok(null, { tool_calls: [{ id: 'x', type: 'function', function: { name: c.tool, arguments: JSON.stringify(c.arguments) } }] })));
     const r = await runEpisode({ definition: tools, task: t, options: { toolCalls: true }, policy: policy(), seed: 0 });

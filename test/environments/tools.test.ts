@@ -54,7 +54,8 @@ describe('tools', () => {
 
   it('every kind of task has a reference solution of 2-5 tool calls before the answer', () => {
     const seen = new Set<string>();
-    for (const { task } of tools.sampleTasks('train', 60, 3, options)) {
+    for (const sampled of tools.sampleTasks('train', 60, 3, options)) {
+      const task = ToolsTask.parse(sampled.task);
       const { calls, answer } = solveToolsTask(task);
       seen.add(task.kind);
       expect(calls.at(-1)).toEqual({ tool: 'answer', arguments: { value: answer } });
@@ -77,7 +78,7 @@ describe('tools', () => {
     for (const split of ['train', 'eval'] as const) {
       for (const { task } of tools.sampleTasks(split, 25, 9, options)) {
         const r = await runEpisode({ definition: tools, task, policy: tools.oracle(task, options), seed: 0 });
-        expect(r).toMatchObject({ reward: 1, error: null, stopReason: 'done', steps: solveToolsTask(task).calls.length });
+        expect(r).toMatchObject({ reward: 1, error: null, stopReason: 'done', steps: solveToolsTask(ToolsTask.parse(task)).calls.length });
       }
     }
   });
