@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { Iteration, MemberIndex, RunId, Seed } from './ids.ts';
 import { ModelSpec } from './run-config.ts';
+import { PinnedInstructions } from './instructions.ts';
+import { TaskSuiteName } from './task-suite-ref.ts';
+import { Sha256 } from './model-store.ts';
 
 /**
  * A run as a portable artifact (docs/REPLAY.md): θ_K = θ_0 + the updates regenerated from their seeds, so
@@ -74,6 +77,10 @@ export const RunArtifact = z
     rank: z.number().int().min(1),
     noise: z.object({ id: z.string().min(1), version: z.number().int().min(1) }),
     layout: z.object({ params: z.number().int().min(0), tensors: z.array(ArtifactTensor) }),
+    /** What the run trained on and under, pinned (provenance: θ_K does not depend on them): its task suite, if any. */
+    suite: z.object({ name: TaskSuiteName, manifest: Sha256 }).strict().optional(),
+    /** The instructions (c_t) its episodes ran under, if any. */
+    instructions: PinnedInstructions.optional(),
     /** Low-rank mode only: the perturbed matrices in stream order. */
     lowRankTargets: z.array(ArtifactLowRankTarget).optional(),
     updates: z.array(ArtifactUpdate),

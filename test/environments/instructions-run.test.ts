@@ -19,6 +19,7 @@ import { readJson } from '../../shared/store/json.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { localSite } from '../../trainer/assembly/local-site.ts';
 import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { buildRunArtifact } from '../../trainer/training/export/run-artifact.ts';
 import { silentProgress } from '../../trainer/training/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-instructions-run-'));
@@ -96,6 +97,7 @@ describe('instructions (c_t) in a run', () => {
     expect((await readJson(store, keys.manifest('coached', 0), IterationManifest))?.instructions).toEqual(pin);
     const log = new TextDecoder().decode((await store.get(keys.log('coached')))!).trim().split('\n').map((l) => LogEntry.parse(JSON.parse(l)));
     expect(log.map((e) => e.instructions)).toEqual([pin]);
+    expect((await buildRunArtifact(store, 'coached')).artifact.instructions).toEqual(pin);
     const transcripts = (await store.list(keys.run('coached'))).filter((k) => k.includes('/transcripts/'));
     expect(transcripts.length).toBeGreaterThan(0);
     for (const key of transcripts) {

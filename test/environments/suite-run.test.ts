@@ -16,6 +16,7 @@ import { IterationManifest, RewardRecord, RunConfig } from '../../shared/schemas
 import { readJson } from '../../shared/store/json.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import { runEmbedded } from '../../trainer/assembly/run.ts';
+import { buildRunArtifact } from '../../trainer/training/export/run-artifact.ts';
 import { silentProgress } from '../../trainer/training/loop/progress.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'esopt-suite-run-'));
@@ -61,6 +62,7 @@ describe('a run on a pushed task suite', () => {
 
     const stored = await readJson(store, keys.config('suite-run'), RunConfig);
     expect(stored?.tasks.suite).toEqual({ name: 'mine', manifest: first.record.manifestSha256 });
+    expect((await buildRunArtifact(store, 'suite-run')).artifact.suite).toEqual({ name: 'mine', manifest: first.record.manifestSha256 });
     const drawn: string[][] = [];
     for (const k of [0, 1]) {
       const m = (await readJson(store, keys.manifest('suite-run', k), IterationManifest))!;

@@ -91,6 +91,8 @@ export async function buildRunArtifact(store: ObjectStore, run: string): Promise
       tensors: theta0.map((s, i) => ({ name: s.name, dims: model.weights[i].dims, offset: s.offset, count: s.data.length, updated: updated(i) })),
     },
     ...(lowRankTargets ? { lowRankTargets } : {}),
+    ...(config.tasks.suite?.manifest !== undefined ? { suite: { name: config.tasks.suite.name, manifest: config.tasks.suite.manifest } } : {}),
+    ...(config.instructions?.manifest !== undefined ? { instructions: { name: config.instructions.name, manifest: config.instructions.manifest } } : {}),
     updates: log.map(artifactUpdate),
   });
   return { artifact, theta0 };
