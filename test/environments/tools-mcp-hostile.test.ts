@@ -1,0 +1,138 @@
+/**
+ * MCP servers that fail or misbehave (environments/tools/mcp/connection.ts): each ends its episode with a fixed
+ * reason, in bounded time and memory, never a hang — and a deployed stack's policy refuses what it must.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { serveBookshopHttp } from '../../examples/mcp/server.ts';
+import { DEPLOYED_CONTEXT, type EnvironmentContext } from '../../environments/environment.ts';
+import { runEpisode } from '../../environments/episode-runner.ts';
+import { tools, ToolsEnvironmentTask } from '../../environments/tools/definition.ts';
+import { ToolsOptions } from '../../environments/tools/task.ts';
+import type { Policy, PolicyReply } from '../../shared/ports/policy.ts';
+
+const EMBEDDED: EnvironmentContext = { outbound: { allow: ['loopback'] }, allowCommands: true };
+const none = { tokens: { prompt: 0, completion: 0 }, inferenceMs: 0 };
+const TASK = ToolsEnvironmentTask.parse({ kind: 'mcp', question: 'q', verifier: { kind: 'answer', answer: 1 } });
+const HUGE = 3 * 1024 * 1024;
+
+function calls(list: Array<[string, Record<string, unknown>]>): Policy {
+  return {
+    async act(_messages, { step }): Promise<PolicyReply> {
+      const [name, args] = list[step] ?? ['answer', { value: 1 }];
+      return { text: '', toolCalls: [{ name, arguments: args }], ...none };
+    },
+  };
+}
+
+/** A server whose tools hang, answer megabytes, or answer a little too much for the model. */
+function hostileServer(): McpServer {
+  const server = new McpServer({ name: 'hostile', version: '1' });
+  server.registerTool('hang', { description: 'Never answers.', inputSchema: {} }, () => new Promise(() => undefined));
+  server.registerTool('huge', { description: 'Answers megabytes.', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'x'.repeat(HUGE) }] }));
+  server.registerTool('long', { description: 'Answers 20 000 characters.', inputSchema: { n: z.number().optional() } }, async () => ({ content: [{ type: 'text', text: 'y'.repeat(20_000) }] }));
+  return server;
+}
+
+const listen = (handler: Parameters<typeof createServer>[1]) =>
+  new Promise<Server>((resolve) => {
+    const s = createServer(handler);
+    s.listen(0, '127.0.0.1', () => resolve(s));
+  });
+const urlOf = (s: Server, path = '/mcp') => `http://127.0.0.1:${(s.address() as AddressInfo).port}${path}`;
+const stop = (s: Server) => new Promise<void>((r) => { s.closeAllConnections(); s.close(() => r()); });
+
+describe('hostile and failing MCP servers', () => {
+  let hostile: Server;
+  let silent: Server;
+  let redirecting: Server;
+  beforeAll(async () => {
+    hostile = await serveBookshopHttp(0, hostileServer);
+    // Accepts every request and never answers: initialize must time out.
+    silent = await listen(() => undefined);
+    redirecting = await listen((_req, res) => res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' }).end());
+  });
+  afterAll(async () => {
+    await Promise.all([hostile, silent, redirecting].map(stop));
+  });
+
+  const play = (url: string, policy: Policy, mcp: Record<string, unknown> = {}, context = EMBEDDED) =>
+    runEpisode({ definition: tools, task: TASK, options: ToolsOptions.parse({ toolCalls: true, mcp: { servers: [{ name: 'h', url }], ...mcp } }), policy, seed: 0, context });
+
+  it('ends a call that never answers at the call limit, with the reason', async () => {
+    const started = Date.now();
+    const r = await play(urlOf(hostile), calls([['hang', {}]]), { callTimeoutMs: 400 });
+    expect(r).toMatchObject({ stopReason: 'error', steps: 0 });
+    expect(r.error).toMatch(/^MCP server "h"(, tools\/call: no complete answer within \d+ ms| did not answer tools\/call within \d+ ms)$/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('ends at the episode limit when calls keep it busy', async () => {
+    const r = await play(urlOf(hostile), calls([['hang', {}]]), { callTimeoutMs: 60_000, episodeTimeoutMs: 1_000 });
+    expect(r.stopReason).toBe('error');
+    expect(r.durationMs).toBeLessThan(5_000);
+  });
+
+  it('ends a server that never answers initialize at the call limit', async () => {
+    const started = Date.now();
+    const r = await play(urlOf(silent), calls([]), { callTimeoutMs: 300 });
+    expect(r).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^MCP server "h"(, initialize: no complete answer within \d+ ms| did not answer initialize within \d+ ms)$/) });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('bounds a huge result: the body is cut off at maxResponseBytes and the episode fails', async () => {
+    const r = await play(urlOf(hostile), calls([['huge', {}]]), { maxResponseBytes: 65_536 });
+    expect(r).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^MCP server "h".*(passed|over) 65536 bytes/) });
+    expect(JSON.stringify(r).length).toBeLessThan(20_000);
+  });
+
+  it('shows the model at most maxResultChars of a result, saying it was cut', async () => {
+    const r = await play(urlOf(hostile), calls([['long', {}], ['answer', { value: 1 }]]), { maxResultChars: 1000 });
+    expect(r).toMatchObject({ error: null, reward: 1 });
+    const text = r.transcript[3]!.text;
+    expect(text).toMatch(/^Result of long: y{1000}\n\[result cut at 1000 of 20000 characters\]/);
+  });
+
+  it('does not follow a redirect', async () => {
+    const r = await play(urlOf(redirecting), calls([]));
+    expect(r).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^MCP server "h", initialize: the server answered 307 \(a redirect\); redirects are not followed$/) });
+  });
+
+  it('refuses plain http, loopback and private addresses under the deployed policy', async () => {
+    const http = await play(urlOf(hostile), calls([]), {}, DEPLOYED_CONTEXT);
+    expect(http).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^MCP server "h", its url: http:\/\/ is only for a server on this machine; use https/) });
+    const loopback = await play('https://127.0.0.1:9/mcp', calls([]), {}, DEPLOYED_CONTEXT);
+    expect(loopback.error).toMatch(/127\.0\.0\.1 is a loopback address, not allowed here/);
+    const metadata = await play('https://169.254.169.254/mcp', calls([]), {}, { ...DEPLOYED_CONTEXT, outbound: { allow: ['private', 'loopback'] } });
+    expect(metadata.error).toMatch(/link-local, reserved or special address, never reachable/);
+  });
+
+  it('refuses one key for servers at two origins', async () => {
+    const r = await runEpisode({
+      definition: tools,
+      task: TASK,
+      options: ToolsOptions.parse({ mcp: { servers: [{ name: 'a', url: urlOf(hostile) }, { name: 'b', url: urlOf(silent) }] } }),
+      policy: calls([]),
+      seed: 0,
+      context: { ...EMBEDDED, endpointKey: 'k' },
+    });
+    expect(r.error).toMatch(/^one endpoint key serves one origin/);
+  });
+
+  it('fails cleanly when one of two servers cannot be reached, and names tool clashes', async () => {
+    const down = await play('http://127.0.0.1:1/mcp', calls([]));
+    expect(down.error).toMatch(/^MCP server "h", initialize: could not reach http:\/\/127\.0\.0\.1:1/);
+    const clash = await runEpisode({
+      definition: tools,
+      task: TASK,
+      options: ToolsOptions.parse({ mcp: { servers: [{ name: 'a', url: urlOf(hostile) }, { name: 'b', url: urlOf(hostile) }] } }),
+      policy: calls([]),
+      seed: 0,
+      context: EMBEDDED,
+    });
+    expect(clash.error).toBe('MCP servers "a" and "b" both list a tool "hang"; offer one with the servers\' tools option');
+  });
+});
