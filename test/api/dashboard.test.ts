@@ -117,6 +117,8 @@ describe('the dashboard at /', () => {
   it('shows a finished run\'s real numbers in its curves and iteration table', async () => {
     await page.click(`#runs tbody tr[data-id="${finishedRun}"]`);
     await waitFor(async () => ((await page.textContent('#run-id')) === finishedRun && (await tableRows('#iterations')).length === 3 ? true : undefined), 10_000, 'the finished run');
+    // A run without pushed instructions says its episodes ran under the environments' own prompts.
+    expect(await page.textContent('#run-instructions')).toBe("instructions: each environment's own prompt");
     const series = MetricsSeries.parse((await api.call('GET', `/runs/${finishedRun}/metrics`)).body);
     expect(await tableRows('#iterations')).toEqual(expectedIterationRows(series));
 
@@ -183,6 +185,7 @@ describe('the dashboard at /', () => {
       evaluation.episodes.map((e) => [String(e.index), e.task, fmt(e.reward), e.success ? 'yes' : 'no', String(e.steps), String(e.tokens.prompt + e.tokens.completion), fmt(e.durationMs, 0), usd(e.cost.usd), e.error ?? '']),
     );
     expect(await page.textContent('#evaluation-note')).toBe(s.note);
+    expect(await page.textContent('#evaluation-instructions')).toBe("instructions: each environment's own prompt");
     // Every episode of the refused evaluation failed: the list says so beside its 0.0%, with the error.
     const r = refused.summary;
     expect(r).toMatchObject({ episodes: 2, failed: 2, successRate: 0, topError: { count: 2 } });

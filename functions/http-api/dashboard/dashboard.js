@@ -179,6 +179,7 @@ async function selectRun(id) {
   $('#run').hidden = false;
   $('#run-id').textContent = id;
   $('#run-state').textContent = detail.state;
+  $('#run-instructions').textContent = instructionsText(detail.config.instructions, detail.config.tasks.suite);
   if (changed) {
     $('#model-iteration').value = '';
     $('#model-status').textContent = '';
@@ -298,6 +299,12 @@ function onEvent(event) {
   }
 }
 
+/** What every episode ran under: pushed instructions (name, manifest) and task suite, or the defaults. */
+function instructionsText(instructions, suite) {
+  const c = instructions ? `instructions ${instructions.name} (manifest ${instructions.manifest.slice(0, 12)})` : "instructions: each environment's own prompt";
+  return suite ? `${c} · tasks from suite ${suite.name} (manifest ${suite.manifest.slice(0, 12)})` : c;
+}
+
 // ---------------------------------------------------------------- evaluations
 
 function modelName(m) {
@@ -334,6 +341,7 @@ async function selectEvaluation(id) {
   $('#evaluation').hidden = false;
   $('#evaluation-id').textContent = id;
   $('#evaluation-note').textContent = view.summary.note;
+  $('#evaluation-instructions').textContent = instructionsText(view.request.instructions, view.request.tasks.suite);
   fillTable('#episodes', view.episodes, (e) => [
     cell(String(e.index), 'text'),
     cell(e.task, 'text'),
