@@ -60,6 +60,14 @@ export default $config({
       /** Reserved concurrency: the most episodes in flight, and a cap on what a runaway fan-out can spend. */
       ESOPT_EPISODE_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
       /**
+       * Reserved concurrency of the Api function: the most requests it serves at once, so a flood of them can
+       * neither take the account's concurrency from the Episode function nor scale the bill without bound.
+       */
+      ESOPT_API_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
+      /** Requests a second per API token, sustained and at once, in each Api instance (functions/http-api/rate-limit.ts). */
+      ESOPT_API_RATE_PER_SECOND: z.coerce.number().positive().finite().default(20),
+      ESOPT_API_RATE_BURST: z.coerce.number().int().min(1).default(60),
+      /**
        * Trainer replicas, the trainer box included: each further one is a box of the same type with its own
        * fixed address that follows the run the trainer box trains and serves a share of its members
        * (docs/TRAINER.md, Trainer replicas); R boxes bill while a run trains (costOfEpisodesWithReplicas).
@@ -404,6 +412,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       // 512 MB buys CPU (Lambda's share grows with memory) for cold starts, well past the measured peak (docs/CLOUD.md).
       memory: '512 MB',
       timeout: '30 seconds',
+      concurrency: { reserved: cfg.ESOPT_API_CONCURRENCY },
       // The function URL is made below, not by SST: SST's grants lambda:InvokeFunction to every principal
       // unconditionally, which lets any AWS account invoke the function directly, past the URL.
       // Validating a run config loads its environment's definition but never runs an episode, and the heuristic
@@ -430,6 +439,8 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         ESOPT_EVALUATION_KEYS: evaluationKeysPath,
         ESOPT_TRAINER_INSTANCE: trainer.id,
         ESOPT_COST_PRICES: pricesJson,
+        ESOPT_API_RATE_PER_SECOND: String(cfg.ESOPT_API_RATE_PER_SECOND),
+        ESOPT_API_RATE_BURST: String(cfg.ESOPT_API_RATE_BURST),
         ...(cfg.ESOPT_MAX_RUN_COST_USD !== undefined ? { ESOPT_MAX_RUN_COST_USD: String(cfg.ESOPT_MAX_RUN_COST_USD) } : {}),
         ...(cfg.ESOPT_MAX_EVALUATION_COST_USD !== undefined ? { ESOPT_MAX_EVALUATION_COST_USD: String(cfg.ESOPT_MAX_EVALUATION_COST_USD) } : {}),
         ...(cfg.ESOPT_ENDPOINT_NETWORKS ? { ESOPT_ENDPOINT_NETWORKS: cfg.ESOPT_ENDPOINT_NETWORKS } : {}),

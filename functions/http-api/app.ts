@@ -7,6 +7,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { HTTPException } from 'hono/http-exception';
 import type { ApiDeps } from './deps.ts';
 import { bearerAuth } from './auth.ts';
+import { rateLimit } from './rate-limit.ts';
 import { registerBoxRoutes } from './boxes-routes.ts';
 import { DASHBOARD_PATHS, registerDashboard } from './dashboard-routes.ts';
 import { DOCS_PATHS, registerDocs } from './docs-routes.ts';
@@ -30,6 +31,7 @@ export function createApiApp(deps: ApiDeps): OpenAPIHono {
 
   app.use('*', requestLog(deps.log));
   app.use('*', bearerAuth(deps.token, (path) => PUBLIC.has(path)));
+  if (deps.rateLimit) app.use('*', rateLimit(deps.rateLimit, (path) => PUBLIC.has(path)));
   app.use('*', idempotency(deps.store));
 
   app.get('/healthz', (c) => c.json({ ok: true }));

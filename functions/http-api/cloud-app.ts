@@ -16,6 +16,7 @@ import { S3ObjectStore } from '../../shared/store/s3.ts';
 import { s3SignedDownload } from '../../shared/store/s3-signed-download.ts';
 import { openStore } from '../../shared/store/store-spec.ts';
 import { Ec2Instance, InstanceId } from '../../shared/boxes/ec2-instance.ts';
+import { DEFAULT_RATE_LIMIT } from './rate-limit.ts';
 import { createApiApp } from './app.ts';
 import { boxWaker } from './box-wake.ts';
 import { storeQueueLaunchers } from './queued-launchers.ts';
@@ -40,6 +41,9 @@ export const CloudApiEnv = z.object({
   ESOPT_MAX_RUN_COST_USD: z.coerce.number().positive().finite().optional(),
   /** The same for an evaluation's `budget.maxCostUsd`. */
   ESOPT_MAX_EVALUATION_COST_USD: z.coerce.number().positive().finite().optional(),
+  /** Requests a second per token, sustained, and at once (functions/http-api/rate-limit.ts), per instance of the function. */
+  ESOPT_API_RATE_PER_SECOND: z.coerce.number().positive().finite().default(DEFAULT_RATE_LIMIT.perSecond),
+  ESOPT_API_RATE_BURST: z.coerce.number().int().min(1).default(DEFAULT_RATE_LIMIT.burst),
 });
 export type CloudApiEnv = z.infer<typeof CloudApiEnv>;
 
@@ -76,5 +80,6 @@ export function createCloudApp(
     // Lambda bills the open stream: poll less often than the local API.
     eventPollMs: 2000,
     eventWindowMs: env.ESOPT_EVENT_WINDOW_MS,
+    rateLimit: { perSecond: env.ESOPT_API_RATE_PER_SECOND, burst: env.ESOPT_API_RATE_BURST },
   });
 }

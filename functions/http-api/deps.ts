@@ -1,4 +1,5 @@
 /** What the API app is built from: ports only, so one app runs in-process and on Lambda. */
+import type { RateLimit } from './rate-limit.ts';
 import type { Logger } from 'pino';
 import type { CostPrices } from '../../shared/cost.ts';
 import type { CostCaps } from './cost-caps.ts';
@@ -30,6 +31,8 @@ export interface ApiDeps {
   /** Where endpoint keys from the X-Esopt-Environment-Key header go (a deployed stack); absent, the header is refused. */
   endpointKeys?: EndpointKeyStore;
   log: Logger;
+  /** Requests per token (rate-limit.ts): the deployed stack's and `esopt api` off loopback; unset, none. */
+  rateLimit?: RateLimit;
   /** How often the events stream polls the store. */
   eventPollMs: number;
   /** End each events stream after this long (the client resumes with Last-Event-ID); unset: until the run ends. */

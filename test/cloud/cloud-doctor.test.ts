@@ -75,7 +75,7 @@ describe('esopt cloud doctor', () => {
     expect(by('vCPU quota')).toMatchObject({ ok: false, detail: expect.stringContaining('0 vCPUs, 4 in use; 1 × g5.xlarge need 4') });
     expect(by('vCPU quota').fix).toContain('--quota-code L-DB2E81BA --desired-value 8 --region us-east-1');
     expect(by('Lambda concurrency')).toMatchObject({ ok: false, detail: expect.stringContaining('account limit 10') });
-    expect(by('Lambda concurrency').fix).toMatch(/lower ESOPT_EPISODE_CONCURRENCY to 0 .*--desired-value 300/);
+    expect(by('Lambda concurrency').fix).toMatch(/lower ESOPT_EPISODE_CONCURRENCY to 0 .*--desired-value 310/);
     expect(by('Elastic IPs')).toMatchObject({ ok: true, detail: '2 of 5 allocated (0 this stack\'s); ESOPT_REPLICAS = 1 needs 1 more' });
     expect(by('default VPC')).toMatchObject({ ok: true, detail: expect.stringContaining('vpc-0a1b2c3d') });
     expect(by('availability zones')).toMatchObject({ ok: false, detail: expect.stringContaining('not offered in us-east-1e') });
@@ -154,6 +154,8 @@ describe('esopt cloud doctor', () => {
     const d = DoctorSettings.parse({});
     expect(one('aws.ec2.Instance', 'Trainer').args.instanceType).toBe(d.ESOPT_TRAINER_INSTANCE_TYPE);
     expect((one('sst.aws.Function', 'Episode').args.concurrency as { reserved: number }).reserved).toBe(d.ESOPT_EPISODE_CONCURRENCY);
+    // The Api function has reserved concurrency of its own, counted in the account's limit.
+    expect((one('sst.aws.Function', 'Api').args.concurrency as { reserved: number }).reserved).toBe(d.ESOPT_API_CONCURRENCY);
     expect(recorded.filter((r) => r.type === 'aws.ec2.Instance')).toHaveLength(d.ESOPT_REPLICAS);
   });
 });

@@ -132,7 +132,7 @@ describe('sst.config.ts', () => {
     // No native module: isolated-vm is left out of the bundle and never installed (the sandbox imports it on first use).
     expect(api.args).toMatchObject({ handler: 'functions/api.handler', runtime: 'nodejs22.x', nodejs: { esbuild: { external: ['isolated-vm'] } } });
     expect((api.args.nodejs as { install?: unknown }).install).toBeUndefined();
-    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN', 'ESOPT_TRAINER_INSTANCE']);
+    expect(Object.keys(api.args.environment as object).sort()).toEqual(['ESOPT_API_RATE_BURST', 'ESOPT_API_RATE_PER_SECOND', 'ESOPT_BUCKET', 'ESOPT_COST_PRICES', 'ESOPT_EVALUATION_KEYS', 'ESOPT_TOKEN', 'ESOPT_TRAINER_INSTANCE']);
     // The trainer box's instance, which the Api starts when it queues work.
     expect((api.args.environment as Record<string, unknown>).ESOPT_TRAINER_INSTANCE).toBe(one('aws.ec2.Instance', 'Trainer').self.id);
     // The files the API reads at run time (sst-build.test.ts serves each from the built package).

@@ -11,6 +11,7 @@ import { measuredPrices } from '../fanout/measured-prices.ts';
 import type { Fanout } from '../../shared/ports/fanout.ts';
 import { localPool } from '../assembly/fanouts.ts';
 import { storeAt } from '../assembly/stores.ts';
+import { DEFAULT_RATE_LIMIT } from '../../functions/http-api/rate-limit.ts';
 import { createApiApp } from '../../functions/http-api/app.ts';
 import { InProcessEvaluations } from './in-process-evaluations.ts';
 import { EngineModelServer } from './model-server.ts';
@@ -55,7 +56,7 @@ export async function startLocalApi(o: LocalApiOptions): Promise<RunningApi> {
     modelServer: new EngineModelServer(store),
     fanoutFor: (env): Fanout => localPool({ workers: o.workers ?? 4, store: { kind: 'fs', root: o.storeRoot }, env }),
   });
-  const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: o.deployed ?? false, servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
+  const app = createApiApp({ store, token: o.token, runs, evaluations, exports: new InProcessModelExports(store), deployed: o.deployed ?? false, ...(o.deployed ? { rateLimit: DEFAULT_RATE_LIMIT } : {}), servesOwnModels: true, prices, log, eventPollMs: o.eventPollMs ?? 1000 });
   const host = o.host ?? '127.0.0.1';
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: o.port ?? 0 }, () => resolve(s));

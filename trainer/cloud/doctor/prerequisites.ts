@@ -80,13 +80,13 @@ export function findings(s: DoctorSettings, f: DoctorFacts): Finding[] {
 
   if (!f.lambda.ok) out.push(denied('Lambda concurrency', f.lambda.error, 'lambda:GetAccountSettings'));
   else {
-    const need = s.ESOPT_EPISODE_CONCURRENCY + LAMBDA_UNRESERVED_MINIMUM;
+    const need = s.ESOPT_EPISODE_CONCURRENCY + s.ESOPT_API_CONCURRENCY + LAMBDA_UNRESERVED_MINIMUM;
     const ok = f.lambda.value.concurrentExecutions >= need;
     out.push({
       check: 'Lambda concurrency',
       ok,
-      detail: `account limit ${f.lambda.value.concurrentExecutions} (${f.lambda.value.unreserved} unreserved now); the Episode function reserves ${s.ESOPT_EPISODE_CONCURRENCY}, and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} unreserved: needs ≥ ${need}`,
-      ...(ok ? {} : { fix: `lower ESOPT_EPISODE_CONCURRENCY to ${Math.max(0, f.lambda.value.concurrentExecutions - LAMBDA_UNRESERVED_MINIMUM)} or less, or request a higher limit: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value ${need}` }),
+      detail: `account limit ${f.lambda.value.concurrentExecutions} (${f.lambda.value.unreserved} unreserved now); the Episode function reserves ${s.ESOPT_EPISODE_CONCURRENCY}, the Api function ${s.ESOPT_API_CONCURRENCY}, and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} unreserved: needs ≥ ${need}`,
+      ...(ok ? {} : { fix: `lower ESOPT_EPISODE_CONCURRENCY to ${Math.max(0, f.lambda.value.concurrentExecutions - LAMBDA_UNRESERVED_MINIMUM - s.ESOPT_API_CONCURRENCY)} or less, or request a higher limit: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value ${need}` }),
     });
   }
 
