@@ -4,10 +4,12 @@
  * to the server and come back as tool messages, and each kind of verifier judges the final answer.
  */
 import { execFileSync } from 'node:child_process';
-import type { Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveBookshopHttp } from '../../examples/mcp/server.ts';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createBookshopServer, serveBookshopHttp } from '../../examples/mcp/server.ts';
 import type { EnvironmentContext } from '../../environments/environment.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { tools, ToolsEnvironmentTask } from '../../environments/tools/definition.ts';
@@ -163,6 +165,38 @@ describe('MCP tools over streamable HTTP', () => {
       expect(seenAuth.every((a) => a === 'Bearer k-123')).toBe(true);
     } finally {
       await new Promise<void>((r) => keyed.close(() => r()));
+    }
+  });
+});
+
+describe('MCP tools against a server that keeps sessions', () => {
+  it('plays in a session (its GET stream too) and deletes it at close', async () => {
+    const sessions = new Map<string, StreamableHTTPServerTransport>();
+    const methods: string[] = [];
+    const http = createServer(async (req, res) => {
+      methods.push(req.method!);
+      const id = req.headers['mcp-session-id'];
+      let transport = typeof id === 'string' ? sessions.get(id) : undefined;
+      if (!transport) {
+        const fresh = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void sessions.set(sid, fresh) });
+        fresh.onclose = () => fresh.sessionId && sessions.delete(fresh.sessionId);
+        await createBookshopServer().connect(fresh);
+        transport = fresh;
+      }
+      await transport.handleRequest(req, res);
+    });
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+      const options = ToolsOptions.parse({ toolCalls: true, mcp: { servers: [{ url }], callTimeoutMs: 2_000 } });
+      const r = await runEpisode({ definition: tools, task: task({ kind: 'tool', tool: 'grade', arguments: { expected: 7 } }), options, policy: calls([['get_book', { id: 'b3' }], ['answer', { value: 7 }]]), seed: 0, context: EMBEDDED });
+      expect(r).toMatchObject({ reward: 1, steps: 2, error: null });
+      expect(methods).toContain('GET');
+      expect(methods.at(-1)).toBe('DELETE');
+      expect(sessions.size).toBe(0);
+    } finally {
+      http.closeAllConnections();
+      await new Promise<void>((r) => http.close(() => r()));
     }
   });
 });
