@@ -55,6 +55,8 @@ export interface RandomSearchResult {
 
 export async function randomSearch(o: RandomSearchInput): Promise<RandomSearchResult> {
   const { config, store, fanout, engine, environment } = o;
+  // Its rounds sample the environment's generator under the environment's prompt: refused rather than ignored.
+  if (config.tasks.suite || config.instructions) throw new Error('random search samples the environment\'s own tasks under its own prompt: tasks.suite and instructions are for ES runs (leave them out of this config)');
   const pollMs = o.pollMs ?? 50;
   const options = environment.optionsSchema.parse(config.environment.options);
   const members = ask(config.es);

@@ -75,6 +75,8 @@ export interface GrpoInput {
 
 export async function runGrpo(o: GrpoInput): Promise<GrpoResult> {
   const { config, grpo } = o;
+  // Its episodes sample the environment's generator under the environment's prompt: refused rather than ignored.
+  if (config.tasks.suite || config.instructions) throw new Error('GRPO samples the environment\'s own tasks under its own prompt: tasks.suite and instructions are for ES runs (leave them out of this config)');
   if (!('dir' in config.model)) throw new Error('GRPO needs a model export directory (model.dir): its weights are what the decoder gradient differentiates');
   const environment = await loadEnvironment(config.environment.name);
   const options = environment.optionsSchema.parse(config.environment.options);
