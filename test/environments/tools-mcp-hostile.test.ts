@@ -2,6 +2,7 @@
  * MCP servers that fail or misbehave (environments/tools/mcp/connection.ts): each ends its episode with a fixed
  * reason, in bounded time and memory, never a hang — and a deployed stack's policy refuses what it must.
  */
+import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,5 +135,25 @@ describe('hostile and failing MCP servers', () => {
       context: EMBEDDED,
     });
     expect(clash.error).toBe('MCP servers "a" and "b" both list a tool "hang"; offer one with the servers\' tools option');
+  });
+});
+
+describe('hostile stdio servers', () => {
+  const node = (script: string, mcp: Record<string, unknown> = {}) =>
+    runEpisode({ definition: tools, task: TASK, options: ToolsOptions.parse({ mcp: { servers: [{ name: 's', command: [process.execPath, '-e', script] }], ...mcp } }), policy: calls([]), seed: 0, context: EMBEDDED });
+  const children = () => execFileSync('ps', ['-o', 'args=', '--ppid', String(process.pid)], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('hostile-stdio'));
+
+  it('ends a program that never answers at the call limit, and the program with it', async () => {
+    const r = await node('/* hostile-stdio */ process.stdin.resume(); setInterval(() => {}, 1000)', { callTimeoutMs: 300 });
+    expect(r).toMatchObject({ stopReason: 'error', error: 'MCP server "s" did not answer initialize within 300 ms' });
+    expect(children()).toEqual([]);
+  });
+
+  it('bounds a message without end: past maxResponseBytes the connection ends', async () => {
+    const started = Date.now();
+    const r = await node("/* hostile-stdio */ process.stdin.once('data', () => { const x = 'x'.repeat(65536); const more = () => { while (process.stdout.write(x)); process.stdout.once('drain', more); }; more(); })", { maxResponseBytes: 65_536, callTimeoutMs: 20_000 });
+    expect(r).toMatchObject({ stopReason: 'error', error: 'MCP server "s" sent a message over 65536 bytes (mcp.maxResponseBytes)' });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(children()).toEqual([]);
   });
 });

@@ -22,8 +22,34 @@ import type { McpServerOptions } from './options.ts';
 /** The most tools one server may list (over all pages), and pages of tools/list read. */
 const MAX_TOOLS = 256;
 const MAX_PAGES = 16;
-/** How long close() waits for an HTTP session's DELETE before leaving it. */
+/** How long close() waits for an HTTP session's DELETE, or a stdio program to exit by itself, before moving on. */
 const CLOSE_GRACE_MS = 1_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Ends a stdio program for sure. The SDK's close ends stdin, then signals two seconds apart, in the background
+ * when a failed connect already began it; an episode's end must not leave its program running that long.
+ */
+async function killProgram(pid: number): Promise<void> {
+  if (!running(pid)) return;
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  // Until Node has reaped it (a zombie still answers signal 0), within a bound.
+  for (let waited = 0; waited < CLOSE_GRACE_MS && running(pid); waited += 20) await sleep(20);
+}
 
 /** Why an MCP server failed its episode; the message is fixed per reason. */
 export class McpFailure extends Error {
@@ -133,6 +159,15 @@ export async function connectMcp(server: McpServerOptions, context: EnvironmentC
       fatal.abort(new McpFailure(`MCP server "${server.name}" sent a message over ${limits.maxResponseBytes} bytes (mcp.maxResponseBytes)`));
     }
   };
+  // The stdio program's pid, kept from its start: the SDK forgets it once its own close begins.
+  let pid: number | null = null;
+  if (transport instanceof StdioClientTransport) {
+    const start = transport.start.bind(transport);
+    transport.start = async () => {
+      await start();
+      pid = transport.pid;
+    };
+  }
   const client = new Client({ name: 'esopt', version: '1' }, { capabilities: {} });
   let closed = false;
   const close = async () => {
@@ -143,8 +178,9 @@ export async function connectMcp(server: McpServerOptions, context: EnvironmentC
       // Ends the server's session (DELETE), politely and briefly: a server that stalls here is left.
       await Promise.race([transport.terminateSession().catch(() => undefined), new Promise((r) => setTimeout(r, CLOSE_GRACE_MS).unref())]);
     }
-    // The SDK's stdio close ends stdin, then SIGTERM, then SIGKILL, two seconds apart.
-    await client.close().catch(() => undefined);
+    // A stdio program gets stdin closed and a moment to exit by itself, then SIGKILL.
+    await Promise.race([client.close().catch(() => undefined), sleep(pid === null ? 10 * CLOSE_GRACE_MS : CLOSE_GRACE_MS / 4)]);
+    if (pid !== null) await killProgram(pid);
   };
   const request = async <T>(what: string, run: (options: { timeout: number; signal: AbortSignal }) => Promise<T>): Promise<T> => {
     const ms = timeLeft();
