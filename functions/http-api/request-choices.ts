@@ -25,6 +25,7 @@ export interface RequestChoiceInput {
   environment: { name: string; options?: unknown; keyEnv?: string; keyParameter?: string };
   /** A run's model (at `model`), or an evaluation's (a base model's spec at `model.model`). */
   model?: ModelSpec | EvaluationModel;
+  instructions?: unknown;
 }
 
 /** The paths of every `command` field in a JSON value, to a bounded depth (options are small). */
@@ -81,6 +82,9 @@ export function requestChoiceIssues(
     issues.push({ path, message: 'a request over HTTP starts no program: a command comes only from a run config file (esopt train --config FILE); give an https url instead' });
   }
   const model = input.model;
+  if (input.environment.name === 'rollout' && input.instructions !== undefined) {
+    issues.push({ path: 'instructions', message: 'a rollout agent writes its own prompts, so instructions would reach no model: leave them out' });
+  }
   if (input.environment.name === 'rollout' && model && 'kind' in model && model.kind === 'external') {
     issues.push({ path: 'model.kind', message: "a rollout's agent calls esopt's inference server with a key of its own: evaluate a base model or a checkpoint (an external model is called by your agent itself)" });
   }

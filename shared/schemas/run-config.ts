@@ -205,6 +205,8 @@ export const RunConfig = z
     if (c.mode !== 'lora' && c.lora) ctx.addIssue({ code: 'custom', path: ['lora'], message: `is only for mode "lora" (this run's mode is "${c.mode}")` });
     // in lora mode θ is the adapters: lora.targets chooses the matrices they attach to
     if (c.noise === 'esopt-device-noise' && c.mode !== 'full') ctx.addIssue({ code: 'custom', path: ['noise'], message: `"esopt-device-noise" is for mode "full" (this run's mode is "${c.mode}"): low-rank and LoRA members draw their factors from "esopt-noise"` });
+    // a rollout agent writes its own prompts: instructions would reach no model
+    if (c.environment.name === 'rollout' && c.instructions) ctx.addIssue({ code: 'custom', path: ['instructions'], message: 'a rollout agent writes its own prompts, so instructions would reach no model: leave them out (give your agent its instructions itself)' });
     if (c.environment.name === 'rollout' && c.localEpisodes === 'in-process') ctx.addIssue({ code: 'custom', path: ['localEpisodes'], message: 'a rollout agent calls the inference server over HTTP: use "worker-processes"' });
     if (c.mode === 'lora' && !targetsAll(c.targets)) ctx.addIssue({ code: 'custom', path: ['targets'], message: 'is for full and low-rank mode; in lora mode set lora.targets (the matrices the adapters attach to)' });
     // σ = 0 perturbs nothing: a decaying σ needs a floor above 0

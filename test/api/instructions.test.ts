@@ -58,6 +58,9 @@ describe('instructions over the API', () => {
     const manifest = await api.call('POST', '/evaluations', { body: evaluation({ name: 'nobody', manifest: 'b'.repeat(64) }) });
     expect(manifest.status).toBe(400);
     expect(manifest.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['instructions.manifest']);
+    const rollout = await api.call('POST', '/evaluations', { body: { ...evaluation('coach'), model: { kind: 'base', model: { preset: 'tiny', seed: 0 } }, environment: { name: 'rollout', options: { url: 'http://127.0.0.1:9/rollout' } } } });
+    expect(rollout.status).toBe(400);
+    expect(rollout.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['instructions']);
     const badName = await api.call('POST', '/evaluations', { body: evaluation('not a name!') });
     expect(badName.status).toBe(400);
     expect(await store.list('runs/')).toEqual([]);

@@ -117,6 +117,11 @@ describe('instructions (c_t) in a run', () => {
     expect((await readJson(store, keys.manifest('plain', 0), IterationManifest))?.instructions).toBeUndefined();
   }, 180_000);
 
+  it('refuses instructions for a rollout agent, which writes its own prompts', () => {
+    const r = RunConfig.safeParse({ ...config({}), environment: { name: 'rollout', options: { url: 'http://127.0.0.1:9/rollout' } }, instructions: 'coach' });
+    expect(r.error?.issues.map((i) => i.path.join('.'))).toEqual(['instructions']);
+  });
+
   it('refuses to start under instructions that were never pushed', async () => {
     await expect(runEmbedded({ config: config({ instructions: 'nobody' }), run: 'unknown-instructions', storeRoot: root, progress: silentProgress })).rejects.toThrow(/no instructions named "nobody".*esopt instructions push/);
   }, 60_000);
