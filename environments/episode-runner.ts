@@ -139,7 +139,14 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
       const { definition } = input;
       const task = parseWith(definition.taskSchema, input.task, `${definition.name} task`);
       const options = parseWith(definition.optionsSchema, input.options ?? {}, `${definition.name} options`);
-      environment = await untilAborted(definition.create(task, options, input.context), controller.signal);
+      const creating = definition.create(task, options, input.context);
+      try {
+        environment = await untilAborted(creating, controller.signal);
+      } catch (err) {
+        // An environment that arrives after the episode gave up is closed, not leaked (an MCP server's program).
+        void creating.then((late) => late.close()).catch(() => undefined);
+        throw err;
+      }
     }
     const system = systemMessage(environment.systemPrompt, input.instructions?.documents);
     const pinned = input.instructions ? { name: input.instructions.name, manifest: input.instructions.manifest } : undefined;

@@ -213,6 +213,15 @@ describe('MCP tools over stdio', () => {
     expect(children()).toEqual([]);
   }, 30_000);
 
+  it('closes an episode whose start came after its deadline, so its program does not linger', async () => {
+    const r = await runEpisode({ definition: tools, task: task({ kind: 'answer', answer: 1 }), options: stdio(), policy: calls([]), seed: 0, context: EMBEDDED, deadline: Date.now() + 50 });
+    expect(r.stopReason).toBe('deadline');
+    for (let waited = 0; waited < 10_000 && children().length > 0; waited += 100) await new Promise((w) => setTimeout(w, 100));
+    // Started late, then closed: give the connect its time, then nothing of it is left.
+    await new Promise((w) => setTimeout(w, 1500));
+    expect(children()).toEqual([]);
+  }, 30_000);
+
   it('refuses a command where the context allows none (a deployed stack, the HTTP API)', async () => {
     const r = await runEpisode({ definition: tools, task: task({ kind: 'answer', answer: 1 }), options: stdio(), policy: calls([]), seed: 0, context: { ...EMBEDDED, allowCommands: false } });
     expect(r).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^MCP server "shop" names a command: programs start only in an embedded run/) });
