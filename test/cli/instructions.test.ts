@@ -64,3 +64,21 @@ describe('esopt instructions', () => {
     expect(unknown.err).toMatch(/--instructions: no instructions named "nobody"/);
   });
 });
+
+describe('esopt train --config', () => {
+  it('refuses a task suite or instructions the store does not hold, naming the field, before anything runs', async () => {
+    const empty = join(dir, 'empty-store');
+    const base = { environment: { name: 'sudoku', options: {} }, model: { preset: 'tiny' }, es: { population: 2, sigma: 0.02, alpha: 0.01 }, iterations: 1 };
+    const suiteFile = join(dir, 'suite.json');
+    writeFileSync(suiteFile, JSON.stringify({ ...base, tasks: { suite: 'nobody' } }));
+    const suite = await run(['train', '--config', suiteFile, '--store', empty]);
+    expect(suite.code).toBe(2);
+    expect(suite.err).toMatch(/--config: tasks\.suite\.name: no task suite named "nobody"/);
+    const instructionsFile = join(dir, 'instructions.json');
+    writeFileSync(instructionsFile, JSON.stringify({ ...base, instructions: 'nobody' }));
+    const instructions = await run(['train', '--config', instructionsFile, '--store', empty]);
+    expect(instructions.code).toBe(2);
+    expect(instructions.err).toMatch(/--config: instructions\.name: no instructions named "nobody"/);
+    expect(await new FsObjectStore(empty).list('runs/')).toEqual([]);
+  });
+});
