@@ -14,6 +14,7 @@ import type { EnvironmentContext } from '../../environments/environment.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
 import { tools, ToolsEnvironmentTask } from '../../environments/tools/definition.ts';
 import { ToolsOptions } from '../../environments/tools/task.ts';
+import { parseSuiteJsonl } from '../../environments/task-suites/parse-suite-file.ts';
 import type { ChatMessage, Policy, PolicyReply, ToolCall } from '../../shared/ports/policy.ts';
 
 const EMBEDDED: EnvironmentContext = { outbound: { allow: ['loopback'] }, allowCommands: true };
@@ -151,6 +152,13 @@ describe('MCP tools over streamable HTTP', () => {
     const oracle = await runEpisode({ definition: tools, task: train[0]!.task, options: withTasks, policy: tools.oracle(train[0]!.task, withTasks), seed: 0, context: EMBEDDED });
     expect(oracle).toMatchObject({ reward: 1, error: null });
     expect(() => tools.oracle(task({ kind: 'predicate', predicate: { equals: 1 } }), withTasks)).toThrow(/has no oracle/);
+  });
+
+  it('takes MCP tasks in a pushed suite, refusing a bad line with its number and field', () => {
+    const good = { kind: 'mcp', question: 'Who wrote Solaris?', verifier: { kind: 'answer', answer: 'Stanisław Lem' } };
+    expect(parseSuiteJsonl(`${JSON.stringify(good)}\n`, tools.taskSchema, 'tools')).toEqual([good]);
+    const bad = { kind: 'mcp', question: 'q', verifier: { kind: 'tool' } };
+    expect(() => parseSuiteJsonl(`${JSON.stringify(good)}\n${JSON.stringify(bad)}\n`, tools.taskSchema, 'tools')).toThrow(/line 2: .*verifier\.tool/s);
   });
 
   it('sends the endpoint key as a Bearer token', async () => {
