@@ -197,9 +197,17 @@ export default $config({
       policy: $jsonStringify({
         Version: '2012-10-17',
         Statement: [
-          // The trainer owns the run: manifests, updates, checkpoints, logs; it reads the rewards, and claims and clears the API's queued work.
-          // Its boot state (boxes/trainer/boot.json) is one of these writes.
-          { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], Resource: [$interpolate`${bucket.arn}/*`] },
+          // The trainer reads the whole bucket (runs, queued work, pushed models and suites, the artifact it boots
+          // from) but writes only what it owns: runs (manifests, updates, checkpoints, logs, statuses, exports, an
+          // evaluation's episodes), evaluations' statuses and plans, the queue and the claims it takes and clears,
+          // its certificate and active run, and its own boot state. Never `stack/` or `artifacts/`, which every
+          // box installs at boot, nor `models/`.
+          { Effect: 'Allow', Action: ['s3:GetObject'], Resource: [$interpolate`${bucket.arn}/*`] },
+          {
+            Effect: 'Allow',
+            Action: ['s3:PutObject', 's3:DeleteObject'],
+            Resource: ['runs/*', 'evaluations/*', 'queue/*', 'claims/*', 'trainer/*', 'boxes/trainer/boot.json'].map((p) => $interpolate`${bucket.arn}/${p}`),
+          },
           { Effect: 'Allow', Action: ['s3:ListBucket'], Resource: [bucket.arn] },
           { Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: [tokenParameter.arn] },
           // An evaluation's key is deleted when the evaluation ends; the box never reads it.
@@ -207,9 +215,32 @@ export default $config({
         ],
       }),
     });
-    // Session Manager is the way onto a box (no key pair, no SSH port): AWS's managed policy for its agent.
-    const sessionManagerPolicy = $interpolate`arn:${aws.getPartitionOutput({}).partition}:iam::aws:policy/AmazonSSMManagedInstanceCore`;
-    new aws.iam.RolePolicyAttachment('TrainerSessionManager', { role: trainerRole.name, policyArn: sessionManagerPolicy });
+    // Session Manager is the way onto a box (no key pair, no SSH port): what its agent calls, and no more. Not
+    // AWS's AmazonSSMManagedInstanceCore, whose ssm:GetParameter(s) on every parameter would let a box read
+    // every queued evaluation's endpoint key (the least-privilege test resolves that policy to show it).
+    const sessionManagerPolicy = JSON.stringify({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Action: [
+            'ssm:UpdateInstanceInformation',
+            'ssmmessages:CreateControlChannel',
+            'ssmmessages:CreateDataChannel',
+            'ssmmessages:OpenControlChannel',
+            'ssmmessages:OpenDataChannel',
+            'ec2messages:AcknowledgeMessage',
+            'ec2messages:DeleteMessage',
+            'ec2messages:FailMessage',
+            'ec2messages:GetEndpoint',
+            'ec2messages:GetMessages',
+            'ec2messages:SendReply',
+          ],
+          Resource: ['*'],
+        },
+      ],
+    });
+    new aws.iam.RolePolicy('TrainerSessionManagerPolicy', { role: trainerRole.id, policy: sessionManagerPolicy });
     // The boxes' service logs (pino lines, shipped by the service itself: trainer/cloud/box/cloudwatch-log-stream.ts),
     // one stream per box; each box may only create streams and put events in this group.
     const boxLogs = new aws.cloudwatch.LogGroup('BoxLogs', { name: `/esopt/${$app.stage}/boxes`, retentionInDays: cfg.ESOPT_LOG_DAYS });
@@ -383,7 +414,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
           ],
         }),
       });
-      new aws.iam.RolePolicyAttachment(`ReplicaSessionManager${r.n}`, { role: role.name, policyArn: sessionManagerPolicy });
+      new aws.iam.RolePolicy(`ReplicaSessionManagerPolicy${r.n}`, { role: role.id, policy: sessionManagerPolicy });
       new aws.iam.RolePolicy(`ReplicaLogsPolicy${r.n}`, { role: role.id, policy: boxLogsPolicy });
       const profile = new aws.iam.InstanceProfile(`ReplicaProfile${r.n}`, { role: role.name });
       const userData = userDataFor(

@@ -30,6 +30,27 @@ interface Statement {
   resources: string[];
 }
 
+/**
+ * AWS managed policies by their documented statements (the IAM console's JSON, "AWS managed policy
+ * reference"), so an attachment is checked like an inline policy; one not listed here fails the test.
+ */
+const MANAGED_POLICIES: Record<string, Statement[]> = {
+  AmazonSSMManagedInstanceCore: [
+    {
+      actions: ['ssm:DescribeAssociation', 'ssm:GetDeployablePatchSnapshotForInstance', 'ssm:GetDocument', 'ssm:DescribeDocument', 'ssm:GetManifest', 'ssm:GetParameter', 'ssm:GetParameters', 'ssm:ListAssociations', 'ssm:ListInstanceAssociations', 'ssm:PutInventory', 'ssm:PutComplianceItems', 'ssm:PutConfigurePackageResult', 'ssm:UpdateAssociationStatus', 'ssm:UpdateInstanceAssociationStatus', 'ssm:UpdateInstanceInformation'],
+      resources: ['*'],
+    },
+    { actions: ['ssmmessages:CreateControlChannel', 'ssmmessages:CreateDataChannel', 'ssmmessages:OpenControlChannel', 'ssmmessages:OpenDataChannel'], resources: ['*'] },
+    { actions: ['ec2messages:AcknowledgeMessage', 'ec2messages:DeleteMessage', 'ec2messages:FailMessage', 'ec2messages:GetEndpoint', 'ec2messages:GetMessages', 'ec2messages:SendReply'], resources: ['*'] },
+  ],
+};
+
+/** What Session Manager's agent calls on a box, and no more (sst.config.ts's sessionManagerPolicy). */
+const SESSION_MANAGER: Statement = {
+  actions: ['ssm:UpdateInstanceInformation', 'ssmmessages:CreateControlChannel', 'ssmmessages:CreateDataChannel', 'ssmmessages:OpenControlChannel', 'ssmmessages:OpenDataChannel', 'ec2messages:AcknowledgeMessage', 'ec2messages:DeleteMessage', 'ec2messages:FailMessage', 'ec2messages:GetEndpoint', 'ec2messages:GetMessages', 'ec2messages:SendReply'],
+  resources: ['*'],
+};
+
 const BUCKET = '${sst.aws.Bucket.Runs.arn}';
 const DEMO = fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url));
 /** The stage's evaluation keys (SSM parameters), in this account and region only. */
@@ -47,12 +68,22 @@ async function roles(env: Record<string, string> = {}): Promise<Record<string, S
   };
   const policy = (name: string) =>
     (JSON.parse(one('aws.iam.RolePolicy', name).args.policy as string) as { Statement: { Action: string[]; Resource: string[] }[] }).Statement.map((s) => ({ actions: s.Action, resources: s.Resource }));
+  // Managed policies attached to a role, resolved to their documented statements.
+  const managed = (role: string) =>
+    recorded
+      .filter((r) => r.type === 'aws.iam.RolePolicyAttachment' && render(r.args.role).includes(`aws.iam.Role.${role}.`))
+      .flatMap((r) => {
+        const name = render(r.args.policyArn).split('/').at(-1)!;
+        const documented = MANAGED_POLICIES[name];
+        if (!documented) throw new Error(`${role} has the managed policy ${name}, whose statements this test does not know: add them to MANAGED_POLICIES`);
+        return documented;
+      });
   const replicaRoles = recorded.filter((r) => r.type === 'aws.iam.Role' && r.name.startsWith('ReplicaRole')).map((r) => r.name);
   return {
     Episode: fn('Episode'),
     Api: fn('Api'),
-    TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy'), ...policy('TrainerIdleStopPolicy')],
-    ...Object.fromEntries(replicaRoles.map((role) => [role, policy(role.replace('Role', 'Policy'))])),
+    TrainerRole: [...policy('TrainerPolicy'), ...policy('TrainerInvokePolicy'), ...policy('TrainerIdleStopPolicy'), ...policy('TrainerSessionManagerPolicy'), ...managed('TrainerRole')],
+    ...Object.fromEntries(replicaRoles.map((role) => [role, [...policy(role.replace('Role', 'Policy')), ...policy(role.replace('Role', 'SessionManagerPolicy')), ...managed(role)]])),
   };
 }
 
@@ -163,12 +194,14 @@ describe('least privilege', () => {
         { actions: ['ec2:StartInstances'], resources: [TRAINER_INSTANCE] },
       ],
       TrainerRole: [
-        { actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], resources: [`${BUCKET}/*`] },
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/*`] },
+        { actions: ['s3:PutObject', 's3:DeleteObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'claims/*', 'trainer/*', 'boxes/trainer/boot.json'].map((p) => `${BUCKET}/${p}`) },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
         { actions: ['ssm:DeleteParameter'], resources: [EVALUATION_KEYS] },
         { actions: ['lambda:InvokeFunction'], resources: ['${sst.aws.Function.Episode.arn}'] },
         { actions: ['ec2:StopInstances'], resources: [TRAINER_INSTANCE] },
+        SESSION_MANAGER,
       ],
     });
     for (const [role, statements] of Object.entries(all)) {
@@ -177,6 +210,12 @@ describe('least privilege', () => {
     // The certificate the Episode function pins can be written by the trainer box's role alone.
     const certificate = `${BUCKET}/${keys.trainerCertificate()}`;
     expect(Object.keys(all).filter((role) => allows(all[role], 's3:PutObject', certificate))).toEqual(['TrainerRole']);
+    // What every box installs at boot (the artifact and its pointer) and the pushed models: no role of the stack writes them.
+    for (const key of [keys.artifactPointer(), 'artifacts/abc.tgz', 'stack/prices.json', 'models/blobs/sha256/' + 'a'.repeat(64)]) {
+      for (const action of ['s3:PutObject', 's3:DeleteObject']) expect(Object.keys(all).filter((role) => allows(all[role], action, `${BUCKET}/${key}`)), `${action} ${key}`).toEqual([]);
+    }
+    // Session Manager on the boxes reads no parameter; the managed policy it replaced would have read every one.
+    expect(allows(MANAGED_POLICIES.AmazonSSMManagedInstanceCore!, 'ssm:GetParameter', parameterArn('/esopt/test/eval-keys/eval-abc'))).toBe(true);
     // An evaluation's key: the Api writes it, the Episode function alone reads it, the box deletes it; nobody
     // reaches another stage's keys or the trainer token's parameter through these statements.
     const key = parameterArn('/esopt/test/eval-keys/eval-abc');
@@ -254,6 +293,7 @@ describe('least privilege', () => {
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
         { actions: ['s3:PutObject'], resources: [`${BUCKET}/runs/*/replicas/replica-${n}.json`, `${BUCKET}/runs/*/replica-reports/*/replica-${n}.json`, `${BUCKET}/boxes/replica-${n}/boot.json`] },
         { actions: ['ssm:GetParameter'], resources: ['${aws.ssm.Parameter.TrainerTokenParameter.arn}'] },
+        SESSION_MANAGER,
       ]);
     }
     expect(all.Episode).toContainEqual({ actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/replicas/replica-1.json`, `${BUCKET}/runs/*/replicas/replica-2.json`] });
@@ -263,13 +303,13 @@ describe('least privilege', () => {
     expect(writers(keys.replica('r1', 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.replicaReport('r1', 4, 'replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
     expect(writers(keys.trainerCertificate())).toEqual(['TrainerRole']);
-    // Each box's boot state: its own role's write (the trainer's role writes the whole bucket).
+    // Each box's boot state: its own role's write alone.
     expect(writers(keys.boxBoot('trainer'))).toEqual(['TrainerRole']);
-    expect(writers(keys.boxBoot('replica-2'))).toEqual(['TrainerRole', 'ReplicaRole2']);
+    expect(writers(keys.boxBoot('replica-2'))).toEqual(['ReplicaRole2']);
     expect(writers(keys.activeRun())).toEqual(['TrainerRole']);
     expect(writers(keys.coordinatorLease('r1', 0))).toEqual(['TrainerRole']);
-    // The model store: pushed from outside the stack; of its roles only the trainer's may write it.
-    for (const key of [keys.modelName('m'), keys.modelManifest('a'.repeat(64)), keys.modelBlob('b'.repeat(64))]) expect(writers(key), key).toEqual(['TrainerRole']);
+    // The model store: pushed from outside the stack; none of its roles may write it.
+    for (const key of [keys.modelName('m'), keys.modelManifest('a'.repeat(64)), keys.modelBlob('b'.repeat(64))]) expect(writers(key), key).toEqual([]);
     for (const key of [keys.manifest('r1', 0), keys.update('r1', 0), keys.checkpointWeights('r1', 0), keys.log('r1'), keys.runStatus('r1'), keys.reward('r1', 0, 0, 't')]) {
       expect(writers(key).filter((r) => r.startsWith('Replica')), key).toEqual([]);
     }
