@@ -11,6 +11,7 @@ declare module 'sst' {
   export interface Resource {
     Runs: { type: 'sst.aws.Bucket'; name: string };
     TrainerToken: { type: 'sst.sst.Secret'; value: string };
+    ApiToken: { type: 'sst.sst.Secret'; value: string };
   }
 }
 

@@ -5,7 +5,8 @@
  * function queues in the bucket and runs them through the Episode function. With ESOPT_REPLICAS = R > 1,
  * R − 1 replica boxes (`esopt replica-box`) follow the run it trains and serve a share of its members.
  *
- *   npx sst secret set TrainerToken <token> --stage <stage>
+ *   npx sst secret set ApiToken <token> --stage <stage>        # what API callers send (ESOPT_TOKEN of the CLI)
+ *   npx sst secret set TrainerToken <token> --stage <stage>    # what the Episode function sends to the boxes' inference port
  *   npx sst deploy --stage <stage>
  *
  * Deploy-time settings come from the environment (ESOPT_*; see `DeployConfig` below and docs/CLOUD.md).
@@ -153,7 +154,11 @@ export default $config({
     // function runs the heuristic sandbox, and Lambda's Node reads its flags from NODE_OPTIONS, which allows this one.
     const isolatedVmNodeOptions = '--no-node-snapshot';
 
+    // Two tokens: the boxes' inference port (and the Episode function, which sends it) holds TrainerToken, the
+    // Api function ApiToken, so that neither a box nor the Episode function (which runs Chromium on pages of
+    // users' choosing) holds what opens the API, and an API caller cannot call the inference port.
     const token = new sst.Secret('TrainerToken');
+    const apiToken = new sst.Secret('ApiToken');
     // Versioned: an overwrite or a delete (the trainer role may delete) keeps the previous version, which the
     // lifecycle below removes after ESOPT_NONCURRENT_DAYS.
     const bucket = new sst.aws.Bucket('Runs', { versioning: true });
@@ -466,7 +471,7 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       // Not linked to the bucket (a link grants s3:*): exactly what the API app does with it.
       environment: {
         ESOPT_BUCKET: bucket.name,
-        ESOPT_TOKEN: token.value,
+        ESOPT_TOKEN: apiToken.value,
         ESOPT_EVALUATION_KEYS: evaluationKeysPath,
         ESOPT_TRAINER_INSTANCE: trainer.id,
         ESOPT_COST_PRICES: pricesJson,

@@ -59,6 +59,7 @@ describe('sst.config.ts', () => {
       'aws.s3.BucketObjectv2 TrainerArtifact',
       'aws.sns.Topic Alarms',
       'aws.ssm.Parameter TrainerTokenParameter',
+      'sst.Secret ApiToken',
       'sst.Secret TrainerToken',
       'sst.aws.Bucket Runs',
       'sst.aws.Function Api',
@@ -146,7 +147,10 @@ describe('sst.config.ts', () => {
     // The stage's path, which the IAM statements' ARN ends in.
     expect((api.args.environment as Record<string, unknown>).ESOPT_EVALUATION_KEYS).toBe('/esopt/test/eval-keys');
     expect(CloudApiEnv.safeParse(Object.fromEntries(Object.entries(api.args.environment as object).map(([k, v]) => [k, k === 'ESOPT_TOKEN' ? 'a-token-of-sixteen-or-more' : k === 'ESOPT_TRAINER_INSTANCE' ? 'i-0a1b2c3d4e5f60718' : render(v)]))).success).toBe(true);
-    expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'TrainerToken').self.value);
+    // The API's own token, not the one the boxes' inference port and the Episode function hold.
+    expect((api.args.environment as Record<string, unknown>).ESOPT_TOKEN).toBe(one('sst.Secret', 'ApiToken').self.value);
+    expect(one('sst.Secret', 'ApiToken').self.value).not.toBe(one('sst.Secret', 'TrainerToken').self.value);
+    expect(Object.values(one('sst.aws.Function', 'Episode').args.environment as object)).not.toContain(one('sst.Secret', 'ApiToken').self.value);
     expect(api.args.link).toBeUndefined();
     expect(outputs.apiUrl).toBe(one('aws.lambda.FunctionUrl', 'ApiUrl').self.functionUrl);
     expect(typeof (await import('../../functions/api.ts')).handler).toBe('function');

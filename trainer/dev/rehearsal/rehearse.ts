@@ -59,7 +59,10 @@ export interface RehearsedFunction {
 
 export interface Rehearsal {
   apiUrl: string;
+  /** The API's bearer token (the ApiToken secret). */
   token: string;
+  /** The boxes' and the Episode function's (the TrainerToken secret), which the API refuses. */
+  boxToken: string;
   bucket: string;
   store: ObjectStore;
   s3: LocalS3;
@@ -94,6 +97,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
   };
   try {
     const token = randomBytes(32).toString('hex');
+    // The API's own token (the ApiToken secret), apart from the boxes' (TrainerToken).
+    const apiToken = randomBytes(32).toString('hex');
     const s3 = await startLocalS3(`esopt-${REHEARSAL_STAGE}-runs`);
     closers.push(() => s3.close());
     const ssm = await startSsmEndpoint();
@@ -115,6 +120,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       'sst.aws.Bucket.Runs.name': s3.bucket,
       'sst.aws.Bucket.Runs.arn': `arn:aws:s3:::${s3.bucket}`,
       'sst.Secret.TrainerToken.value': token,
+      'sst.Secret.ApiToken.value': apiToken,
       'aws.ssm.Parameter.TrainerTokenParameter.value': token,
       'aws.ec2.Instance.Trainer.id': REHEARSAL_TRAINER_INSTANCE,
       'sst.aws.Function.Episode.name': `esopt-${REHEARSAL_STAGE}-Episode`,
@@ -217,7 +223,7 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       { step: 'service (user)', deployed: 'the unit runs as its unprivileged user (User=, hardening: docs/CLOUD.md, "Box boot")', rehearsal: 'the service runs as this process\'s user: the checkout it may link need not be readable by another (test/rehearsal/box-boot.test.ts runs the unit\'s command as the user)' },
       ...(o.boxInstall === 'link' ? [{ step: 'npm ci', deployed: 'npm ci --omit=dev from the lock file (the box builds its native modules)', rehearsal: "a link to the checkout's node_modules: the suite's time" }] : []),
     ];
-    return { apiUrl: url.url, token, bucket: s3.bucket, store, s3, ssm, logs, invoke, functions, boxes, replaced, workDir, close };
+    return { apiUrl: url.url, token: apiToken, boxToken: token, bucket: s3.bucket, store, s3, ssm, logs, invoke, functions, boxes, replaced, workDir, close };
   } catch (err) {
     await close();
     throw err;
