@@ -81,7 +81,8 @@ it(`GET /runs answers a page of ${RUNS} runs quickly, never listing every object
   // Newest first within the page.
   expect(page.runs[0].id).toBe('run-00049');
   expect(listed.filter((p) => p === 'runs/' || p === '' || p === 'runs')).toEqual([]);
-  expect(ms).toBeLessThan(2000);
+  // Generous for a loaded 2-core machine; a read of every run took far longer, and its answer held all 2,000.
+  expect(ms).toBeLessThan(4000);
 });
 
 it('follows next through every run once; evaluations are not runs; the default page is 100', async () => {

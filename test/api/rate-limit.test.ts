@@ -19,7 +19,7 @@ const root = mkdtempSync(join(tmpdir(), 'esopt-rate-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 it('the deployed app refuses a token past its burst with 429 and Retry-After, and /healthz still answers', async () => {
-  const env = { ESOPT_BUCKET: 'bucket', AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ESOPT_API_RATE_PER_SECOND: '0.5', ESOPT_API_RATE_BURST: '4' };
+  const env = { ESOPT_BUCKET: 'bucket', AWS_REGION: 'us-east-1', ESOPT_TOKEN: TOKEN, ESOPT_EVALUATION_KEYS: '/esopt/test/eval-keys', ESOPT_COST_PRICES: JSON.stringify(measuredPrices()), ESOPT_API_RATE_PER_SECOND: '0.01', ESOPT_API_RATE_BURST: '4' };
   const app = createCloudApp(env, new FsObjectStore(root), pino({ level: 'silent' }), new MemorySecretStore());
   const auth = { authorization: `Bearer ${TOKEN}` };
   const statuses: number[] = [];
