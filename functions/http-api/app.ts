@@ -31,7 +31,7 @@ export function createApiApp(deps: ApiDeps): OpenAPIHono {
 
   app.use('*', requestLog(deps.log));
   app.use('*', bearerAuth(deps.token, (path) => PUBLIC.has(path)));
-  if (deps.rateLimit) app.use('*', rateLimit(deps.rateLimit, (path) => PUBLIC.has(path)));
+  if (deps.rateLimit) app.use('*', rateLimit(deps.rateLimit));
   app.use('*', idempotency(deps.store));
 
   app.get('/healthz', (c) => c.json({ ok: true }));

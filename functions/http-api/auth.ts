@@ -1,5 +1,10 @@
-/** Bearer auth on everything except the public paths (health, the OpenAPI document, docs, the dashboard shell). */
-import type { MiddlewareHandler } from 'hono';
+/**
+ * Bearer auth on everything except the public paths (health, the OpenAPI document, docs, the dashboard shell).
+ * A request that passes carries its caller (the SHA-256 of its token, never the token) for the middleware
+ * after it (rate limits), so this file is the only one of the API that reads the Authorization header.
+ */
+import { createHash } from 'node:crypto';
+import type { Context, MiddlewareHandler } from 'hono';
 import { bearerToken, tokenMatches } from '../../shared/bearer-token.ts';
 import { fail } from './errors.ts';
 
@@ -12,6 +17,14 @@ export function bearerAuth(token: string, isPublic: (path: string) => boolean): 
       c.header('WWW-Authenticate', 'Bearer');
       return fail(c, 401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <ESOPT_TOKEN>)');
     }
+    c.set(CALLER, createHash('sha256').update(given).digest('hex'));
     await next();
   };
+}
+
+const CALLER = 'esoptCaller' as never;
+
+/** The caller bearerAuth let through (a digest of its token), or null on a public path. */
+export function callerOf(c: Context): string | null {
+  return (c.get(CALLER) as string | undefined) ?? null;
 }

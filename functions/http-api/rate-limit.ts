@@ -1,5 +1,5 @@
 /**
- * Requests per token, as a token bucket: each token (known by its SHA-256, never kept itself) may send
+ * Requests per token, as a token bucket: each caller (its token's SHA-256, as bearerAuth hands it on; never the token) may send
  * `burst` requests at once and `perSecond` a second after that; past it, 429 `rate_limited` with
  * Retry-After. The public paths (health, docs, the dashboard shell) are not counted, so /healthz answers
  * whatever a caller sends.
@@ -8,9 +8,8 @@
  * caller's ceiling is `perSecond` × the function's reserved concurrency (sst.config.ts, docs/CLOUD.md).
  * Buckets idle long enough to be full again are dropped, so the map holds only recent callers.
  */
-import { createHash } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
-import { bearerToken } from '../../shared/bearer-token.ts';
+import type { Context, MiddlewareHandler } from 'hono';
+import { callerOf } from './auth.ts';
 import { fail } from './errors.ts';
 
 export interface RateLimit {
@@ -28,16 +27,16 @@ interface Bucket {
   at: number;
 }
 
-export function rateLimit(limit: RateLimit, isPublic: (path: string) => boolean, now: () => number = Date.now): MiddlewareHandler {
+/** Counts the callers bearerAuth let through (`callerOf`); it runs after it, and public paths have no caller. */
+export function rateLimit(limit: RateLimit, now: () => number = Date.now, caller: (c: Context) => string | null = callerOf): MiddlewareHandler {
   if (!(limit.perSecond > 0) || !(limit.burst >= 1)) throw new Error(`a rate limit needs perSecond > 0 and burst ≥ 1 (got ${JSON.stringify(limit)})`);
   const buckets = new Map<string, Bucket>();
   const fullAfterMs = (limit.burst / limit.perSecond) * 1000;
   return async (c, next) => {
-    const given = isPublic(c.req.path) ? null : bearerToken(c.req.header('authorization'));
-    if (given === null) return next();
+    const key = caller(c);
+    if (key === null) return next();
     const t = now();
     if (buckets.size > 10_000) for (const [k, b] of buckets) if (t - b.at > fullAfterMs) buckets.delete(k);
-    const key = createHash('sha256').update(given).digest('hex');
     const bucket = buckets.get(key) ?? { tokens: limit.burst, at: t };
     bucket.tokens = Math.min(limit.burst, bucket.tokens + ((t - bucket.at) / 1000) * limit.perSecond);
     bucket.at = t;

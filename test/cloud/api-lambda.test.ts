@@ -45,7 +45,7 @@ describe('functions/api.ts', () => {
     expect((await call(handle, functionUrlEvent('GET', '/runs'))).statusCode).toBe(401);
     const runs = await call(handle, functionUrlEvent('GET', '/runs', { authorization: `Bearer ${TOKEN}` }));
     expect(runs.statusCode).toBe(200);
-    expect(JSON.parse(runs.body)).toEqual({ runs: [] });
+    expect(JSON.parse(runs.body)).toEqual({ runs: [], next: null });
     expect((await call(handle, functionUrlEvent('GET', '/nope', { authorization: `Bearer ${TOKEN}` }))).statusCode).toBe(404);
   });
 

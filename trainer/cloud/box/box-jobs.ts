@@ -210,6 +210,11 @@ export class BoxJobs {
     });
   }
 
+  /** Deletes an evaluation's key (a no-op for an evaluation without one, or a key deleted already). */
+  async deleteKey(apiKeyRef: EvaluationKeyRef | undefined): Promise<void> {
+    if (apiKeyRef) await this.o.secrets.delete(apiKeyRef.parameter);
+  }
+
   /** Writes export `id`'s directory; it needs neither the GPU nor the public port. */
   async export(id: string, request: ModelExportRequest | undefined): Promise<void> {
     if (!request) throw new Error(`queued export ${id} names no run, iteration and format`);

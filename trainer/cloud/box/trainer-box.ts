@@ -116,6 +116,8 @@ export class TrainerBox {
       try {
         // Work over already (a re-delivered entry, an export made meanwhile) is done with, unclaimed.
         if (await this.queue.ended(entry)) {
+          // An evaluation ended elsewhere (failed or cancelled before a box claimed it) leaves its key here to delete.
+          if (entry.kind === 'evaluation') await this.jobs.deleteKey(entry.apiKey);
           await this.queue.remove(entry);
           continue;
         }
