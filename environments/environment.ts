@@ -33,6 +33,13 @@ export interface Environment {
   reset(seed: number): Promise<string>;
   /** The raw action text, or the whole reply when the policy used the chat API's `tool_calls` form. */
   step(action: PolicyReply): Promise<StepResult>;
+  /**
+   * What the episode looks like now, as PNG bytes (web pages on Chromium), or null where nothing is drawn.
+   * The runner asks for it after reset and after every step when the agent is shown it or a trace keeps it.
+   */
+  screenshot?(): Promise<Uint8Array | null>;
+  /** The agent is shown `screenshot()` with each observation (an image part of the user turn). */
+  readonly showsScreenshot?: boolean;
   /** Frees what the episode holds (a browser context, an isolate). Safe to call twice. */
   close(): Promise<void>;
 }

@@ -21,6 +21,8 @@ export const TranscriptEntry = z.discriminatedUnion('kind', [
     done: z.boolean(),
     reward: z.number().optional(),
     info: z.record(z.string(), z.unknown()).optional(),
+    /** The name the trace kept this step's screenshot under (`frames`), when it kept one. */
+    frame: z.string().optional(),
   }),
   z.object({
     kind: z.literal('action'),
@@ -59,6 +61,23 @@ interface EpisodeCommon {
   deadline?: number | Date;
   /** The run's or evaluation's instructions (c_t): the system message is composed from them (system-message.ts). */
   instructions?: EpisodeInstructions;
+  /** Keeps each step's screenshot for the episode's trace (environments that draw one). */
+  frames?: FrameSink;
+}
+
+/**
+ * Keeps the screenshot of step `step` (0: after reset); resolves the name it was kept under, recorded as the
+ * observation's `frame`. A sink that fails costs the trace that frame, never the episode.
+ */
+export type FrameSink = (step: number, png: Uint8Array) => Promise<string>;
+
+function dataUrl(png: Uint8Array): string {
+  return `data:image/png;base64,${Buffer.from(png).toString('base64')}`;
+}
+
+/** Only the newest screenshot stays in the chat: earlier turns keep their text, so a prompt grows by text alone. */
+function dropOlderImages(messages: ChatMessage[]): void {
+  for (let i = 0; i < messages.length; i++) if (messages[i]!.images) messages[i] = { ...messages[i]!, images: undefined };
 }
 export type EpisodeInput =
   | (EpisodeCommon & { environment: Environment })
@@ -153,10 +172,20 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
     transcript.push({ kind: 'system', text: system, ...(pinned ? { instructions: pinned } : {}) });
     checkStop();
     const first = await untilAborted(environment.reset(input.seed), controller.signal);
-    transcript.push({ kind: 'observation', step: 0, text: first, done: false });
+    const env = environment;
+    // The screenshot of the state an observation describes: shown to the agent, kept for the trace, or both.
+    const look = async (step: number): Promise<{ images?: string[]; frame?: string }> => {
+      if (!env.screenshot || !(env.showsScreenshot || input.frames)) return {};
+      const png = await untilAborted(env.screenshot(), controller.signal);
+      if (!png) return {};
+      const frame = input.frames ? await input.frames(step, png).catch(() => undefined) : undefined;
+      return { ...(env.showsScreenshot ? { images: [dataUrl(png)] } : {}), ...(frame ? { frame } : {}) };
+    };
+    const firstLook = await look(0);
+    transcript.push({ kind: 'observation', step: 0, text: first, done: false, ...(firstLook.frame ? { frame: firstLook.frame } : {}) });
     const messages: ChatMessage[] = [
       { role: 'system', content: system },
-      { role: 'user', content: first },
+      { role: 'user', content: first, ...(firstLook.images ? { images: firstLook.images } : {}) },
     ];
     while (steps < environment.horizon) {
       checkStop();
@@ -179,6 +208,8 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
       const result = await untilAborted(environment.step(reply), controller.signal);
       steps++;
       if (result.reward !== undefined) reward = result.reward;
+      // The last state is kept for the trace too, though no agent will see it.
+      const seen = await look(steps);
       transcript.push({
         kind: 'observation',
         step: steps,
@@ -186,12 +217,18 @@ export async function runEpisode(input: EpisodeInput): Promise<EpisodeResult> {
         done: result.done,
         ...(result.reward !== undefined ? { reward: result.reward } : {}),
         info: result.info,
+        ...(seen.frame ? { frame: seen.frame } : {}),
       });
       if (result.done) {
         stopReason = 'done';
         break;
       }
-      messages.push(...nextTurns(reply, result.observation, steps, Boolean(environment.tools?.length)));
+      const turns = nextTurns(reply, result.observation, steps, Boolean(environment.tools?.length));
+      if (seen.images) {
+        dropOlderImages(messages);
+        turns[turns.length - 1] = { ...turns[turns.length - 1]!, images: seen.images };
+      }
+      messages.push(...turns);
     }
   } catch (err) {
     if (err instanceof IterationClosedError) stopReason = 'iteration-closed';

@@ -144,7 +144,17 @@ function guidedFields(c: ActionConstraint): { guided_regex: string } | { guided_
   return 'regex' in c ? { guided_regex: c.regex } : { guided_choice: c.choice };
 }
 
-/** A chat turn in the chat API's wire form: calls with JSON-text arguments, results with their call's id. */
+/**
+ * A chat turn in the chat API's wire form: calls with JSON-text arguments, results with their call's id,
+ * pictures as `image_url` parts. A `tool` turn may hold text only, so its pictures follow in a user turn.
+ */
+function wireMessages(m: ChatMessage): Record<string, unknown>[] {
+  if (!m.images?.length) return [wireMessage(m)];
+  const pictures = m.images.map((url) => ({ type: 'image_url', image_url: { url } }));
+  if (m.role === 'tool') return [wireMessage(m), { role: 'user', content: pictures }];
+  return [{ ...wireMessage(m), content: [{ type: 'text', text: m.content }, ...pictures] }];
+}
+
 function wireMessage(m: ChatMessage): Record<string, unknown> {
   return {
     role: m.role,
@@ -223,7 +233,7 @@ export class HttpPolicy implements Policy {
     const o = this.options;
     const body = JSON.stringify({
       model: o.model,
-      messages: messages.map(wireMessage),
+      messages: messages.flatMap(wireMessages),
       temperature: o.temperature,
       top_p: o.topP,
       max_tokens: o.maxTokens,

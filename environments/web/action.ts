@@ -6,6 +6,12 @@ export type WebAction =
   | { kind: 'type' | 'select'; id: number; text: string }
   | { kind: 'scroll'; direction: 'up' | 'down' }
   | { kind: 'press'; key: string }
+  /** BrowserGym's press(bid, key): focus the element, then the key. */
+  | { kind: 'press-on'; id: number; key: string }
+  /** Coordinates of the screenshot (Chromium): a mouse click there, text typed into whatever has focus. */
+  | { kind: 'click-at'; x: number; y: number }
+  | { kind: 'type-focused'; text: string }
+  | { kind: 'noop' }
   | { kind: 'done' };
 
 /** Keys `press` accepts; they go to the focused element as keydown/keyup. */

@@ -23,6 +23,8 @@ export interface WebPage {
   advanceClock?(ms: number): Promise<void>;
   /** Chromium: waits until a navigation an action started has loaded (at most `timeoutMs`). */
   settle?(timeoutMs: number): Promise<void>;
+  /** Chromium: the viewport as PNG bytes; `marks` draws each element's id (the text view's [n]) beside it. */
+  screenshot?(marks: boolean): Promise<Uint8Array>;
 }
 
 export interface OpenPageOptions {

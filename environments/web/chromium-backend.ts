@@ -296,6 +296,25 @@ class ChromiumPage implements WebPage {
   }
 
   async perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null> {
+    switch (action.kind) {
+      case 'noop':
+        return null;
+      case 'click-at': {
+        const size = this.page.viewportSize();
+        if (size && (action.x < 0 || action.y < 0 || action.x >= size.width || action.y >= size.height)) return `(${action.x}, ${action.y}) is outside the ${size.width}×${size.height} screenshot`;
+        await this.page.mouse.click(action.x, action.y);
+        return null;
+      }
+      case 'type-focused':
+        await this.page.keyboard.type(action.text);
+        return null;
+      case 'press-on': {
+        const problem = (await this.page.evaluate(bridgeCall('check', 'focus', action.id, null))) as string | null;
+        if (problem) return problem;
+        await this.page.locator(`[data-esopt-id="${action.id}"]`).press(action.key);
+        return null;
+      }
+    }
     const id = 'id' in action ? action.id : null;
     const arg = action.kind === 'scroll' ? action.direction : action.kind === 'press' ? action.key : 'text' in action ? action.text : null;
     const problem = (await this.page.evaluate(bridgeCall('check', action.kind, id, arg))) as string | null;

@@ -125,9 +125,19 @@ class HappyDomPage implements WebPage {
   }
 
   async perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null> {
+    const bridge = this.bridge();
+    if (action.kind === 'noop') return null;
+    if (action.kind === 'click-at' || action.kind === 'type-focused') return 'coordinates need a rendered page: use the chromium backend';
+    if (action.kind === 'press-on') {
+      const problem = bridge.check('focus', action.id, null);
+      if (problem) return problem;
+      bridge.act('focus', action.id, null);
+      bridge.act('press', null, action.key);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      return null;
+    }
     const id = 'id' in action ? action.id : null;
     const arg = action.kind === 'scroll' ? action.direction : action.kind === 'press' ? action.key : 'text' in action ? action.text : null;
-    const bridge = this.bridge();
     const problem = bridge.check(action.kind, id, arg);
     if (problem) return problem;
     if (action.kind === 'scroll') bridge.scroll(action.direction);

@@ -9,6 +9,11 @@ export interface ChatMessage {
   toolCalls?: ToolCall[];
   /** A `tool` turn: the id of the call it answers. */
   toolCallId?: string;
+  /**
+   * Pictures shown with this turn, as `data:image/png;base64,…` URLs (a web page's screenshot). Only the
+   * chat API's `image_url` parts carry them; a policy that cannot see images refuses a chat that has any.
+   */
+  images?: string[];
 }
 
 export interface ToolCall {

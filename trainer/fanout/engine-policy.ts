@@ -20,6 +20,8 @@ export class EnginePolicy implements Policy {
   }
 
   async act(messages: ChatMessage[], context: PolicyContext): Promise<PolicyReply> {
+    // esopt's own decoders read text only: a screenshot observation needs an agent endpoint that sees images.
+    if (messages.some((m) => m.images?.length)) throw new Error('the chat shows screenshots, which esopt\'s own models cannot see: use observation "text" or "axtree", or an agent endpoint that reads images');
     if (context.tools?.length) {
       throw new Error(`${this.request.environment.name} offers chat tools, which in-process episodes do not serve: set localEpisodes to "worker-processes"`);
     }

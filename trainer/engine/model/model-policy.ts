@@ -23,6 +23,8 @@ export class ModelPolicy implements Policy {
   ) {}
 
   async act(messages: ChatMessage[], context: PolicyContext): Promise<PolicyReply> {
+    // esopt's own decoders read text only: a screenshot observation needs an agent endpoint that sees images.
+    if (messages.some((m) => m.images?.length)) throw new Error('the chat shows screenshots, which esopt\'s own models cannot see: use observation "text" or "axtree", or an agent endpoint that reads images');
     const o = this.options;
     const started = performance.now();
     const [r] = await this.engine.generate([
