@@ -21,6 +21,8 @@ export interface ActionGrammar {
   readonly name: ActionGrammarName;
   /** The sentence of the system prompt that teaches the grammar. */
   readonly help: string;
+  /** The prompt's lines after it: what the grammar's words mean on a page. */
+  readonly notes: string[];
   /** Offered as the chat API's `tools` (the tools grammar only). */
   readonly tools?: ToolSpec[];
   parse(reply: PolicyReply): ParsedAction;
@@ -175,8 +177,33 @@ function toolsParse(reply: PolicyReply): ParsedAction {
 }
 
 export const GRAMMARS: Record<ActionGrammarName, ActionGrammar> = {
-  esopt: { name: 'esopt', help: `Reply with exactly one action per turn: ${ACTION_HELP}.`, parse: parseAction },
-  browsergym: { name: 'browsergym', help: `Reply with exactly one action per turn, as a call: ${BROWSERGYM_HELP}. Element ids are the numbers in brackets, quoted.`, parse: (r) => firstOf(r, browsergymLine, BROWSERGYM_HELP) },
-  tools: { name: 'tools', help: 'Act by calling exactly one of the tools per turn (click, type, select, check, scroll, press; done when the goal is reached).', tools: TOOLS, parse: toolsParse },
-  coordinates: { name: 'coordinates', help: `Look at the screenshot and reply with exactly one action per turn: ${COORDINATES_HELP}. x and y are pixels of the screenshot.`, parse: (r) => firstOf(r, coordinatesLine, COORDINATES_HELP) },
+  esopt: {
+    name: 'esopt',
+    help: `Reply with exactly one action per turn: ${ACTION_HELP}.`,
+    notes: [
+      'Ids are stable while an element stays on the page. Text to type or options to select go in double quotes (JSON strings).',
+      '"press" sends the key to the focused element (click an element to focus it). Use "scroll down"/"scroll up" to see more of the page,',
+      'and "done" when you believe the goal is reached.',
+    ],
+    parse: parseAction,
+  },
+  browsergym: {
+    name: 'browsergym',
+    help: `Reply with exactly one action per turn, as a call: ${BROWSERGYM_HELP}.`,
+    notes: ['Element ids are the numbers in brackets, quoted as strings. Texts are quoted strings.', 'send_msg_to_user ends the episode: send it when you believe the goal is reached.'],
+    parse: (r) => firstOf(r, browsergymLine, BROWSERGYM_HELP),
+  },
+  tools: {
+    name: 'tools',
+    help: 'Act by calling exactly one of the tools per turn: click, type, select, check, scroll, press, and done when you believe the goal is reached.',
+    notes: ['Element ids are the numbers in brackets.'],
+    tools: TOOLS,
+    parse: toolsParse,
+  },
+  coordinates: {
+    name: 'coordinates',
+    help: `Reply with exactly one action per turn: ${COORDINATES_HELP}.`,
+    notes: ['x and y are pixels of the screenshot, from its top-left corner. Click a field to focus it before typing.', 'done() ends the episode: reply with it when you believe the goal is reached.'],
+    parse: (r) => firstOf(r, coordinatesLine, COORDINATES_HELP),
+  },
 };

@@ -8,19 +8,22 @@
  * The page does not judge itself: when the agent says `done`, or its actions run out, esopt reads what the
  * task's check names and decides (app-check.ts). Reward 1 on success, else 0.
  */
-import type { PolicyReply } from '../../shared/ports/policy.ts';
+import type { PolicyReply, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Environment, EnvironmentContext, StepResult } from '../environment.ts';
 import { checkUrl } from '../outbound/address-policy.ts';
 import { outboundFetch } from '../outbound/outbound-fetch.ts';
-import { parseAction } from './action.ts';
 import { appOrigins, fetchState, judge, parsePageReading, readPageExpression, startUrl, type AppOptions, type Judgement } from './app-check.ts';
 import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
-import { WEB_SYSTEM_PROMPT } from './environment.ts';
+import { agentInterface, PageCamera, type AgentInterface } from './agent-interface.ts';
 import type { AppWebTask, WebOptions } from './task.ts';
 
 export class AppEnvironment implements Environment {
   readonly horizon: number;
-  readonly systemPrompt = WEB_SYSTEM_PROMPT;
+  readonly systemPrompt: string;
+  readonly tools?: ToolSpec[];
+  readonly showsScreenshot: boolean;
+  private readonly agent: AgentInterface;
+  private readonly camera: PageCamera;
   private readonly app: AppOptions;
   private readonly start: string;
   private readonly origins: string[];
@@ -40,6 +43,11 @@ export class AppEnvironment implements Environment {
     if (backend.name !== 'chromium') throw new Error("a user's app runs in Chromium only: set backend \"chromium\"");
     this.app = web.app;
     this.horizon = this.app.horizon;
+    this.agent = agentInterface(web);
+    this.systemPrompt = this.agent.systemPrompt;
+    this.tools = this.agent.tools;
+    this.showsScreenshot = this.agent.showsScreenshot;
+    this.camera = new PageCamera(web.markIds);
     this.origins = appOrigins(this.app);
     // Every origin is checked against the outbound policy here, before a browser opens (again on each connection).
     for (const origin of this.origins) checkUrl(new URL(origin), context.outbound);
@@ -59,20 +67,21 @@ export class AppEnvironment implements Environment {
 
   async reset(_seed: number): Promise<string> {
     await this.closePage();
+    this.camera.reset();
     this.steps = 0;
     this.done = false;
     this.deadline = Date.now() + this.web.episodeTimeoutMs;
     const key = this.context.endpointKey;
     this.page = await this.backend.open({
       url: this.start,
-      screenLines: this.web.screenLines,
+      screenLines: this.agent.screenLines,
       timeoutMs: Math.min(this.web.actionTimeoutMs, this.web.episodeTimeoutMs),
       script: true,
       proxy: { origins: this.origins, fetch: this.fetcher(), headers: (origin): Record<string, string> => (key && origin === this.keyOrigin ? { authorization: `Bearer ${key}` } : {}) },
     });
     const page = this.page;
     await this.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the start page');
-    return this.render(await this.bounded(() => page.observe(), 'reading the page'), null);
+    return this.render(await this.bounded(() => this.agent.view(page), 'reading the page'), null);
   }
 
   private render(view: string, note: string | null): string {
@@ -95,13 +104,13 @@ export class AppEnvironment implements Environment {
       return this.fail(`the check could not be made: ${err instanceof Error ? err.message : String(err)}`);
     }
     this.done = true;
-    await this.closePage();
+    await this.closeAtEnd();
     return { observation, done: true, reward: judgement.success ? 1 : 0, info: { ...info, success: judgement.success, checked: judgement.document, blocked: page.blockedRequests.length } };
   }
 
   private async fail(message: string): Promise<StepResult> {
     this.done = true;
-    await this.closePage();
+    await this.closeAtEnd();
     return { observation: `Goal: ${this.task.goal}\nThe episode ended: ${message}`, done: true, reward: 0, info: { success: false, error: message } };
   }
 
@@ -110,28 +119,41 @@ export class AppEnvironment implements Environment {
     const page = this.page;
     this.steps++;
     try {
-      const parsed = parseAction(action);
+      const parsed = this.agent.parse(action);
       if (parsed.ok && parsed.action.kind === 'done') return await this.end(page, `Goal: ${this.task.goal}\nDone; esopt checks the page.`, { action: 'done' });
       let note: string;
       let ok = false;
       if (!parsed.ok) note = `Error: ${parsed.error}`;
       else {
         const performed = parsed.action as Exclude<typeof parsed.action, { kind: 'done' }>;
-        const problem = await this.bounded(() => page.perform(performed), `the action "${action.text.trim().slice(0, 80)}"`).catch((err: unknown) => {
+        const problem = await this.bounded(() => page.perform(performed), `the action "${this.agent.said(action).slice(0, 80)}"`).catch((err: unknown) => {
           if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
           return err.message.split('\n')[0]!;
         });
         ok = problem === null;
-        note = problem === null ? `Last action: ${action.text.trim().split('\n')[0]!.slice(0, 120)}` : `Error: ${problem}`;
+        note = problem === null ? `Last action: ${this.agent.said(action)}` : `Error: ${problem}`;
         // A click may have started a navigation: the next view is of the page it loads.
         if (ok) await this.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the next page');
       }
-      const view = await this.bounded(() => page.observe(), 'reading the page');
+      const view = await this.bounded(() => this.agent.view(page), 'reading the page');
       if (this.steps >= this.horizon) return await this.end(page, `${this.render(view, note)}\nNo actions left; esopt checks the page.`, { ok, horizon: true });
       return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
     } catch (err) {
       return this.fail(err instanceof Error ? err.message : String(err));
     }
+  }
+
+  async screenshot(): Promise<Uint8Array | null> {
+    const page = this.page;
+    if (!page || this.done) return this.camera.take(undefined);
+    return this.bounded(() => this.camera.take(page), 'taking a screenshot');
+  }
+
+  /** The picture of the state the episode ended in is taken before its page closes (PageCamera). */
+  private async closeAtEnd(): Promise<void> {
+    const page = this.page;
+    if (page) await this.camera.keepLast(page, (take) => this.bounded(take, 'taking the last screenshot'));
+    await this.closePage();
   }
 
   private async closePage(): Promise<void> {

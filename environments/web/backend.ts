@@ -10,6 +10,8 @@ export interface PageVerdict {
 export interface WebPage {
   /** The text view (the bridge's rendering). */
   observe(): Promise<string>;
+  /** The whole page as an accessibility tree with the text view's element ids (the bridge's), at most `maxLines` lines. */
+  axtree(maxLines: number): Promise<string>;
   /** Performs an action (not `done`); resolves to the reason it is impossible, or null when it was done. */
   perform(action: Exclude<WebAction, { kind: 'done' }>): Promise<string | null>;
   verdict(): Promise<PageVerdict>;

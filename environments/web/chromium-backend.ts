@@ -27,6 +27,8 @@ const ARGS = [
 
 /** Longest closing a context may take; a renderer stuck in a loop makes the browser restart instead. */
 const CLOSE_TIMEOUT_MS = 3_000;
+/** The window every page opens in: the size of the screenshots agents see and coordinates are pixels of. */
+export const VIEWPORT = { width: 1280, height: 720 };
 /** Where a virtual clock starts: 2026-01-01T00:00:00Z, the same for every episode. */
 const VIRTUAL_CLOCK_START_MS = Date.UTC(2026, 0, 1);
 
@@ -110,10 +112,10 @@ export class ChromiumBackend implements WebBackend {
   private async openContext(options: OpenPageOptions, own: () => void): Promise<WebPage> {
     let context: BrowserContext;
     try {
-      context = await (await this.liveBrowser()).newContext({ serviceWorkers: 'block', acceptDownloads: false });
+      context = await (await this.liveBrowser()).newContext({ serviceWorkers: 'block', acceptDownloads: false, viewport: VIEWPORT });
     } catch {
       // The browser died between episodes: start a new one, once.
-      context = await (await this.launch()).newContext({ serviceWorkers: 'block', acceptDownloads: false });
+      context = await (await this.launch()).newContext({ serviceWorkers: 'block', acceptDownloads: false, viewport: VIEWPORT });
     }
     const blocked: string[] = [];
     let page: Page;
@@ -255,6 +257,22 @@ function bridgeCall(method: string, ...args: unknown[]): string {
   return `window.__esopt.${method}(${args.map((a) => JSON.stringify(a ?? null)).join(', ')})`;
 }
 
+const MARKS_ON = String.raw`(() => {
+  const layer = document.createElement('div');
+  layer.id = '__esopt_marks';
+  layer.style.cssText = 'position:fixed;inset:0;pointer-events:none;z-index:2147483647';
+  for (const el of document.querySelectorAll('[data-esopt-id]')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.bottom < 0 || r.top > innerHeight) continue;
+    const tag = document.createElement('span');
+    tag.textContent = el.getAttribute('data-esopt-id');
+    tag.style.cssText = 'position:fixed;font:bold 11px monospace;background:#ffeb3b;color:#000;border:1px solid #000;padding:0 2px;left:' + Math.max(0, r.left) + 'px;top:' + Math.max(0, r.top - 12) + 'px';
+    layer.appendChild(tag);
+  }
+  document.documentElement.appendChild(layer);
+})()`;
+const MARKS_OFF = `document.getElementById('__esopt_marks')?.remove()`;
+
 class ChromiumPage implements WebPage {
   private closed = false;
 
@@ -272,6 +290,21 @@ class ChromiumPage implements WebPage {
 
   verdict(): Promise<PageVerdict> {
     return this.page.evaluate(bridgeCall('result')) as Promise<PageVerdict>;
+  }
+
+  axtree(maxLines: number): Promise<string> {
+    return this.page.evaluate(bridgeCall('axtree', maxLines)) as Promise<string>;
+  }
+
+  async screenshot(marks: boolean): Promise<Uint8Array> {
+    if (!marks) return new Uint8Array(await this.page.screenshot({ type: 'png', animations: 'disabled', caret: 'initial' }));
+    // Each element with an id gets a small label at its top-left corner, drawn for the picture and removed after.
+    await this.page.evaluate(MARKS_ON);
+    try {
+      return new Uint8Array(await this.page.screenshot({ type: 'png', animations: 'disabled', caret: 'initial' }));
+    } finally {
+      await this.page.evaluate(MARKS_OFF).catch(() => undefined);
+    }
   }
 
   evaluate(expression: string): Promise<unknown> {

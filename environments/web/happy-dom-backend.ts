@@ -16,6 +16,7 @@ import { withTimeout, type OpenPageOptions, type PageVerdict, type WebBackend, t
 interface Bridge {
   setScreen(lines: number): void;
   observe(): string;
+  axtree(maxLines: number): string;
   check(kind: string, id: number | null, arg: string | null): string | null;
   scroll(direction: string): void;
   act(kind: string, id: number | null, arg: string | null): void;
@@ -117,6 +118,10 @@ class HappyDomPage implements WebPage {
 
   async observe(): Promise<string> {
     return this.bridge().observe();
+  }
+
+  async axtree(maxLines: number): Promise<string> {
+    return this.bridge().axtree(maxLines);
   }
 
   async verdict(): Promise<PageVerdict> {

@@ -14,11 +14,10 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { PolicyReply } from '../../shared/ports/policy.ts';
+import type { PolicyReply, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
-import { parseAction } from './action.ts';
 import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
-import { WEB_SYSTEM_PROMPT } from './environment.ts';
+import { agentInterface, PageCamera, type AgentInterface } from './agent-interface.ts';
 import type { TaskServer } from './task-server.ts';
 import type { MiniwobWebTask, WebOptions } from './task.ts';
 
@@ -50,7 +49,11 @@ const READ_STATE = `({ done: WOB_DONE_GLOBAL === true, raw: Number(WOB_RAW_REWAR
 
 export class MiniwobEnvironment implements Environment {
   readonly horizon: number;
-  readonly systemPrompt = WEB_SYSTEM_PROMPT;
+  readonly systemPrompt: string;
+  readonly tools?: ToolSpec[];
+  readonly showsScreenshot: boolean;
+  private readonly agent: AgentInterface;
+  private readonly camera: PageCamera;
   private readonly options: MiniwobOptions;
   private goal = '';
   private page: WebPage | undefined;
@@ -68,6 +71,11 @@ export class MiniwobEnvironment implements Environment {
     if (backend.name !== 'chromium') throw new Error('MiniWoB pages run in Chromium only (their timers run on its virtual clock): set backend "chromium"');
     this.options = web.miniwob;
     this.horizon = this.options.horizon;
+    this.agent = agentInterface(web);
+    this.systemPrompt = this.agent.systemPrompt;
+    this.tools = this.agent.tools;
+    this.showsScreenshot = this.agent.showsScreenshot;
+    this.camera = new PageCamera(web.markIds);
     if (!miniwobTaskNames(this.options.dir).includes(task.miniwob)) throw new Error(`no MiniWoB task page ${task.miniwob}.html in ${join(this.options.dir, 'html', 'miniwob')}`);
   }
 
@@ -86,6 +94,7 @@ export class MiniwobEnvironment implements Environment {
 
   async reset(_seed: number): Promise<string> {
     await this.closePage();
+    this.camera.reset();
     this.steps = 0;
     this.done = false;
     this.deadline = Date.now() + this.web.episodeTimeoutMs;
@@ -93,7 +102,7 @@ export class MiniwobEnvironment implements Environment {
     this.page = await this.backend.open({
       url: `${base}html/miniwob/${this.task.miniwob}.html`,
       allowedOrigin: this.server.origin,
-      screenLines: this.web.screenLines,
+      screenLines: this.agent.screenLines,
       timeoutMs: Math.min(this.web.actionTimeoutMs, this.web.episodeTimeoutMs),
       script: true,
       virtualClock: true,
@@ -106,7 +115,7 @@ export class MiniwobEnvironment implements Environment {
     );
     if (typeof utterance !== 'string' || utterance.trim() === '') throw new Error('the page gave no instruction (core.getUtterance())');
     this.goal = utterance.trim().slice(0, 2000);
-    return this.render(await this.bounded(() => page.observe(), 'reading the page'), null);
+    return this.render(await this.bounded(() => this.agent.view(page), 'reading the page'), null);
   }
 
   private render(view: string, note: string | null): string {
@@ -115,7 +124,7 @@ export class MiniwobEnvironment implements Environment {
 
   private async end(state: WobState, observation: string, info: Record<string, unknown>): Promise<StepResult> {
     this.done = true;
-    await this.closePage();
+    await this.closeAtEnd();
     const outcome = { success: state.done && state.raw > 0, rawReward: state.done ? state.raw : 0, timeDecayedReward: state.done ? state.reward : 0, reason: state.reason };
     return { observation, done: true, reward: outcome.rawReward, info: { ...info, ...outcome } };
   }
@@ -125,7 +134,7 @@ export class MiniwobEnvironment implements Environment {
     const page = this.page;
     this.steps++;
     try {
-      const parsed = parseAction(action);
+      const parsed = this.agent.parse(action);
       if (parsed.ok && parsed.action.kind === 'done') {
         const state = await this.state(page);
         return this.end(state, `Goal: ${this.goal}\nDone. The page reports ${state.done ? `reward ${state.raw}` : 'no outcome: the task was not finished'}.`, { action: 'done' });
@@ -135,24 +144,37 @@ export class MiniwobEnvironment implements Environment {
       if (!parsed.ok) note = `Error: ${parsed.error}`;
       else {
         const performed = parsed.action as Exclude<typeof parsed.action, { kind: 'done' }>;
-        const problem = await this.bounded(() => page.perform(performed), `the action "${action.text.trim().slice(0, 80)}"`).catch((err: unknown) => {
+        const problem = await this.bounded(() => page.perform(performed), `the action "${this.agent.said(action).slice(0, 80)}"`).catch((err: unknown) => {
           if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
           return err.message.split('\n')[0]!;
         });
         ok = problem === null;
-        note = problem === null ? `Last action: ${action.text.trim().split('\n')[0]!.slice(0, 120)}` : `Error: ${problem}`;
+        note = problem === null ? `Last action: ${this.agent.said(action)}` : `Error: ${problem}`;
       }
       // Every step, acted or not, costs the page `stepMs` of its own time: its timers fire as they fall due.
       await this.bounded(() => page.advanceClock!(this.options.stepMs), 'moving the page clock');
       const state = await this.state(page);
       if (state.done) return this.end(state, `Goal: ${this.goal}\nThe task is over: reward ${state.raw}${state.reason ? ` (${state.reason})` : ''}.`, { ok });
-      const view = await this.bounded(() => page.observe(), 'reading the page');
+      const view = await this.bounded(() => this.agent.view(page), 'reading the page');
       if (this.steps >= this.horizon) return this.end(state, `${this.render(view, note)}\nNo actions left; the task was not finished.`, { ok, horizon: true });
       return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       return this.end({ done: false, raw: 0, reward: 0, reason: null }, `Goal: ${this.goal}\nThe episode ended: ${message}`, { error: message });
     }
+  }
+
+  async screenshot(): Promise<Uint8Array | null> {
+    const page = this.page;
+    if (!page || this.done) return this.camera.take(undefined);
+    return this.bounded(() => this.camera.take(page), 'taking a screenshot');
+  }
+
+  /** The picture of the state the episode ended in is taken before its page closes (PageCamera). */
+  private async closeAtEnd(): Promise<void> {
+    const page = this.page;
+    if (page) await this.camera.keepLast(page, (take) => this.bounded(take, 'taking the last screenshot'));
+    await this.closePage();
   }
 
   private async closePage(): Promise<void> {

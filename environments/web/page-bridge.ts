@@ -96,6 +96,35 @@ export const PAGE_BRIDGE = String.raw`(function () {
     if (document.body) walk(document.body, lines);
     return lines;
   }
+  /** ARIA role names for the accessibility tree (BrowserGym's AXTree view names them so). */
+  var AX_ROLE = { select: 'combobox', password: 'textbox', widget: 'generic' };
+  var AX_LANDMARK = { NAV: 'navigation', MAIN: 'main', HEADER: 'banner', FOOTER: 'contentinfo', FORM: 'form', UL: 'list', OL: 'list', LI: 'listitem', TABLE: 'table', TR: 'row', TD: 'cell', TH: 'columnheader', DIALOG: 'dialog' };
+  function axWalk(el, depth, out) {
+    if (SKIP[el.tagName] || hidden(el)) return;
+    if (el.tagName === 'LABEL' && el.getAttribute('for')) return;
+    var pad = new Array(depth + 1).join('	');
+    var role = roleOf(el);
+    if (role && (INTERACTIVE[el.tagName] || el.getAttribute('role') || el.getAttribute('tabindex') !== null)) {
+      // The same id and properties as the text view, so every grammar's element ids mean the same element.
+      var line = describe(el, role).replace(/^\[(\d+)\] [a-z]+/, '[$1] ' + (AX_ROLE[role] || role));
+      if (role === 'password') line += ' protected';
+      out.push(pad + line);
+      if (role !== 'widget') return;
+    }
+    var landmark = /^H([1-6])$/.exec(el.tagName) ? 'heading' : AX_LANDMARK[el.tagName] || (el.tagName === 'IMG' && el.getAttribute('alt') ? 'img' : null);
+    var inner = depth;
+    if (landmark === 'heading' || landmark === 'img') {
+      out.push(pad + landmark + ' ' + JSON.stringify(landmark === 'img' ? clean(el.getAttribute('alt')) : clean(el.textContent)) + (landmark === 'heading' ? ' level=' + el.tagName.slice(1) : ''));
+      return;
+    }
+    if (landmark) { out.push(pad + landmark); inner = depth + 1; }
+    for (var n = el.firstChild; n; n = n.nextSibling) {
+      if (n.nodeType === 3) {
+        var text = clean(n.textContent);
+        if (text && !(el.tagName === 'LABEL' && el.querySelector('input'))) out.push(new Array(inner + 2).join('	') + 'StaticText ' + JSON.stringify(text));
+      } else if (n.nodeType === 1) axWalk(n, inner + 1, out);
+    }
+  }
   function clamp(lines) {
     var max = Math.max(0, lines.length - SCREEN);
     if (offset > max) offset = max;
@@ -118,6 +147,18 @@ export const PAGE_BRIDGE = String.raw`(function () {
       var head = 'Page ' + JSON.stringify(document.title) + ' (lines ' + (lines.length ? offset + 1 : 0) + '-' + Math.min(lines.length, offset + SCREEN) + ' of ' + lines.length +
         (above ? '; more above' : '') + (below ? '; more below' : '') + ')';
       return [head].concat(shown).join('\n');
+    },
+    /**
+     * The whole page as an accessibility tree, one node a line, indented by depth: interactive elements as
+     * [id] role "name" and their state (as the text view), headings, landmarks, lists and StaticText.
+     * At most \`max\` lines; past it, a last line says how many were left out.
+     */
+    axtree: function (max) {
+      var out = [];
+      if (document.body) axWalk(document.body, 0, out);
+      var head = 'RootWebArea ' + JSON.stringify(document.title);
+      if (out.length > max) out = out.slice(0, max).concat(['(' + (out.length - max) + ' more lines not shown)']);
+      return [head].concat(out).join('\n');
     },
     /** Why the action cannot be done, or null: the same rules on both backends. */
     check: function (kind, id, arg) {

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { Seed } from '../../shared/schemas/index.ts';
 import { AppCheck, AppOptions } from './app-check.ts';
+import { WebActionGrammar, WebObservation } from './agent-interface.ts';
 import { TASK_TYPE_NAMES } from './task-types/index.ts';
 
 export const WebTaskTypeName = z.enum(TASK_TYPE_NAMES);
@@ -67,6 +68,25 @@ export const WebOptions = z
       .optional(),
     /** A user's own web app: its origin and the others its pages may load from; tasks `{ start, goal, check }`. */
     app: AppOptions.optional(),
+    /**
+     * What the agent sees each turn, one or several: `text` (the text view, a window `screenLines` long),
+     * `axtree` (the whole page as an accessibility tree), `screenshot` (a PNG image part; Chromium only).
+     */
+    observation: z
+      .array(WebObservation)
+      .min(1)
+      .refine((views) => new Set(views).size === views.length, 'each view at most once')
+      .default(['text']),
+    /** Screenshots carry each element's id at its corner (the ids the text view and the tree show). */
+    markIds: z.boolean().default(false),
+    /** The language of the agent's replies (environments/web/action-grammar.ts; docs/ENVIRONMENTS.md has one example each). */
+    actions: WebActionGrammar.default('esopt'),
   })
-  .strict();
+  .strict()
+  .superRefine((o, ctx) => {
+    const draws = o.backend === 'chromium';
+    if (o.observation.includes('screenshot') && !draws) ctx.addIssue({ code: 'custom', path: ['observation'], message: 'a screenshot observation needs backend "chromium" (happy-dom draws nothing)' });
+    if (o.actions === 'coordinates' && !o.observation.includes('screenshot')) ctx.addIssue({ code: 'custom', path: ['actions'], message: 'coordinates are pixels of a screenshot: add "screenshot" to observation' });
+    if (o.markIds && !o.observation.includes('screenshot')) ctx.addIssue({ code: 'custom', path: ['markIds'], message: 'markIds draws ids on screenshots: add "screenshot" to observation' });
+  });
 export type WebOptions = z.infer<typeof WebOptions>;
