@@ -56,6 +56,26 @@ const policy = (o: Partial<HttpPolicyOptions> = {}) => new HttpPolicy({ baseUrl,
 const messages = [{ role: 'user' as const, content: 'hi' }];
 
 describe('HttpPolicy', () => {
+  it('sends pictures as image_url parts; a tool turn keeps its text, its pictures follow in a user turn', async () => {
+    script.push(ok('click(1, 2)'));
+    const url = 'data:image/png;base64,iVBORw0KGgo=';
+    await policy().act(
+      [
+        { role: 'system', content: 'look' },
+        { role: 'user', content: 'the page', images: [url] },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'click', arguments: { id: 3 } }] },
+        { role: 'tool', content: 'clicked', toolCallId: 'call_1', images: [url] },
+      ],
+      { step: 1 },
+    );
+    const sent = requests[0]!.body.messages as Record<string, unknown>[];
+    expect(sent.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
+    expect(sent[0]!.content).toBe('look');
+    expect(sent[1]!.content).toEqual([{ type: 'text', text: 'the page' }, { type: 'image_url', image_url: { url } }]);
+    expect(sent[3]).toMatchObject({ role: 'tool', content: 'clicked', tool_call_id: 'call_1' });
+    expect(sent[4]!.content).toEqual([{ type: 'image_url', image_url: { url } }]);
+  });
+
   it('posts an OpenAI chat completion with the bearer token and reads text and usage back', async () => {
     script.push(ok('place 1 1 2'));
     const r = await policy({ token: 'secret-token', maxTokens: 20, temperature: 0.5, seed: 7 }).act(messages, { step: 2 });
