@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import type { EnvironmentName } from '../shared/schemas/index.ts';
 import type { ActionConstraint, Policy, PolicyReply, ToolSpec } from '../shared/ports/policy.ts';
+import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { OutboundPolicy } from './outbound/address-policy.ts';
 
 export interface StepResult {
@@ -69,6 +70,18 @@ export interface EnvironmentContext {
   endpointKey?: string;
   /** Whether options may start local programs (an MCP server's stdio command): embedded runs from a config file only. */
   allowCommands: boolean;
+  /** The stack's store (or an embedded run's), where what options pin lives: a pushed task folder's files. */
+  store?: Pick<ObjectStore, 'get'>;
+}
+
+/** An option that names something the store does not hold; `path` is inside the options (`miniwob.folder.name`). */
+export class OptionsIssue extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export const DEPLOYED_CONTEXT: EnvironmentContext = { outbound: { allow: [] }, allowCommands: false };
@@ -85,6 +98,12 @@ export interface EnvironmentDefinition<Task = unknown, Options = unknown> {
    * schema alone cannot say (a web app task's start on an origin the options allow). Checked at the API's door.
    */
   taskIssue?(task: Task, options: Options): string | null;
+  /**
+   * The options with what they name in the store pinned to its content (a pushed task folder's manifest and
+   * task names), when a run or an evaluation is created, so every episode sees the same thing. Throws an
+   * OptionsIssue for a name the store does not hold.
+   */
+  pinOptions?(options: Options, store: Pick<ObjectStore, 'get'>): Promise<Options>;
   /** Deterministic in (split, n, seed); train never shares a task with eval or validation. */
   sampleTasks(split: Split, n: number, seed: number, options: Options): SampledTask<Task>[];
   /** A policy that solves the task (used by tests, baselines and imitation data). */

@@ -21,7 +21,7 @@ import { agentInterface, PageCamera, type AgentInterface } from './agent-interfa
 import type { TaskServer } from './task-server.ts';
 import type { MiniwobWebTask, WebOptions } from './task.ts';
 
-type MiniwobOptions = NonNullable<WebOptions['miniwob']>;
+type MiniwobOptions = NonNullable<WebOptions['miniwob']> & { dir: string };
 
 /** The task pages of a folder, by name (`html/miniwob/<name>.html`), sorted. */
 export function miniwobTaskNames(dir: string): string[] {
@@ -69,7 +69,9 @@ export class MiniwobEnvironment implements Environment {
   ) {
     if (!web.miniwob) throw new Error('a MiniWoB task needs the miniwob option: { dir } (a MiniWoB++-layout folder)');
     if (backend.name !== 'chromium') throw new Error('MiniWoB pages run in Chromium only (their timers run on its virtual clock): set backend "chromium"');
-    this.options = web.miniwob;
+    // A pushed folder is on disk by now (definition.ts makes it so before an episode starts).
+    if (web.miniwob.dir === undefined) throw new Error('a MiniWoB episode needs its folder on disk: options miniwob.dir');
+    this.options = { ...web.miniwob, dir: web.miniwob.dir };
     this.horizon = this.options.horizon;
     this.agent = agentInterface(web);
     this.systemPrompt = this.agent.systemPrompt;

@@ -1,6 +1,6 @@
 /** The web task and options schemas. A task is a task type and the seed its page is generated from. */
 import { z } from 'zod';
-import { Seed } from '../../shared/schemas/index.ts';
+import { Seed, TaskFolderName, TaskFolderRef } from '../../shared/schemas/index.ts';
 import { AppCheck, AppOptions } from './app-check.ts';
 import { WebActionGrammar, WebObservation } from './agent-interface.ts';
 import { TASK_TYPE_NAMES } from './task-types/index.ts';
@@ -56,7 +56,10 @@ export const WebOptions = z
      */
     miniwob: z
       .object({
-        dir: z.string().min(1),
+        /** A folder on this machine (embedded runs). */
+        dir: z.string().min(1).optional(),
+        /** A folder pushed to the store (`esopt tasks push DIR --name NAME`), by name; pinned to its manifest when a run or an evaluation is created. */
+        folder: z.union([TaskFolderName.transform((name): TaskFolderRef => ({ name })), TaskFolderRef]).optional(),
         /** The pages sampled tasks draw from (all of html/miniwob/ by default). */
         tasks: z.array(MiniwobTaskName).min(1).optional(),
         /** Page time each action takes on the page's virtual clock: MiniWoB's episode timer counts actions, not the agent's thinking. */
@@ -65,6 +68,7 @@ export const WebOptions = z
         horizon: z.number().int().min(1).max(200).default(10),
       })
       .strict()
+      .refine((m) => (m.dir === undefined) !== (m.folder === undefined), { message: 'name the folder one way: dir (a path on this machine) or folder (pushed with esopt tasks push)' })
       .optional(),
     /** A user's own web app: its origin and the others its pages may load from; tasks `{ start, goal, check }`. */
     app: AppOptions.optional(),
