@@ -12,8 +12,12 @@ import type { FieldIssue } from '../../shared/validation.ts';
 import { endpointUrls } from '../../environments/outbound/endpoint-urls.ts';
 import { checkUrl, EMBEDDED_OUTBOUND, OutboundError, outboundPolicyFromEnv, PUBLIC_ONLY, type OutboundPolicy } from '../../environments/outbound/address-policy.ts';
 
-/** The environment options that name a program or a path, per environment. */
-const HOST_OPTIONS: Record<string, string[]> = { web: ['executablePath', 'miniwob'] };
+/** The environment options that name a program or a path, per environment (a dotted path into the options). */
+const HOST_OPTIONS: Record<string, string[]> = { web: ['executablePath', 'miniwob.dir'] };
+
+function at(options: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((v, k) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), options);
+}
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
@@ -68,9 +72,11 @@ export function requestChoiceIssues(
   }
   if (deployed) {
     if (input.environment.keyEnv !== undefined) issues.push({ path: 'environment.keyEnv', message: "a deployed stack reads no environment variable for a request: its functions' variables hold the stack's own secrets" });
-    const options = (input.environment.options ?? {}) as Record<string, unknown>;
     for (const name of HOST_OPTIONS[input.environment.name] ?? []) {
-      if (options[name] !== undefined) issues.push({ path: `environment.options.${name}`, message: 'a deployed stack chooses its own programs and opens no path on its machines: a request may not name one (leave it out)' });
+      if (at(input.environment.options, name) !== undefined) {
+        const hint = name === 'miniwob.dir' ? ': push the folder (esopt tasks push DIR --name NAME --cloud) and name it as miniwob.folder' : ' (leave it out)';
+        issues.push({ path: `environment.options.${name}`, message: `a deployed stack chooses its own programs and opens no path on its machines: a request may not name one${hint}` });
+      }
     }
     const spec = input.model && 'kind' in input.model ? (input.model.kind === 'base' ? { path: 'model.model', model: input.model.model } : null) : input.model ? { path: 'model', model: input.model } : null;
     if (spec && 'dir' in spec.model) {

@@ -18,6 +18,7 @@ import type { ThetaHolder } from './restore.ts';
 import { claimRunConfig, resume } from './resume.ts';
 import { openRunTasks, pinRunSuite } from './run-tasks.ts';
 import { openRunInstructions, pinRunInstructions } from './run-instructions.ts';
+import { pinRunOptions } from './run-options.ts';
 import { writeJson } from '../../../shared/store/json.ts';
 
 export type { LivePopulation, ThetaHolder };
@@ -45,7 +46,7 @@ export interface TrainingResult {
 export async function train(o: TrainingOptions): Promise<TrainingResult> {
   const { run, store, weights } = o;
   // A suite named without a manifest is pinned now (or to the one this run was stored with), before the claim.
-  const config = await pinRunInstructions(store, run, await pinRunSuite(store, run, o.config));
+  const config = await pinRunOptions(store, run, await pinRunInstructions(store, run, await pinRunSuite(store, run, o.config)), o.environment);
   const environmentOptions = o.environment.optionsSchema.parse(config.environment.options);
   const ctx: LoopContext = {
     run,
