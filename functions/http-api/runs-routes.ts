@@ -10,6 +10,7 @@ import { requestChoiceIssues } from './request-choices.ts';
 import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
 import { pinRequestSuite } from './suite-pin.ts';
+import { pinRequestOptions } from './options-pin.ts';
 import { pinRequestInstructions } from './instructions-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { idsUnder, pageOf } from './id-page.ts';
@@ -64,9 +65,10 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
           }
         : request.tasks;
       const instructions = request.instructions ? { instructions: await pinRequestInstructions(store, request.instructions) } : {};
+      const pinnedOptions = await pinRequestOptions(definition, request.environment.options, store);
       const environmentKey = await storeEnvironmentKey(c.req.header(ENVIRONMENT_KEY_HEADER), request.environment, deps.endpointKeys);
       if (!environmentKey.ok) throw invalidProblem(environmentKey.issues);
-      const environment = { ...request.environment, ...(environmentKey.keyParameter ? { keyParameter: environmentKey.keyParameter } : {}) };
+      const environment = { ...request.environment, ...(environmentKey.keyParameter ? { keyParameter: environmentKey.keyParameter } : {}), options: pinnedOptions as Record<string, unknown> | undefined };
       const config = { ...request, environment, budget: budget.ok ? budget.budget : request.budget, model, tasks, ...instructions };
 
       let id = newId(config.name ?? 'run');

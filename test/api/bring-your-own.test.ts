@@ -7,6 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestChoiceIssues } from '../../functions/http-api/request-choices.ts';
 import { PUBLIC_ONLY } from '../../environments/outbound/address-policy.ts';
 import { startTestApi, tinyRunConfig, type TestApi } from './helpers.ts';
+import { pushTaskFolder } from '../../environments/web/task-folder-catalog.ts';
+import { FsObjectStore } from '../../shared/store/fs.ts';
+
+const MINIWOB = new URL('../fixtures/miniwob-protocol', import.meta.url).pathname;
 
 let api: TestApi;
 beforeAll(async () => {
@@ -62,6 +66,25 @@ describe('bring-your-own environments at the API', () => {
     expect(text).toMatch(/not the app's origin/);
     expect(text).toContain('tasks.tasks.2.task.check.predicate');
     expect(text).not.toContain('tasks.tasks.0');
+  });
+
+  it('pins a pushed MiniWoB folder named in a run; an unknown folder or page is a 400 at its field, a path on a stack too', async () => {
+    const { record } = await pushTaskFolder(new FsObjectStore(api.storeRoot), 'protocol', MINIWOB);
+    const run = (miniwob: unknown) => api.call('POST', '/runs', { body: tinyRunConfig({ environment: { name: 'web', options: { backend: 'chromium', miniwob } }, iterations: 1 }) });
+    const created = await run({ folder: 'protocol' });
+    expect(created.status).toBe(201);
+    await api.call('POST', `/runs/${created.body.id}/stop`);
+    const config = (await api.call('GET', `/runs/${created.body.id}`)).body.config;
+    expect(config.environment.options.miniwob).toMatchObject({ folder: { name: 'protocol', manifest: record.manifestSha256 }, tasks: ['click-word', 'click-word-short', 'draw-circle', 'type-word'] });
+    const unknown = await run({ folder: 'nope' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.issues).toEqual([expect.objectContaining({ path: 'environment.options.miniwob.folder.name', message: expect.stringMatching(/esopt tasks push/) })]);
+    const page = await run({ folder: 'protocol', tasks: ['book-flight'] });
+    expect(page.body.error.issues).toEqual([expect.objectContaining({ path: 'environment.options.miniwob.tasks.0' })]);
+    expect(requestChoiceIssues({ environment: { name: 'web', options: { miniwob: { dir: '/opt/miniwob' } } } }, true, PUBLIC_ONLY)).toEqual([
+      expect.objectContaining({ path: 'environment.options.miniwob.dir', message: expect.stringMatching(/push the folder \(esopt tasks push DIR --name NAME --cloud\) and name it as miniwob.folder/) }),
+    ]);
+    expect(requestChoiceIssues({ environment: { name: 'web', options: { miniwob: { folder: 'protocol' } } } }, true, PUBLIC_ONLY)).toEqual([]);
   });
 
   it('accepts a rollout run naming a loopback agent locally, and refuses a rollout evaluation of an external model', async () => {
