@@ -117,7 +117,7 @@ describe('esopt tasks push DIR / list / show', () => {
     const root = fresh();
     const out: string[] = [];
     const err: string[] = [];
-    const io = { stdout: (t: string) => out.push(t), stderr: (t: string) => err.push(t) };
+    const io = { stdout: (t: string) => void out.push(t), stderr: (t: string) => void err.push(t), readStdin: async () => '' };
     expect(await main(['tasks', 'push', FIXTURE, '--name', 'protocol', '--store', root, '--json'], io)).toBe(0);
     const pushed = JSON.parse(out.pop()!);
     expect(pushed).toMatchObject({ name: 'protocol', tasks: 4, files: 7, storedFiles: 7, store: root });
