@@ -5,6 +5,8 @@
  *   runs/{run}/config.json
  *   runs/{run}/iterations/{k}/manifest.json
  *   runs/{run}/iterations/{k}/rewards/{member}/{task}.json   ← one per (member, task): duplicates collide
+ *   runs/{run}/iterations/{k}/transcripts/{member}/{task}.json   ← an evaluation episode's transcript (base weights only)
+ *   runs/{run}/iterations/{k}/frames/{member}/{task}/{attempt}/{step}.png ← its screenshots, one per step (the transcript names each)
  *   runs/{run}/iterations/{k}/update.json
  *   runs/{run}/checkpoints/{k}/meta.json | weights.bin
  *   runs/{run}/log.jsonl
@@ -30,6 +32,9 @@
  *   suites/names/{name}.json                                ← the suite a name points at now (written last by a push)
  *   instructions/manifests/sha256/{hex}.json                ← instructions (Instructions JSON: system text, skills), by their own sha256 (create-only)
  *   instructions/names/{name}.json                          ← the instructions a name points at now (written last by a push)
+ *   task-folders/blobs/sha256/{hex}                         ← a pushed task folder's file, by its content's sha256 (create-only)
+ *   task-folders/manifests/sha256/{hex}.json                ← a task folder's manifest (TaskFolderManifest), by its own sha256 (create-only)
+ *   task-folders/names/{name}.json                          ← the folder a name points at now (written last by a push)
  */
 import { ExportFormat, Id, InstructionsName, Iteration, MemberRef, ModelName, Sha256, TaskSuiteName, WorkKind } from './schemas/index.ts';
 
@@ -51,6 +56,12 @@ function member(m: number | 'base'): string {
   return m === 'base' ? 'base' : String(m);
 }
 
+/** Steps are zero-padded too, so a listing of an episode's frames is in step order. */
+function frameStep(step: number): string {
+  if (!Number.isInteger(step) || step < 0 || step > 99_999) throw new Error(`invalid frame step ${step}`);
+  return String(step).padStart(5, '0');
+}
+
 function sha256(hex: string, what: string): string {
   if (!Sha256.safeParse(hex).success) throw new Error(`invalid ${what} ${JSON.stringify(hex)}: must be 64 lowercase hex digits`);
   return hex;
@@ -66,6 +77,12 @@ export const keys = {
     `${keys.rewards(run, k)}${member(m)}/${id(task, 'task id')}.json`,
   transcript: (run: string, k: number, m: number | 'base', task: string) =>
     `${keys.iteration(run, k)}transcripts/${member(m)}/${id(task, 'task id')}.json`,
+  /**
+   * One step's screenshot of an episode (step 0: after reset). `attempt` is the delivery that played it: a
+   * re-delivered episode never writes over, nor names, the frames of an attempt that died half-way.
+   */
+  frame: (run: string, k: number, m: number | 'base', task: string, attempt: string, step: number) =>
+    `${keys.iteration(run, k)}frames/${member(m)}/${id(task, 'task id')}/${id(attempt, 'attempt id')}/${frameStep(step)}.png`,
   update: (run: string, k: number) => `${keys.iteration(run, k)}update.json`,
   checkpoints: (run: string) => `${keys.run(run)}checkpoints/`,
   checkpointMeta: (run: string, k: number) => `${keys.checkpoints(run)}${iter(k)}/meta.json`,
@@ -126,6 +143,14 @@ export const keys = {
     const r = InstructionsName.safeParse(name);
     if (!r.success) throw new Error(`invalid instructions name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);
     return `${keys.instructionsNames()}${name}.json`;
+  },
+  taskFolderBlob: (hex: string) => `task-folders/blobs/sha256/${sha256(hex, 'task folder file sha256')}`,
+  taskFolderManifest: (hex: string) => `task-folders/manifests/sha256/${sha256(hex, 'task folder manifest sha256')}.json`,
+  taskFolderNames: () => 'task-folders/names/',
+  taskFolderName: (name: string) => {
+    const r = TaskSuiteName.safeParse(name);
+    if (!r.success) throw new Error(`invalid task folder name ${JSON.stringify(name)}: ${r.error.issues[0]?.message}`);
+    return `task-folders/names/${name}.json`;
   },
   suiteNames: () => 'suites/names/',
   suiteName: (name: string) => {
