@@ -21,6 +21,14 @@ describe('in-process model policy', () => {
     await engine.close();
   });
 
+  it('refuses a chat with screenshots, saying what to use instead (its decoder reads text only)', async () => {
+    let asked = 0;
+    const engine = { generate: async () => (asked++, []) } as unknown as ConstructorParameters<typeof ModelPolicy>[0];
+    const policy = new ModelPolicy(engine, { member: { kind: 'base' }, episode: 0, sampling: { temperature: 1, topP: 1, topK: 0 }, maxNewTokens: 4 });
+    await expect(policy.act([{ role: 'user', content: 'the page', images: ['data:image/png;base64,AA=='] }], { step: 0 })).rejects.toThrow(/screenshots, which esopt's own models cannot see: use observation "text" or "axtree"/);
+    expect(asked).toBe(0);
+  });
+
   it('sampling seeds differ across member, episode and turn', () => {
     const m = { kind: 'member' as const, iteration: 3, index: 4 };
     const seeds = new Set([samplingSeed(m, 0, 0), samplingSeed(m, 0, 1), samplingSeed(m, 1, 0), samplingSeed({ ...m, index: 5 }, 0, 0), samplingSeed({ kind: 'base' }, 0, 0)]);
