@@ -484,8 +484,12 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
       permissions: [
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
-        // GET /boxes: each box's boot state. The model catalog's names and manifests, to pin a named model (never its files).
-        { actions: ['s3:GetObject'], resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*') },
+        // GET /boxes: each box's boot state. The model catalog's names and manifests, to pin a named model (never its
+        // files); the task suites' and the instructions' names and manifests, to pin those a run or evaluation names.
+        {
+          actions: ['s3:GetObject'],
+          resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*', 'suites/names/*', 'suites/manifests/*', 'instructions/names/*', 'instructions/manifests/*'),
+        },
         // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, a model export's first
         // status (GET /runs/{id}/model), the queue entry for the trainer box, and the Idempotency-Key records.
         // The exported archive itself is downloaded by a URL this role presigns (its GetObject on runs/*).

@@ -13,6 +13,9 @@ import { createCloudApp } from '../../functions/http-api/cloud-app.ts';
 import { keys } from '../../shared/keys.ts';
 import { readNamedModel } from '../../shared/model-catalog.ts';
 import { pushModel } from '../../trainer/training/model-store/push-model.ts';
+import { sudoku } from '../../environments/sudoku/definition.ts';
+import { pushSuite } from '../../environments/task-suites/push-suite.ts';
+import { publishInstructions } from '../../shared/instructions-catalog.ts';
 import type { ObjectStore, PutOptions, StreamOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
 import type { SecretStore } from '../../shared/ports/secret-store.ts';
@@ -183,7 +186,10 @@ describe('least privilege', () => {
         { actions: ['ssm:GetParameter'], resources: [EVALUATION_KEYS] },
       ],
       Api: [
-        { actions: ['s3:GetObject'], resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*'].map((p) => `${BUCKET}/${p}`) },
+        {
+          actions: ['s3:GetObject'],
+          resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*', 'suites/names/*', 'suites/manifests/*', 'instructions/names/*', 'instructions/manifests/*'].map((p) => `${BUCKET}/${p}`),
+        },
         {
           actions: ['s3:PutObject'],
           resources: ['runs/*/config.json', 'runs/*/status.json', 'runs/*/stop.json', 'runs/*/exports/*/status.json', 'evaluations/*/request.json', 'evaluations/*/status.json', 'queue/*', 'idempotency/*'].map((p) => `${BUCKET}/${p}`),
@@ -255,6 +261,20 @@ describe('least privilege', () => {
     const named = await call('POST', '/runs', tinyRunConfig({ name: 'iam-named', model: { name: 'demo' } }));
     expect(named.status).toBe(201);
     expect((await call('POST', '/evaluations', { model: { kind: 'base', model: { name: 'demo', manifest: pushed.manifestSha256 } }, environment: { name: 'sudoku', options: { size: 4 } }, tasks: { split: 'eval', count: 1 }, episodes: 1 })).status).toBe(202);
+    // A task suite and instructions (pushed from outside the stack: `esopt tasks push`, `instructions push --cloud`)
+    // are pinned from their names and manifests, by name for a run and by manifest for an evaluation.
+    const options = sudoku.optionsSchema.parse({ size: 4, blanks: 2 });
+    const suiteTasks = [...sudoku.sampleTasks('train', 6, 1, options), ...sudoku.sampleTasks('eval', 6, 1, options)].map((t) => JSON.stringify(t.task)).join('\n');
+    const suite = (await pushSuite(store.inner, { name: 'iam-suite', environment: 'sudoku', text: suiteTasks })).record;
+    const coach = (await publishInstructions(store.inner, 'iam-coach', { system: 'Check every row.\n\n{{environment}}', skills: [] })).record;
+    const suiteRun = await call('POST', '/runs', tinyRunConfig({ name: 'iam-suite', tasks: { suite: 'iam-suite', trainPerIteration: 1, evalCount: 1 }, instructions: 'iam-coach' }));
+    expect(suiteRun.status, JSON.stringify(suiteRun.body)).toBe(201);
+    const suiteEvaluation = { model: { kind: 'base', model: { preset: 'tiny', seed: 0 } }, environment: { name: 'sudoku', options: { size: 4, blanks: 2 } }, tasks: { suite: { name: 'iam-suite', manifest: suite.manifestSha256 }, split: 'eval', count: 1 }, episodes: 1, instructions: { name: 'iam-coach', manifest: coach.manifestSha256 } };
+    expect((await call('POST', '/evaluations', suiteEvaluation)).status).toBe(202);
+    // Read, never written: the suites and instructions are the user's to push.
+    for (const key of [keys.suiteName('iam-suite'), keys.suiteManifest(suite.manifestSha256), keys.instructionsName('iam-coach'), keys.instructionsManifest(coach.manifestSha256)]) {
+      for (const action of ['s3:PutObject', 's3:DeleteObject']) expect(allows((await roles()).Api, action, `${BUCKET}/${key}`), `${action} ${key}`).toBe(false);
+    }
     expect((await call('POST', '/runs', tinyRunConfig({ name: 'iam' }), { 'idempotency-key': 'iam-1' })).body.id).toBe(run.body.id);
     for (const path of ['/runs', `/runs/${run.body.id}`, `/runs/${run.body.id}/metrics`, `/runs/${run.body.id}/checkpoints`]) expect((await call('GET', path)).status, path).toBe(200);
     // A model export: its status and the queue entry for the box (the box makes the archive).

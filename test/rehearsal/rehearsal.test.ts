@@ -2,17 +2,26 @@
  * What ships, run as AWS runs it (trainer/dev/rehearsal/rehearse.ts): the functions built as `sst deploy` builds
  * them under aws-lambda-ric with their memory, /tmp and timeout from sst.config.ts, the Api behind a function
  * URL, the trainer box booted from the deploy's artifact by its own user data. Through it, as a user: the
- * dashboard and /docs with every asset, and one web iteration started with `esopt runs start`, played by the
- * Episode function in the Lambda build of Chromium against the box over pinned TLS, and the box's log in its
- * CloudWatch group. A bundle that lacks a file
+ * dashboard and /docs with every asset (the Api refusing the boxes' token), one web iteration started with
+ * `esopt runs start`, played by the Episode function in the Lambda build of Chromium against the box over pinned
+ * TLS; iterations whose episodes a Python rollout agent, a Python OpenEnv server and an MCP server take part in
+ * (the last on a task suite and instructions pushed with `esopt tasks push` / `instructions push --cloud`); and
+ * the box's log in its CloudWatch group. A bundle that lacks a file
  * it reads at run time fails here (test/cloud/sst-build.test.ts removes one on purpose).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serveBookshopHttp, BOOKS } from '../../examples/mcp/server.ts';
+import { StoredTranscript } from '../../functions/episode-transcript.ts';
+import { keys } from '../../shared/keys.ts';
+import { IterationManifest, RewardRecord, RunConfig } from '../../shared/schemas/index.ts';
+import { readJson } from '../../shared/store/json.ts';
 import { startRehearsal, type Rehearsal } from '../../trainer/dev/rehearsal/rehearse.ts';
-import { loadPages, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
+import { loadPages, pushInstructions, pushTaskSuite, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
 import { runtimeClientDir } from '../../trainer/dev/rehearsal/runtime-client.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -35,6 +44,11 @@ describe('the rehearsed stack', () => {
     expect(pages.filter((p) => p.status !== 200).map((p) => `${p.path} ${p.status}`)).toEqual([]);
     // Each answered by the runtime interface client in an execution environment of its own (not this process).
     expect(stack.functions.Api!.lambda.invocations.length).toBeGreaterThanOrEqual(pages.length);
+    // Two tokens: the Api answers its own (ApiToken), and refuses the boxes' and the Episode function's (TrainerToken).
+    const runs = (token: string) => fetch(`${stack.apiUrl}/runs`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    expect(stack.boxToken).not.toBe(stack.token);
+    expect(await runs(stack.token)).toBe(200);
+    expect(await runs(stack.boxToken)).toBe(401);
   });
 
   it('trains one web iteration started with `esopt runs start`: every episode counted, played in the Lambda Chromium', async () => {
@@ -84,12 +98,65 @@ describe('the rehearsed stack', () => {
     }
   }, 600_000);
 
+  it('trains one tools iteration on MCP tools over HTTP, its tasks a pushed suite, under pushed instructions that reach every system message', async () => {
+    const access = { apiUrl: stack.apiUrl, token: stack.token, log: () => {}, bucketEnv: stack.bucketEnv };
+    // The user's MCP server (examples/mcp/server.ts), counting what reaches it.
+    const mcp: Server = await serveBookshopHttp(0);
+    let mcpRequests = 0;
+    mcp.on('request', () => mcpRequests++);
+    try {
+      // A suite of MCP tasks, one verifier of each kind, pushed to the bucket as a user pushes it.
+      const tasks = BOOKS.flatMap((b) => [
+        { kind: 'mcp', question: `What does ${b.title} cost, in US cents?`, verifier: { kind: 'answer', answer: b.priceCents } },
+        { kind: 'mcp', question: `How many copies of ${b.title} are in stock?`, verifier: { kind: 'tool', tool: 'grade', arguments: { expected: b.stock } } },
+        { kind: 'mcp', question: `Who wrote ${b.title}? Answer {"author": …}.`, verifier: { kind: 'predicate', predicate: { path: '/author', equals: b.author } } },
+      ]);
+      const suite = await pushTaskSuite(access, 'bookshop', 'tools', tasks);
+      expect(suite).toMatchObject({ name: 'bookshop', environment: 'tools', tasks: tasks.length });
+      const system = 'You are the clerk of a small bookshop: look a book up before you answer.\n\n{{environment}}\n\nAnswer with the number alone.';
+      const skill = { name: 'shelves', text: "Search by the title's rarest word first." };
+      const instructions = await pushInstructions(access, 'clerk', { system, skills: [skill] });
+      const url = `http://127.0.0.1:${(mcp.address() as AddressInfo).port}/mcp`;
+      const environment = { name: 'tools' as const, options: { horizon: 2, mcp: { servers: [{ name: 'shop', url }], instructions: 'You work at a bookshop.' } } };
+      const report = await trainOneIteration(access, environment, 300_000, { tasks: { suite: 'bookshop', seed: 1, trainPerIteration: 2, evalCount: 1 }, instructions: 'clerk' });
+      expect(report, JSON.stringify(report)).toMatchObject({ state: 'finished', error: null, completed_iterations: 1, failed: 0, missing: 0 });
+      expect(report.counted).toBe(report.expected);
+      // Every episode connected to the server and listed its tools (initialize, initialized, tools/list at least).
+      const records = await Promise.all((await stack.store.list(keys.run(report.run))).filter((k) => k.includes('/rewards/')).map(async (k) => (await readJson(stack.store, k, RewardRecord))!));
+      expect(records.length).toBeGreaterThan(report.expected!);
+      expect(records.filter((r) => r.error !== null)).toEqual([]);
+      expect(mcpRequests).toBeGreaterThanOrEqual(3 * records.length);
+      // Every task came from the pushed suite, pinned by the Api bundle at `runs start` and recorded by the box.
+      expect(records.every((r) => r.task.startsWith('bookshop-'))).toBe(true);
+      const pinned = { suite: { name: 'bookshop', manifest: suite.manifestSha256 }, instructions: { name: 'clerk', manifest: instructions.manifestSha256 } };
+      const config = await readJson(stack.store, keys.config(report.run), RunConfig);
+      expect({ suite: config?.tasks.suite, instructions: config?.instructions }).toEqual(pinned);
+      expect(await readJson(stack.store, keys.manifest(report.run, 0), IterationManifest)).toMatchObject(pinned);
+      // The base model's evaluation episode stored its transcript: its system message is the pushed text around the
+      // environment's own prompt (the MCP server's tools), then the skill, as the Episode function composed it.
+      const transcripts = (await stack.store.list(keys.run(report.run))).filter((k) => k.includes('/transcripts/'));
+      expect(transcripts.length).toBeGreaterThan(0);
+      for (const key of transcripts) {
+        const [first] = (await readJson(stack.store, key, StoredTranscript))!.entries;
+        expect(first).toMatchObject({ kind: 'system', instructions: pinned.instructions });
+        expect(first!.text).toMatch(/^You are the clerk of a small bookshop: look a book up before you answer\.\n\n/);
+        expect(first!.text).toContain('You work at a bookshop.');
+        expect(first!.text).toContain('search_books');
+        expect(first!.text).not.toContain('{{environment}}');
+        expect(first!.text).toMatch(/Answer with the number alone\.\n\n## Skill: shelves\n\nSearch by the title's rarest word first\.$/);
+      }
+    } finally {
+      await new Promise<void>((done) => mcp.close(() => done()));
+    }
+  }, 300_000);
+
   it("ships the trainer box's service log to its CloudWatch group (esopt cloud logs box), the token never in it", async () => {
     // the service puts its buffered lines every 2 s
     await new Promise((resolve) => setTimeout(resolve, 2500));
     const events = stack.logs.events('/esopt/rehearsal/boxes');
     expect(new Set(events.map((e) => e.logStreamName))).toEqual(new Set(['trainer']));
     expect(events.some((e) => /"name":"esopt-trainer-box"/.test(e.message))).toBe(true);
-    expect(events.filter((e) => e.message.includes(stack.token))).toEqual([]);
+    // Neither token: the box holds the TrainerToken (from SSM), and the API's never reaches it.
+    expect(events.filter((e) => e.message.includes(stack.boxToken) || e.message.includes(stack.token))).toEqual([]);
   });
 });

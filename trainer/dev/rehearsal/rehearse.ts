@@ -64,6 +64,11 @@ export interface Rehearsal {
   /** The boxes' and the Episode function's (the TrainerToken secret), which the API refuses. */
   boxToken: string;
   bucket: string;
+  /**
+   * What a user's shell holds to reach the bucket with the `--cloud` commands that write it directly
+   * (`esopt tasks push`, `instructions push`, `models push`): its name, region, and here s3rver's endpoint and key pair.
+   */
+  bucketEnv: Record<string, string>;
   store: ObjectStore;
   s3: LocalS3;
   ssm: SsmEndpoint;
@@ -223,7 +228,8 @@ export async function startRehearsal(o: RehearsalOptions): Promise<Rehearsal> {
       { step: 'service (user)', deployed: 'the unit runs as its unprivileged user (User=, hardening: docs/CLOUD.md, "Box boot")', rehearsal: 'the service runs as this process\'s user: the checkout it may link need not be readable by another (test/rehearsal/box-boot.test.ts runs the unit\'s command as the user)' },
       ...(o.boxInstall === 'link' ? [{ step: 'npm ci', deployed: 'npm ci --omit=dev from the lock file (the box builds its native modules)', rehearsal: "a link to the checkout's node_modules: the suite's time" }] : []),
     ];
-    return { apiUrl: url.url, token: apiToken, boxToken: token, bucket: s3.bucket, store, s3, ssm, logs, invoke, functions, boxes, replaced, workDir, close };
+    const bucketEnv = { ESOPT_BUCKET: s3.bucket, AWS_REGION: REGION, AWS_ENDPOINT_URL_S3: s3.endpoint, ...LOCAL_CREDENTIALS };
+    return { apiUrl: url.url, token: apiToken, boxToken: token, bucket: s3.bucket, bucketEnv, store, s3, ssm, logs, invoke, functions, boxes, replaced, workDir, close };
   } catch (err) {
     await close();
     throw err;

@@ -16,6 +16,11 @@ export interface StackAccess {
   apiUrl: string;
   token: string;
   log: (message: string) => void;
+  /**
+   * What the commands that write the stack's bucket directly (`esopt tasks push --cloud`, `esopt instructions
+   * push --cloud`) are run with: ESOPT_BUCKET and the caller's AWS credentials and region (off AWS, the endpoint).
+   */
+  bucketEnv?: Record<string, string>;
 }
 
 /** The environments that need nothing but this repository (openenv and rollout name a server of the user's). */
@@ -52,11 +57,18 @@ interface CliResult {
   stderr: string;
 }
 
-/** The esopt CLI as a user runs it: the Api URL by flag, the token in the environment, never on the command line. */
-function cli(args: string[], access: StackAccess, extraEnv: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * The esopt CLI as a user runs it: the Api URL by flag, the token in the environment, never on the command line.
+ * `to: 'bucket'` runs a command that writes the stack's bucket itself (`--cloud`), with `access.bucketEnv` and no API token.
+ */
+function cli(args: string[], access: StackAccess, extraEnv: Record<string, string> = {}, to: 'api' | 'bucket' = 'api'): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ESOPT_') && !k.startsWith('AWS_')));
-    const child = spawnEsopt([...args, '--api', access.apiUrl, '--json'], { env: { ...env, ...extraEnv, ESOPT_TOKEN: access.token }, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (to === 'bucket' && !access.bucketEnv) throw new Error(`esopt ${args.slice(0, 2).join(' ')} --cloud needs the stack's bucket: give StackAccess.bucketEnv (ESOPT_BUCKET and AWS credentials)`);
+    const child =
+      to === 'api'
+        ? spawnEsopt([...args, '--api', access.apiUrl, '--json'], { env: { ...env, ...extraEnv, ESOPT_TOKEN: access.token }, stdio: ['ignore', 'pipe', 'pipe'] })
+        : spawnEsopt([...args, '--cloud', '--json'], { env: { ...env, ...extraEnv, ...access.bucketEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
@@ -74,6 +86,36 @@ async function apiGet<S extends z.ZodType>(access: StackAccess, path: string, sc
 }
 
 const Created = z.object({ id: z.string() });
+const Pushed = z.object({ name: z.string(), manifestSha256: z.string() }).passthrough();
+
+/** `esopt tasks push FILE.jsonl --name N --environment E --cloud`: a task suite of the user's, one task a line. */
+export async function pushTaskSuite(access: StackAccess, name: string, environment: EnvironmentName, tasks: readonly unknown[]): Promise<z.infer<typeof Pushed>> {
+  const jsonl = tasks.map((t) => JSON.stringify(t)).join('\n') + '\n';
+  const result = await withTempFile(`${name}.jsonl`, jsonl, (path) => cli(['tasks', 'push', path, '--name', name, '--environment', environment], access, {}, 'bucket'));
+  if (result.code !== 0) throw new Error(`esopt tasks push (${name}) exited ${result.code}: ${result.stderr.trim() || result.stdout.trim()}`);
+  return Pushed.parse(JSON.parse(result.stdout));
+}
+
+/** `esopt instructions push --name N [--system SYSTEM.md] SKILL.md … --cloud`: instructions (c_t), a skill named by its file. */
+export async function pushInstructions(access: StackAccess, name: string, documents: { system?: string; skills: ReadonlyArray<{ name: string; text: string }> }): Promise<z.infer<typeof Pushed>> {
+  const dir = mkdtempSync(join(tmpdir(), 'esopt-rehearsal-'));
+  try {
+    const args = ['instructions', 'push', '--name', name];
+    if (documents.system !== undefined) {
+      writeFileSync(join(dir, 'system.md'), documents.system);
+      args.push('--system', join(dir, 'system.md'));
+    }
+    for (const skill of documents.skills) {
+      writeFileSync(join(dir, `${skill.name}.md`), skill.text);
+      args.push(join(dir, `${skill.name}.md`));
+    }
+    const result = await cli(args, access, {}, 'bucket');
+    if (result.code !== 0) throw new Error(`esopt instructions push (${name}) exited ${result.code}: ${result.stderr.trim() || result.stdout.trim()}`);
+    return Pushed.parse(JSON.parse(result.stdout));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 function withTempFile<T>(name: string, content: string, work: (path: string) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), 'esopt-rehearsal-'));
