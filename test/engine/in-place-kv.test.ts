@@ -6,7 +6,8 @@
  * seqlens_k against left padding and the attention mask), buffers that grow, and conversation turns served
  * from the prefix cache; `qwen3-0.6b-shape`'s graph fuses (its tokens are compared by `esopt bench
  * context`, too slow for a test); the fused step returns only the tokens it fed, which land in the buffers
- * fed as the past; and graphs the rewrite does not cover fall back to the unfused graph, saying why.
+ * fed as the past; and graphs the rewrite does not cover fall back to the unfused graph, saying why (PyTorch
+ * exports: test/engine/fused-export.test.ts).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
@@ -15,7 +16,7 @@ import type { EngineOptions, GenerateRow, MemberSelector, Population } from '../
 import { decodeBatch } from '../../trainer/engine/generation/decode-loop.ts';
 import { createOnnxEngine } from '../../trainer/engine/model/create-engine.ts';
 import { fuseAttention, LOGITS_INDEX, SEQLENS_K, stepOutput } from '../../trainer/engine/model/fused-attention.ts';
-import { loadModelDir, type LoadedModel } from '../../trainer/engine/model/model-dir.ts';
+import type { LoadedModel } from '../../trainer/engine/model/model-dir.ts';
 import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
 import { buildPreset } from '../../trainer/engine/model/open-model.ts';
 import { PRESETS, type PresetName } from '../../trainer/engine/model/presets.ts';
@@ -195,24 +196,8 @@ describe('the fused step', () => {
 });
 
 describe('falls back to the unfused graph, saying why', () => {
-  it('a PyTorch export, a head_dim the kernel does not take, or when turned off', { timeout: 60_000 }, async () => {
-    const torch = loadModelDir('test/fixtures/torch-llama-tied');
-    const why = fuseAttention(torch.graph, torch.config);
-    expect(why.fused).toBe(false);
-    if (!why.fused) expect(why.reason).toMatch(/layer 0: .*not in the form build-decoder.ts emits/);
-    const warnings: string[] = [];
-    const onWarning = (w: Error) => warnings.push(w.message);
-    process.on('warning', onWarning);
-    try {
-      const engine = await engineOf(torch, { mode: 'lowrank' });
-      expect(engine.kvCache.inPlace).toBe(false);
-      const [r] = await engine.generate([{ promptIds: [1, 2, 3], member: member(1), sampling: greedy, maxNewTokens: 3, stop: [] }]);
-      expect(r.completionTokens).toBeGreaterThan(0);
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(warnings.some((w) => /not grown in place: layer 0/.test(w))).toBe(true);
-    } finally {
-      process.off('warning', onWarning);
-    }
+  // exports' attention (and what of it is refused, with the warning) is test/engine/fused-export.test.ts's
+  it('a head_dim the kernel does not take, or when turned off', { timeout: 60_000 }, async () => {
     const off = await engineOf(buildPreset('tiny', 1), { mode: 'lowrank', inPlaceKv: false });
     expect(off.kvCache).toEqual({ inPlace: false, reason: expect.stringMatching(/turned off/) });
     // a head_dim the CPU kernel does not take

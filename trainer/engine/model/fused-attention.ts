@@ -15,13 +15,29 @@
  * cut the head to the last position, that Slice becomes a GatherND of each row's own last position, fed
  * as `logits_index` (int64 [batch, 1, 1]).
  *
- * The pattern recognised is the one build-decoder.ts emits (presets, built in memory or cached on disk):
- * per layer Concat(past_key_values.i.*, ·) → present.i.*, keys [Unsqueeze] → Transpose → MatMul(q, ·) →
- * Add(bias) → Softmax → MatMul(·, [Unsqueeze] values) → [Reshape] → Transpose → Reshape, q already scaled and
- * rotated. Anything else (exports, whose attention is written otherwise) is left unfused, with the reason. */
+ * The attention is recognised by its structure, not by node names, per layer, from the graph outputs
+ * `present.i.key|value` = Concat(past_key_values.i.key|value, new) on the sequence axis:
+ * - keys: present.key → [repeat] → Transpose (the last two axes swapped) → [Mul by a scalar constant] → the scores'
+ *   MatMul(q, ·), where [repeat] is transformers' repeat_kv as exported, Unsqueeze(axis 2) → Expand → Reshape,
+ *   or build-decoder.ts's Unsqueeze(axis 2) (q then Reshaped to [B,KV,G,S,hd], broadcast over the group);
+ * - scores → any of Mul / Div by a scalar constant (the scale), Cast to float, one Add of a mask → Softmax over
+ *   the last axis → [Cast to float, Identity] → MatMul(·, values), values = present.value → [repeat];
+ * - the context → [Reshape back to 4-D, for build-decoder.ts's group form] → Transpose(0,2,1,3) → Reshape to 3-D.
+ * That is build-decoder.ts's form (presets) and what torch.onnx.export (TorchScript, opsets 14–17) writes for
+ * transformers' eager Llama / Mistral / Qwen2 / Qwen3 attention (and optimum, which exports through it). The
+ * query is whatever reaches the scores' first input (rotary, q-norm, a scale folded into q are all upstream of
+ * it and stay as they are); the scalar factors on the key side and on the scores are multiplied into the
+ * kernel's `scale`. Invariants the match keeps: repeat_kv by Unsqueeze at axis 2 is key-head-major (query head
+ * h reads KV head ⌊h / (H/KV)⌋), as GroupQueryAttention reads it; the mask added to the scores is computed
+ * from attention_mask, position_ids and shapes only (never from the hidden state, θ or the cached values, and
+ * without a per-head or cumulative term such as ALiBi's), so it is the causal and padding mask the kernel
+ * applies by seqlens_k; after the rewrite no live node reads a cache input other than the kernel, nor a
+ * removed value (a past length read from a cache's shape would be the buffer's). Anything else (a softcap
+ * between the scores and the Softmax, attention without a mask, a fused QKV layout the exporter wrote
+ * otherwise) is left unfused, with the reason. */
 import { headDim, kvHeads, type ModelConfig } from './config.ts';
 import { valueInfo } from '../onnx/graph-builder.ts';
-import { AttributeType, bytesOf, DataType, type ModelProto, type NodeProto, type TensorProto } from '../onnx/proto.ts';
+import { AttributeType, bytesOf, DataType, tensorValues, type ModelProto, type NodeProto, type TensorProto } from '../onnx/proto.ts';
 
 export type FusedAttention = { fused: true; model: ModelProto } | { fused: false; reason: string };
 
@@ -35,32 +51,37 @@ export const stepOutput = (i: number, kv: 'key' | 'value') => `kv_step.${i}.${kv
 /** onnxruntime's CPU GroupQueryAttention takes head sizes that are multiples of 8 only. */
 const HEAD_DIM_MULTIPLE = 8;
 
+/** Layer i's attention as matched: the nodes it reads from and the one whose output it replaces. */
+interface AttentionMatch {
+  /** The Concats that make present.i.key|value. */
+  ck: NodeProto;
+  cv: NodeProto;
+  /** The query, [B, H, S, hd]. */
+  q: string;
+  /** The product of the scalar factors between the keys / the scores and the Softmax. */
+  scale: number;
+  /** The Reshape whose 3-D output [B, S, H·hd] the kernel's output takes over. */
+  merged: NodeProto;
+}
+
 /** A new graph (the input's nodes and value infos are not changed; initializers are shared), or why not. */
 export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention {
   const H = c.num_attention_heads;
   const KV = kvHeads(c);
   const hd = headDim(c);
   if (hd % HEAD_DIM_MULTIPLE !== 0) return { fused: false, reason: `head_dim ${hd} is not a multiple of ${HEAD_DIM_MULTIPLE}, which onnxruntime's CPU GroupQueryAttention needs` };
+  if (H % KV !== 0) return { fused: false, reason: `num_attention_heads ${H} is not a multiple of num_key_value_heads ${KV}` };
   const g = model.graph;
   const past0 = g.input.find((i) => i.name === 'past_key_values.0.key');
   if (past0?.type?.tensorType?.elemType !== DataType.FLOAT) return { fused: false, reason: 'the KV caches are not float32' };
 
-  const producer = new Map<string, NodeProto>();
-  const consumers = new Map<string, NodeProto[]>();
-  for (const n of g.node) {
-    for (const o of n.output) producer.set(o, n);
-    for (const i of n.input) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const graph = new GraphIndex(model);
+  const matches: AttentionMatch[] = [];
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    const m = matchLayer(graph, i);
+    if (typeof m === 'string') return { fused: false, reason: `layer ${i}: ${m} (the attention is not in a form the rewrite knows: build-decoder.ts's, or torch.onnx.export's of transformers' eager attention)` };
+    matches.push(m);
   }
-  /** The one node reading `name` (graph outputs aside), when it is of `opType`. */
-  const only = (name: string, opType: string): NodeProto | undefined => {
-    const c = consumers.get(name) ?? [];
-    return c.length === 1 && c[0].opType === opType ? c[0] : undefined;
-  };
-  const through = (name: string, opType: string): string => {
-    const n = only(name, opType);
-    return n ? n.output[0] : name;
-  };
-  const ints = (n: NodeProto, attr: string) => n.attribute.find((a) => a.name === attr)?.ints?.map(Number);
 
   const added: TensorProto[] = [];
   const shapeConst = (name: string, values: number[]) => {
@@ -73,30 +94,7 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
   /** New nodes to insert before the node they replace. */
   const before = new Map<NodeProto, NodeProto[]>();
 
-  for (let i = 0; i < c.num_hidden_layers; i++) {
-    const why = (what: string): FusedAttention => ({ fused: false, reason: `layer ${i}: ${what} (the attention is not in the form build-decoder.ts emits)` });
-    const concat = (kv: 'key' | 'value') => {
-      const n = producer.get(`present.${i}.${kv}`);
-      return n?.opType === 'Concat' && n.input[0] === `past_key_values.${i}.${kv}` && n.input.length === 2 ? n : undefined;
-    };
-    const ck = concat('key');
-    const cv = concat('value');
-    if (!ck || !cv) return why(`present.${i}.key|value is not Concat(past_key_values.${i}.key|value, new)`);
-    const kt = only(through(ck.output[0], 'Unsqueeze'), 'Transpose');
-    const scores = kt && only(kt.output[0], 'MatMul');
-    if (!scores || scores.input[1] !== kt.output[0]) return why('the keys do not reach one MatMul through a Transpose');
-    const masked = only(scores.output[0], 'Add');
-    const softmax = masked && only(masked.output[0], 'Softmax');
-    const context = softmax && only(softmax.output[0], 'MatMul');
-    const values = through(cv.output[0], 'Unsqueeze');
-    if (!context || context.input[1] !== values || only(values, 'MatMul') !== context) return why('the scores do not reach MatMul(Softmax(scores + bias), values)');
-    const heads = through(context.output[0], 'Reshape');
-    const transposed = only(heads, 'Transpose');
-    const merged = transposed && only(transposed.output[0], 'Reshape');
-    if (!merged || ints(transposed, 'perm')?.join() !== '0,2,1,3') return why('the context is not merged by Transpose(0,2,1,3) → Reshape');
-    const qs = producer.get(scores.input[0]);
-    const q = qs?.opType === 'Reshape' && H !== KV ? qs.input[0] : scores.input[0];
-
+  matches.forEach(({ ck, cv, q, scale, merged }, i) => {
     const id = `/gqa/layer${i}`;
     const toBsh = (x: string, shape: string, what: string): NodeProto[] => [
       { name: `${id}/${what}_transpose`, opType: 'Transpose', domain: '', input: [x], output: [`${id}/${what}_bsnh`], attribute: [{ name: 'perm', type: AttributeType.INTS, ints: [0, 2, 1, 3] }] },
@@ -109,11 +107,11 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
       input: [`${id}/query`, `${id}/key`, `${id}/value`, `past_key_values.${i}.key`, `past_key_values.${i}.value`, SEQLENS_K, TOTAL_SEQUENCE_LENGTH],
       // the kernel's present (the past with this run's tokens) stays inside onnxruntime
       output: [merged.output[0], `${id}/present_key`, `${id}/present_value`],
-      // q arrives scaled by 1/√head_dim already
+      // the scores' own factors (1 where q arrives scaled, as build-decoder.ts writes it)
       attribute: [
         { name: 'num_heads', type: AttributeType.INT, i: H },
         { name: 'kv_num_heads', type: AttributeType.INT, i: KV },
-        { name: 'scale', type: AttributeType.FLOAT, f: 1 },
+        { name: 'scale', type: AttributeType.FLOAT, f: scale },
       ],
     };
     const step = (x: string, kv: 'key' | 'value'): NodeProto => ({ name: `${id}/${kv}_step`, opType: 'Identity', domain: '', input: [x], output: [stepOutput(i, kv)], attribute: [] });
@@ -121,7 +119,7 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
     removed.add(merged);
     removed.add(ck);
     removed.add(cv);
-  }
+  });
 
   // the head at each row's own last position: Slice(−1) cannot pick a different position per row
   let logitsIndex = false;
@@ -141,6 +139,13 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
   const live = liveNodes(nodes, new Set(outputs.map((o) => o.name)));
   const read = new Set(live.flatMap((n) => n.input));
   if (read.has('attention_mask')) return { fused: false, reason: 'attention_mask is read outside the attention bias' };
+  // the buffers fed as the past are longer than the past: only the kernel may read them
+  const pastReader = live.find((n) => n.opType !== 'GroupQueryAttention' && n.input.some((x) => /^past_key_values\./.test(x)));
+  if (pastReader) return { fused: false, reason: `${describe(pastReader)} reads a past cache besides the attention (e.g. a past length from its shape), which the in-place buffers would change` };
+  const made = new Set([...g.input.map((x) => x.name), ...g.initializer.map((t) => t.name), ...added.map((t) => t.name), SEQLENS_K, TOTAL_SEQUENCE_LENGTH, LOGITS_INDEX, '']);
+  for (const n of live) n.output.forEach((o) => made.add(o));
+  const orphan = live.find((n) => n.input.some((x) => !made.has(x)));
+  if (orphan) return { fused: false, reason: `${describe(orphan)} reads ${orphan.input.find((x) => !made.has(x))}, which the rewrite removes` };
   const cacheDims = (name: string) => valueInfo(name, DataType.FLOAT, ['batch_size', KV, 'buffer_length', hd]);
   return {
     fused: true,
@@ -162,6 +167,204 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
       },
     },
   };
+}
+
+const describe = (n: NodeProto) => `${n.opType} node${n.name ? ` "${n.name}"` : ''}`;
+
+/** Producers, consumers and constants of a graph, for matching by structure. */
+class GraphIndex {
+  readonly producer = new Map<string, NodeProto>();
+  readonly consumers = new Map<string, NodeProto[]>();
+  readonly initializers = new Map<string, TensorProto>();
+  readonly inputs: ReadonlySet<string>;
+  /** The default domain's opset (Softmax's default axis and Unsqueeze's axes moved at 13). */
+  readonly opset: number;
+
+  constructor(model: ModelProto) {
+    for (const n of model.graph.node) {
+      for (const o of n.output) this.producer.set(o, n);
+      for (const i of n.input) this.consumers.set(i, [...(this.consumers.get(i) ?? []), n]);
+    }
+    for (const t of model.graph.initializer) this.initializers.set(t.name, t);
+    this.inputs = new Set(model.graph.input.map((x) => x.name));
+    this.opset = model.opsetImport.find((o) => o.domain === '' || o.domain === 'ai.onnx')?.version ?? 0;
+  }
+
+  /** The one node reading `name` for its data (Shape nodes, which read only its dims, aside), if any. */
+  reader(name: string): NodeProto | undefined {
+    const c = (this.consumers.get(name) ?? []).filter((n) => n.opType !== 'Shape');
+    return c.length === 1 ? c[0] : undefined;
+  }
+
+  /** A constant tensor: an initializer or a Constant node's value. */
+  constant(name: string): TensorProto | undefined {
+    const t = this.initializers.get(name);
+    if (t) return t;
+    const n = this.producer.get(name);
+    return n?.opType === 'Constant' ? n.attribute.find((a) => a.name === 'value')?.t : undefined;
+  }
+
+  /** A float constant of one element, as a number. */
+  scalar(name: string): number | undefined {
+    const t = this.constant(name);
+    if (!t || t.dims.reduce((a, b) => a * b, 1) !== 1) return undefined;
+    if (t.dataType === DataType.FLOAT) return tensorValues(t)[0] as number;
+    if (t.dataType === DataType.DOUBLE) return t.rawData?.length ? new DataView(t.rawData.buffer, t.rawData.byteOffset).getFloat64(0, true) : t.doubleData?.[0];
+    return undefined;
+  }
+
+  /** An integer constant's elements. */
+  ints(name: string): number[] | undefined {
+    const t = this.constant(name);
+    return t && (t.dataType === DataType.INT64 || t.dataType === DataType.INT32) ? Array.from(tensorValues(t), Number) : undefined;
+  }
+
+  attr(n: NodeProto, name: string) {
+    return n.attribute.find((a) => a.name === name);
+  }
+
+  /** Unsqueeze's axes (an attribute before opset 13, an input from it). */
+  unsqueezeAxes(n: NodeProto): number[] | undefined {
+    return n.input[1] ? this.ints(n.input[1]) : this.attr(n, 'axes')?.ints?.map(Number);
+  }
+
+  /** The positive factor a Mul or Div by a scalar constant applies to its other input `x`, or undefined. */
+  factor(n: NodeProto, x: string): number | undefined {
+    let f: number | undefined;
+    if (n.opType === 'Mul' && n.input.length === 2 && n.input.includes(x)) f = this.scalar(n.input[0] === x ? n.input[1] : n.input[0]);
+    if (n.opType === 'Div' && n.input[0] === x) {
+      const d = this.scalar(n.input[1]);
+      f = d === undefined ? undefined : 1 / d;
+    }
+    // a positive factor commutes with the mask's large negative terms and the Softmax's max
+    return f !== undefined && f > 0 && Number.isFinite(f) ? f : undefined;
+  }
+
+  isFloatCast(n: NodeProto): boolean {
+    return n.opType === 'Cast' && this.attr(n, 'to')?.i === DataType.FLOAT;
+  }
+}
+
+/** Layer i's attention core, or why it does not match. */
+function matchLayer(graph: GraphIndex, i: number): AttentionMatch | string {
+  const concat = (kv: 'key' | 'value') => {
+    const n = graph.producer.get(`present.${i}.${kv}`);
+    const axis = n && graph.attr(n, 'axis')?.i;
+    return n?.opType === 'Concat' && n.input.length === 2 && n.input[0] === `past_key_values.${i}.${kv}` && (axis === 2 || axis === -2) ? n : undefined;
+  };
+  const ck = concat('key');
+  const cv = concat('value');
+  if (!ck || !cv) return `present.${i}.key|value is not Concat(past_key_values.${i}.key|value, new) on the sequence axis`;
+
+  /** present → [repeat]: where the cache's data goes next, and whether build-decoder.ts's group axis was added. */
+  const repeat = (x: string): { at: string; grouped: boolean } | string => {
+    const u = graph.reader(x);
+    if (u?.opType !== 'Unsqueeze') return { at: x, grouped: false };
+    if (graph.unsqueezeAxes(u)?.join() !== '2') return `${describe(u)} adds an axis other than 2 to the cache`;
+    const e = graph.reader(u.output[0]);
+    if (e?.opType !== 'Expand') return { at: u.output[0], grouped: true };
+    const r = graph.reader(e.output[0]);
+    if (r?.opType !== 'Reshape') return `${describe(e)} of the cache is not followed by a Reshape (repeat_kv)`;
+    return { at: r.output[0], grouped: false };
+  };
+
+  // keys: [repeat] → Transpose(last two) → [Mul by a constant] → MatMul(q, ·)
+  const keys = repeat(ck.output[0]);
+  if (typeof keys === 'string') return keys;
+  let scale = 1;
+  let at = keys.at;
+  const kt = graph.reader(at);
+  const perm = kt && graph.attr(kt, 'perm')?.ints?.map(Number);
+  const rank = keys.grouped ? 5 : 4;
+  const swapLast = Array.from({ length: rank }, (_, k) => (k < rank - 2 ? k : 2 * rank - 3 - k)).join();
+  if (kt?.opType !== 'Transpose' || perm?.join() !== swapLast) return 'the keys do not reach the scores through a Transpose of their last two axes';
+  at = kt.output[0];
+  let scores = graph.reader(at);
+  for (let f = scores && graph.factor(scores, at); scores && f !== undefined; f = scores && graph.factor(scores, at)) {
+    scale *= f;
+    at = scores.output[0];
+    scores = graph.reader(at);
+  }
+  if (scores?.opType !== 'MatMul' || scores.input[1] !== at) return 'the keys do not reach one MatMul(q, keysᵀ)';
+
+  // scores → [scale, Cast] + Add(mask) → Softmax(last axis) → [Cast, Identity] → MatMul(·, values)
+  at = scores.output[0];
+  let mask: string | undefined;
+  let softmax: NodeProto | undefined;
+  let context: NodeProto | undefined;
+  for (let n = graph.reader(at); n; n = graph.reader(at)) {
+    const f = softmax ? undefined : graph.factor(n, at);
+    if (f !== undefined) scale *= f;
+    else if (graph.isFloatCast(n) || (softmax && n.opType === 'Identity')) {
+      // a dtype no-op (the exporter's float32 softmax, cast back)
+    } else if (!softmax && !mask && n.opType === 'Add' && n.input.length === 2) mask = n.input[0] === at ? n.input[1] : n.input[0];
+    else if (!softmax && n.opType === 'Softmax') {
+      const axis = graph.attr(n, 'axis')?.i ?? (graph.opset >= 13 ? -1 : 1);
+      if (axis !== -1 && axis !== rank - 1) return `${describe(n)} is not over the keys (axis ${axis})`;
+      softmax = n;
+    } else if (softmax && n.opType === 'MatMul' && n.input[0] === at) {
+      context = n;
+      break;
+    } else return `${describe(n)} between the scores and the context is not a scale, a mask or the Softmax`;
+    at = n.output[0];
+  }
+  if (!softmax || !context) return 'the scores do not reach MatMul(Softmax(scores), values)';
+  if (!mask) return 'no mask is added to the scores (the kernel is causal, so unmasked attention would change)';
+  const why = maskInputs(graph, mask);
+  if (why) return why;
+  const values = repeat(cv.output[0]);
+  if (typeof values === 'string') return values;
+  if (values.grouped !== keys.grouped || context.input[1] !== values.at || graph.reader(values.at) !== context) return 'the values do not reach the same MatMul(Softmax(scores), values)';
+
+  // the context back to [B, S, H·hd]
+  let heads = context.output[0];
+  if (keys.grouped) {
+    const r = graph.reader(heads);
+    if (r?.opType !== 'Reshape') return 'the grouped context is not Reshaped back to [B, H, S, hd]';
+    heads = r.output[0];
+  }
+  const transposed = graph.reader(heads);
+  const merged = transposed && graph.reader(transposed.output[0]);
+  if (transposed?.opType !== 'Transpose' || graph.attr(transposed, 'perm')?.ints?.join() !== '0,2,1,3' || merged?.opType !== 'Reshape') return 'the context is not merged by Transpose(0,2,1,3) → Reshape';
+  const target = graph.producer.get(merged.input[1]);
+  const targetRank = target?.opType === 'Concat' ? target.input.length : graph.ints(merged.input[1])?.length;
+  if (targetRank !== 3) return `the context is not merged to [batch, sequence, heads × head_dim] (${describe(merged)})`;
+
+  // the query as the scores read it; build-decoder.ts's group form reads it Reshaped to [B, KV, G, S, hd]
+  let q = scores.input[0];
+  if (keys.grouped) {
+    const r = graph.producer.get(q);
+    if (r?.opType !== 'Reshape') return 'the grouped scores do not read q Reshaped to [B, KV, G, S, hd]';
+    q = r.input[0];
+  }
+  return { ck, cv, q, scale: Math.fround(scale), merged };
+}
+
+/** Undefined when the mask is computed from attention_mask, position_ids, shapes and constants only; else why not. */
+function maskInputs(graph: GraphIndex, mask: string): string | undefined {
+  const seen = new Set<string>();
+  const stack = [mask];
+  while (stack.length) {
+    const x = stack.pop()!;
+    if (seen.has(x) || x === '') continue;
+    seen.add(x);
+    if (graph.inputs.has(x)) {
+      if (x !== 'attention_mask' && x !== 'position_ids') return `the mask added to the scores reads ${x}`;
+      continue;
+    }
+    const t = graph.initializers.get(x);
+    if (t) {
+      if ((t.dataType === DataType.FLOAT || t.dataType === DataType.FLOAT16 || t.dataType === DataType.DOUBLE) && t.dims.reduce((a, b) => a * b, 1) > 1) return `the mask added to the scores reads the float tensor ${x} (a learned or positional bias, not a causal mask)`;
+      continue;
+    }
+    const n = graph.producer.get(x);
+    if (!n) return `the mask added to the scores reads ${x}, which nothing makes`;
+    // a shape says nothing of its tensor's values
+    if (n.opType === 'Shape' || n.opType === 'Constant' || n.opType === 'ConstantOfShape') continue;
+    if (n.opType === 'CumSum') return `the mask added to the scores has a cumulative term (${describe(n)}), as ALiBi's positions do`;
+    stack.push(...n.input);
+  }
+  return undefined;
 }
 
 /** The nodes some graph output depends on, in their order. */
