@@ -190,7 +190,8 @@ export interface EngineOptions {
    * KV caches that grow in place (trainer/engine/model/fused-attention.ts): each layer's attention becomes
    * onnxruntime's GroupQueryAttention over buffers the decode loop owns, and a step returns only its own
    * keys and values instead of a copy of the whole past. Default true, or false where ESOPT_IN_PLACE_KV=0; it applies on the CPU provider
-   * to graphs in build-decoder.ts's form (the presets), and any other graph decodes unfused, with a warning
+   * to graphs whose attention fused-attention.ts recognises by structure (the presets, PyTorch's TorchScript
+   * exports of Llama / Qwen2 / Qwen3-style decoders), and any other graph decodes unfused, with a warning
    * that says why.
    */
   inPlaceKv?: boolean;
