@@ -6,7 +6,8 @@
  * process, which is not running the work), or, on another host, it has shown no sign of life — its claim,
  * its heartbeat (the claimant rewrites `heartbeatAt` every CLAIM_HEARTBEAT_MS while the work runs), or the
  * work's own status — for `staleAfterMs`. The trainer box applies it on every poll (trainer/cloud/box/
- * work-queue.ts); the API applies the time part of it to an export asked for again (`retry=true`).
+ * work-queue.ts); the API applies the time part of it to an export asked for again (`retry=true`), and all of it
+ * to a run resumed whose queue entry is gone (functions/http-api/queued-launchers.ts).
  */
 import { hostname } from 'node:os';
 import type { WorkClaim } from './schemas/index.ts';
@@ -26,6 +27,28 @@ function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * The claims whose work runs in this process now, by claimId: process-wide, as every claimant in a process
+ * claims under the same `host:pid`, so that one part of it (a box's poll, an API in the same process) never
+ * takes another's live claim for a dead one.
+ */
+const claimsRunningHere = new Set<string>();
+
+/** The work of this claim runs in this process from now on (until `claimEndedHere`). */
+export function claimRunsHere(claimId: string): void {
+  claimsRunningHere.add(claimId);
+}
+
+/** The work of this claim no longer runs in this process (ended, failed, or interrupted). */
+export function claimEndedHere(claimId: string): void {
+  claimsRunningHere.delete(claimId);
+}
+
+/** Whether this process runs the claim's work now. */
+export function claimRunningHere(claimId: string): boolean {
+  return claimsRunningHere.has(claimId);
 }
 
 export interface StaleCheck {

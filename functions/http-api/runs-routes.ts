@@ -165,13 +165,13 @@ export function registerRunRoutes(app: OpenAPIHono, deps: ApiDeps): void {
       security: secured,
       summary: 'Go on with a run that ended, with more iterations or a larger budget',
       description:
-        'For a run that is stopped (at its budget or on request), failed or finished. The body (optional) replaces `iterations` (the length in all, not added) and any of the `budget` limits (null lifts one); the config is re-validated and stored, and the run handed to the launcher, which goes on from its checkpoint and log: θ continues exactly.',
+        'For a run that is stopped (at its budget or on request), failed or finished, or one still under way whose trainer box is gone (on the stack: no queue entry and no claimant that may be alive; it is queued afresh). The body (optional) replaces `iterations` (the length in all, not added) and any of the `budget` limits (null lifts one); the config is re-validated and stored, and the run handed to the launcher, which goes on from its checkpoint and log: θ continues exactly.',
       request: { params: IdParam, headers: idempotencyHeader, body: { content: { 'application/json': { schema: RunExtension } }, required: false } },
       responses: { 202: json(ResumeAccepted, 'The config is updated and the run handed to the launcher'), 400: errors[400], 401: errors[401], 404: errors[404], 409: errors[409], 422: errors[422] },
     }),
     async (c) => {
       const { id } = c.req.valid('param');
-      const readied = await readyResume(store, id, c.req.valid('json'), deps.costCaps);
+      const readied = await readyResume(store, id, c.req.valid('json'), deps.costCaps, deps.runs);
       try {
         await deps.runs.start(id);
       } catch (err) {

@@ -8,9 +8,19 @@ export interface RunLauncher {
   start(run: string): Promise<void>;
   /** The stop request is in the store already; an in-process launcher may also react at once. */
   stop(run: string): Promise<void>;
+  /**
+   * For a run whose status says it is under way (`requested`, `running`, `stopping`): whether nothing will carry
+   * it on — no work queued for it and no claimant that may be alive — so that a resume may start it again.
+   * Absent: the launcher cannot tell, and such a run is never resumed.
+   */
+  abandoned?(run: string, status: RunStatus): Promise<RunAbandonment>;
 }
 
+/** Whether an active run is abandoned; if so, the claim it was left under (null: none), for the resume to release. */
+export type RunAbandonment = { abandoned: true; claim: WorkClaim | null } | { abandoned: false; reason: string };
+
 import type { EvaluationKeyRef } from '../schemas/evaluation-key.ts';
+import type { RunStatus, WorkClaim } from '../schemas/index.ts';
 
 /** Secrets an evaluation needs that must never be written to the object store. */
 export interface EvaluationSecrets {

@@ -9,6 +9,7 @@ export const command: Command = {
   usage:
     `esopt runs resume <id> ${extensionUsage} [--api URL] [--json]\n` +
     '  goes on with a run that stopped (at its budget or on request), failed or finished, from its checkpoint;\n' +
+    '  on the stack also with one still under way whose trainer box died and whose queue entry is gone;\n' +
     '  --iterations N is its length in all, a --max-* limit replaces the stored one (none: no limit)',
   async run(argv, io) {
     const p = parseFlags(argv, { ...apiFlags, ...extensionFlags }, true);

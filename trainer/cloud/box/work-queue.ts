@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { keys, parseQueuedWorkKey } from '../../../shared/keys.ts';
 import type { ObjectStore } from '../../../shared/ports/object-store.ts';
-import { claimantGone, STALE_CLAIM_MS } from '../../../shared/stale-claim.ts';
+import { claimantGone, claimEndedHere, claimRunningHere, claimRunsHere, STALE_CLAIM_MS } from '../../../shared/stale-claim.ts';
 import {
   EvaluationStatus,
   ModelExportStatus,
@@ -38,12 +38,6 @@ const UNKNOWN_TIME = '~';
 
 /** A claim on another host with no sign of life this long is taken over (shared/stale-claim.ts). */
 export const DEFAULT_STALE_AFTER_MS = STALE_CLAIM_MS;
-
-/**
- * The claims whose work runs in this process now, by claimId: process-wide, as every TrainerBox in a process
- * claims under the same `host:pid`, so that one of them never takes another's live claim for a dead one.
- */
-const claimsRunningHere = new Set<string>();
 
 /** States after which a kind of work has nothing left to do. */
 const RUN_ENDED = new Set<RunStatus['state']>(['finished', 'failed', 'stopped']);
@@ -128,13 +122,13 @@ export class WorkQueue {
     if (!(await writeJson(this.o.store, key, mine, true))) return null;
     await sleep(this.o.claimSettleMs ?? 500);
     if ((await readJson(this.o.store, key, WorkClaim))?.claimId !== mine.claimId) return null;
-    claimsRunningHere.add(mine.claimId);
+    claimRunsHere(mine.claimId);
     return mine;
   }
 
   /** The work of `mine` is no longer running in this process (ended, failed, or interrupted). */
   finished(mine: WorkClaim): void {
-    claimsRunningHere.delete(mine.claimId);
+    claimEndedHere(mine.claimId);
   }
 
   /** Says the claimant lives: rewrites the claim's heartbeat, while the claim is still `mine`. */
@@ -177,7 +171,7 @@ export class WorkQueue {
     const claim = await readJson(store, key, WorkClaim);
     if (!claim) return true;
     const state = await this.state(entry);
-    if (state.ended || !claimantGone(claim, { statusUpdatedAt: state.updatedAt, runningHere: claimsRunningHere.has(claim.claimId), staleAfterMs: this.o.staleAfterMs })) return false;
+    if (state.ended || !claimantGone(claim, { statusUpdatedAt: state.updatedAt, runningHere: claimRunningHere(claim.claimId), staleAfterMs: this.o.staleAfterMs })) return false;
     const now = new Date().toISOString();
     if (entry.kind === 'evaluation') {
       // The box starts only a `queued` evaluation; its plan is made again, its recorded episodes kept.
