@@ -16,7 +16,12 @@ cache, one prompt at a time.
 
     /usr/bin/python3 scripts/export-torch-qwen.py test/fixtures/torch-qwen3                  # torch 1.13 (Debian python3-torch)
     /usr/bin/python3 scripts/export-torch-qwen.py --family qwen2 test/fixtures/torch-qwen2
+    /usr/bin/python3 scripts/export-torch-qwen.py --attention sdpa test/fixtures/torch-qwen3-sdpa
     /usr/bin/python3 scripts/export-torch-qwen.py --shape small --no-greedy /tmp/qwen3-small  # for benchmarks, not committed
+
+--attention sdpa writes the attention the way torch >= 2.0 exports F.scaled_dot_product_attention (opset 14+:
+Mul of q and of kᵀ by √scale, the scale computed from Shape(q)[-1], Add of the mask, Softmax, MatMul), by hand,
+since torch 1.13 has no SDPA; transformers' SDPA attention and optimum's exports of it write that form.
 
 torch 1.13 has only the TorchScript exporter (torch.onnx.export); the dynamo exporter (torch.onnx.dynamo_export,
 torch >= 2.1) is not available from Debian, so its graphs are not exported here.
@@ -39,7 +44,7 @@ EPS, ROPE_THETA, EOS, SEED, NEW_TOKENS, OPSET = 1e-6, 1000000.0, 258, 46, 8, 17
 PROMPTS = [[257, 117, 115, 101, 114, 10, 72, 105], [256, 50, 43, 50, 61], [97], [257, 97, 115, 115, 105, 115, 116, 97, 110, 116, 10, 79, 75]]
 
 
-def build(family, shape):
+def build(family, shape, attention='eager'):
     V, D, L, H, KV, HD, I, P = SHAPES[shape]
     qk_norm, qkv_bias = family == 'qwen3', family == 'qwen2'
 
@@ -88,9 +93,16 @@ def build(family, shape):
             k = torch.cat([past_k, k], dim=-2)
             v = torch.cat([past_v, v], dim=-2)
             kk, vv = repeat_kv(k, H // KV), repeat_kv(v, H // KV)
-            w = torch.matmul(q, kk.transpose(2, 3)) * self.scaling
-            w = w + mask[:, :, :, : kk.shape[-2]]
-            w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+            if attention == 'sdpa':
+                # torch >= 2.0's ONNX decomposition of scaled_dot_product_attention(q, k, v, attn_mask), written out
+                # (torch 1.13 has no SDPA): the default scale from Shape(q)[-1], √scale on q and on kᵀ
+                scale = 1.0 / torch.sqrt(torch.ones((), dtype=q.dtype) * q.size(-1))
+                w = torch.matmul(q * torch.sqrt(scale), kk.transpose(-2, -1) * torch.sqrt(scale)) + mask[:, :, :, : kk.shape[-2]]
+                w = torch.softmax(w, dim=-1)
+            else:
+                w = torch.matmul(q, kk.transpose(2, 3)) * self.scaling
+                w = w + mask[:, :, :, : kk.shape[-2]]
+                w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
             out = torch.matmul(w, vv).transpose(1, 2).contiguous().reshape(b, s, -1).contiguous()
             return self.o_proj(out), k, v
 
@@ -220,13 +232,14 @@ def main():
     ap.add_argument('out')
     ap.add_argument('--family', choices=['qwen3', 'qwen2'], default='qwen3')
     ap.add_argument('--shape', choices=list(SHAPES), default='tiny')
+    ap.add_argument('--attention', choices=['eager', 'sdpa'], default='eager', help="sdpa: torch 2's decomposition of scaled_dot_product_attention, written out")
     ap.add_argument('--no-constant-folding', action='store_true')
     ap.add_argument('--no-greedy', action='store_true', help="skip torch's greedy runs (large shapes)")
     a = ap.parse_args()
     out, fold = a.out, not a.no_constant_folding
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(SEED)
-    model, dims = build(a.family, a.shape)
+    model, dims = build(a.family, a.shape, a.attention)
     model = model.eval()
     V, D, L, H, KV, HD, I, P = dims
     with torch.no_grad():
@@ -269,7 +282,7 @@ def main():
         for prompt in PROMPTS:
             ids, gap = greedy(model, dims, prompt)
             runs.append({'prompt': prompt, 'greedy': ids, 'min_top2_gap': round(gap, 6)})
-    info = {'torch': torch.__version__, 'family': a.family, 'shape': a.shape, 'seed': SEED, 'opset': OPSET, 'do_constant_folding': fold,
+    info = {'torch': torch.__version__, 'family': a.family, 'attention': a.attention, 'shape': a.shape, 'seed': SEED, 'opset': OPSET, 'do_constant_folding': fold,
             'parameters': params, 'new_tokens': NEW_TOKENS, 'runs': runs}
     with open(os.path.join(out, 'greedy.json'), 'w') as f:
         json.dump(info, f, indent=2)

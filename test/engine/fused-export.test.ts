@@ -3,13 +3,15 @@
  * (torch.onnx.export, TorchScript, torch 1.13): a Llama (scripts/export-torch-llama.py, opset 14, folded and
  * unfolded), a Qwen3 with q/k RMSNorm and head_dim apart from hidden/heads, and a Qwen2 with q/k/v biases
  * (scripts/export-torch-qwen.py, opset 17, transformers' eager attention: Mul by the scale, a float32 Softmax
- * cast back, a mask made with Trilu and a masked fill). Each is recognised by structure and fuses; engines over
+ * cast back, a mask made with Trilu and a masked fill), and that Qwen3 with its attention written as torch ≥ 2.0
+ * exports scaled_dot_product_attention (√scale from Shape(q) on q and on kᵀ; torch 1.13 has no SDPA, so the
+ * script writes the decomposition out). Each is recognised by structure and fuses; engines over
  * the fused graph decode greedy tokens identical to engines over the unrewritten graph in full mode (θ as
  * inputs and rebuild-session), low-rank mode and LoRA mode, base and members in one batch, rows of different
  * prompt lengths (left-padded for the unrewritten graph, right-padded with seqlens_k for the fused one), and over
  * conversation turns served from the prefix cache; the base rows equal torch's own greedy tokens (greedy.json).
- * Graphs that differ where it matters (a softcap before the Softmax, a mask read from the hidden state, a past
- * length read from a cache's shape outside the mask) are refused with the reason, and the engine decodes them
+ * Graphs that differ where it matters (a softcap before the Softmax, a mask read from the hidden state, keys
+ * scaled by a value of the hidden state, a past length read from a cache's shape outside the mask) are refused with the reason, and the engine decodes them
  * unfused, with the ESOPT_UNFUSED_ATTENTION warning.
  */
 import { readFileSync } from 'node:fs';
@@ -26,7 +28,7 @@ import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
 import type { NodeProto } from '../../trainer/engine/onnx/proto.ts';
 
 type Torch = { new_tokens: number; runs: Array<{ prompt: number[]; greedy: number[] }> };
-const FIXTURES = ['torch-llama-tied', 'torch-llama-tied-unfolded', 'torch-qwen3', 'torch-qwen2'];
+const FIXTURES = ['torch-llama-tied', 'torch-llama-tied-unfolded', 'torch-qwen3', 'torch-qwen2', 'torch-qwen3-sdpa'];
 const dirOf = (fixture: string) => join(import.meta.dirname, '..', 'fixtures', fixture);
 const torchOf = (fixture: string) => JSON.parse(readFileSync(join(dirOf(fixture), 'greedy.json'), 'utf8')) as Torch;
 
@@ -69,8 +71,10 @@ describe.each(FIXTURES)('%s: the exporter’s attention is recognised', (fixture
     const attr = (n: NodeProto, name: string) => n.attribute.find((a) => a.name === name);
     for (const n of gqa) {
       expect([attr(n, 'num_heads')?.i, attr(n, 'kv_num_heads')?.i]).toEqual([model.config.num_attention_heads, model.config.num_key_value_heads]);
-      // the exporters scale the scores (Div by √hd in the Llama script, Mul by hd^−½ in transformers' code)
-      expect(attr(n, 'scale')?.f).toBeCloseTo(1 / Math.sqrt(headDim(model.config)), 6);
+      // the exporters scale the scores (Div by √hd in the Llama script, Mul by hd^−½ in transformers' code); SDPA's
+      // decomposition multiplies q and kᵀ by √scale each, computed from Shape(q): q keeps its own, the kernel takes kᵀ's
+      const hd = headDim(model.config);
+      expect(attr(n, 'scale')?.f).toBeCloseTo(fixture.endsWith('-sdpa') ? hd ** -0.25 : 1 / Math.sqrt(hd), 6);
     }
     // the Softmaxes, the mask (Trilu in transformers' code) and repeat_kv's Expands go; the rotary's Expand may stay
     expect(nodes.some((n) => n.opType === 'Softmax' || n.opType === 'Trilu' || (n.opType === 'Expand' && /layers/.test(n.name ?? '')))).toBe(false);
@@ -150,6 +154,20 @@ describe('what does not match is refused with the reason, and decodes unfused wi
         maskAdd.input[1] = 'hidden-mask';
       },
       /layer 1: the mask added to the scores reads (input_ids|the float tensor)/,
+    ],
+    [
+      'keys scaled by a value of the hidden state, not a constant',
+      (m: LoadedModel) => {
+        const g = m.graph.graph;
+        const scores = nodeOf(m, (n) => n.opType === 'MatMul' && n.name === '/layers.1/self_attn/MatMul');
+        const hidden = nodeOf(m, (n) => n.name === '/layers.1/self_attn/q_proj/MatMul').input[0];
+        g.node.splice(g.node.indexOf(scores), 0,
+          { name: 'hidden-scale', opType: 'ReduceMean', domain: '', input: [hidden], output: ['hidden-scale'], attribute: [{ name: 'keepdims', type: 2, i: 0 }] },
+          { name: 'key-scale', opType: 'Mul', domain: '', input: [scores.input[1], 'hidden-scale'], output: ['scaled-keys'], attribute: [] },
+        );
+        scores.input[1] = 'scaled-keys';
+      },
+      /layer 1: Mul node "key-scale" scales the keys by something other than a positive scalar/,
     ],
     [
       'a past length read from a cache’s shape for the positions',

@@ -78,7 +78,7 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
   const graph = new GraphIndex(model);
   const matches: AttentionMatch[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
-    const m = matchLayer(graph, i);
+    const m = matchLayer(graph, i, hd);
     if (typeof m === 'string') return { fused: false, reason: `layer ${i}: ${m} (the attention is not in a form the rewrite knows: build-decoder.ts's, or torch.onnx.export's of transformers' eager attention)` };
     matches.push(m);
   }
@@ -228,16 +228,82 @@ class GraphIndex {
     return n.input[1] ? this.ints(n.input[1]) : this.attr(n, 'axes')?.ints?.map(Number);
   }
 
-  /** The positive factor a Mul or Div by a scalar constant applies to its other input `x`, or undefined. */
-  factor(n: NodeProto, x: string): number | undefined {
+  /**
+   * The positive factor a Mul or Div by a scalar applies to its other input `x`, or undefined: a constant, or
+   * a scalar computed from constants and the last dim of tensors known to end in head_dim (`lastDims`), as
+   * torch's decomposition of scaled_dot_product_attention computes its default scale from Shape(query).
+   */
+  factor(n: NodeProto, x: string, lastDims: ReadonlyMap<string, number> = new Map()): number | undefined {
     let f: number | undefined;
-    if (n.opType === 'Mul' && n.input.length === 2 && n.input.includes(x)) f = this.scalar(n.input[0] === x ? n.input[1] : n.input[0]);
+    if (n.opType === 'Mul' && n.input.length === 2 && n.input.includes(x)) f = this.evaluate(n.input[0] === x ? n.input[1] : n.input[0], lastDims);
     if (n.opType === 'Div' && n.input[0] === x) {
-      const d = this.scalar(n.input[1]);
+      const d = this.evaluate(n.input[1], lastDims);
       f = d === undefined ? undefined : 1 / d;
     }
     // a positive factor commutes with the mask's large negative terms and the Softmax's max
     return f !== undefined && f > 0 && Number.isFinite(f) ? f : undefined;
+  }
+
+  /** A one-element value from constants, arithmetic and the last dims in `lastDims`, or undefined. */
+  evaluate(name: string, lastDims: ReadonlyMap<string, number>, depth = 0): number | undefined {
+    const c = this.scalar(name);
+    if (c !== undefined) return c;
+    const ints = this.ints(name);
+    if (ints) return ints.length === 1 ? ints[0] : undefined;
+    const n = this.producer.get(name);
+    if (!n || depth > 12) return undefined;
+    const ev = (k: number) => (n.input[k] ? this.evaluate(n.input[k], lastDims, depth + 1) : undefined);
+    const two = (op: (a: number, b: number) => number) => {
+      const [a, b] = [ev(0), ev(1)];
+      return a === undefined || b === undefined ? undefined : op(a, b);
+    };
+    /** Shape(t)'s last element, where t is known to end in head_dim. */
+    const lastOfShape = (shape: string, index: number | undefined) => {
+      const s = this.producer.get(shape);
+      if (s?.opType !== 'Shape' || s.attribute.length > 0 || index !== -1) return undefined;
+      return lastDims.get(s.input[0]);
+    };
+    switch (n.opType) {
+      case 'Identity':
+      case 'Squeeze':
+      case 'Unsqueeze':
+      case 'Reshape':
+        return ev(0);
+      case 'Cast': {
+        const v = ev(0);
+        const to = this.attr(n, 'to')?.i;
+        return v === undefined ? undefined : to === DataType.FLOAT || to === DataType.DOUBLE || to === DataType.FLOAT16 ? v : Math.trunc(v);
+      }
+      case 'Sqrt': {
+        const v = ev(0);
+        return v === undefined || v < 0 ? undefined : Math.sqrt(v);
+      }
+      case 'Reciprocal': {
+        const v = ev(0);
+        return v === undefined || v === 0 ? undefined : 1 / v;
+      }
+      case 'Mul':
+        return two((a, b) => a * b);
+      case 'Div':
+        return two((a, b) => a / b);
+      case 'Add':
+        return two((a, b) => a + b);
+      case 'Sub':
+        return two((a, b) => a - b);
+      case 'Gather': {
+        const index = this.ints(n.input[1]);
+        return index?.length === 1 ? lastOfShape(n.input[0], index[0]) : undefined;
+      }
+      case 'Slice': {
+        // Slice(Shape(t), starts [-1], ends [INT64_MAX]) on axis 0, step 1: the last dim, one element
+        const [starts, ends] = [this.ints(n.input[1]), this.ints(n.input[2])];
+        const rest = n.input.slice(3).map((x) => this.ints(x));
+        const one = starts?.join() === '-1' && ends?.length === 1 && ends[0] >= 2 ** 31 - 1 && rest.every((v) => v?.join() === '0' || v?.join() === '1');
+        return one ? lastOfShape(n.input[0], -1) : undefined;
+      }
+      default:
+        return undefined;
+    }
   }
 
   isFloatCast(n: NodeProto): boolean {
@@ -246,7 +312,7 @@ class GraphIndex {
 }
 
 /** Layer i's attention core, or why it does not match. */
-function matchLayer(graph: GraphIndex, i: number): AttentionMatch | string {
+function matchLayer(graph: GraphIndex, i: number, hd: number): AttentionMatch | string {
   const concat = (kv: 'key' | 'value') => {
     const n = graph.producer.get(`present.${i}.${kv}`);
     const axis = n && graph.attr(n, 'axis')?.i;
@@ -279,13 +345,28 @@ function matchLayer(graph: GraphIndex, i: number): AttentionMatch | string {
   const swapLast = Array.from({ length: rank }, (_, k) => (k < rank - 2 ? k : 2 * rank - 3 - k)).join();
   if (kt?.opType !== 'Transpose' || perm?.join() !== swapLast) return 'the keys do not reach the scores through a Transpose of their last two axes';
   at = kt.output[0];
+  /** Mul / Div nodes on the keys after the Transpose, evaluated once the query is known. */
+  const keyScales: Array<{ node: NodeProto; x: string }> = [];
   let scores = graph.reader(at);
-  for (let f = scores && graph.factor(scores, at); scores && f !== undefined; f = scores && graph.factor(scores, at)) {
-    scale *= f;
+  while (scores && ((scores.opType === 'Mul' && scores.input.length === 2 && scores.input.includes(at)) || (scores.opType === 'Div' && scores.input[0] === at))) {
+    keyScales.push({ node: scores, x: at });
     at = scores.output[0];
     scores = graph.reader(at);
   }
   if (scores?.opType !== 'MatMul' || scores.input[1] !== at) return 'the keys do not reach one MatMul(q, keysᵀ)';
+  // what ends in head_dim: the new keys, and the query as the scores read it, back through its own scaling
+  const lastDims = new Map<string, number>([[ck.input[1], hd]]);
+  for (let x: string | undefined = scores.input[0], k = 0; x && k < 4; k++) {
+    lastDims.set(x, hd);
+    const p = graph.producer.get(x);
+    if (p?.opType === 'Mul') p.input.forEach((y) => lastDims.set(y, hd));
+    x = p && (p.opType === 'Mul' || p.opType === 'Div' || graph.isFloatCast(p)) ? p.input[0] : undefined;
+  }
+  for (const { node, x } of keyScales) {
+    const f = graph.factor(node, x, lastDims);
+    if (f === undefined) return `${describe(node)} scales the keys by something other than a positive scalar the rewrite can evaluate`;
+    scale *= f;
+  }
 
   // scores → [scale, Cast] + Add(mask) → Softmax(last axis) → [Cast, Identity] → MatMul(·, values)
   at = scores.output[0];
@@ -293,7 +374,7 @@ function matchLayer(graph: GraphIndex, i: number): AttentionMatch | string {
   let softmax: NodeProto | undefined;
   let context: NodeProto | undefined;
   for (let n = graph.reader(at); n; n = graph.reader(at)) {
-    const f = softmax ? undefined : graph.factor(n, at);
+    const f = softmax ? undefined : graph.factor(n, at, lastDims);
     if (f !== undefined) scale *= f;
     else if (graph.isFloatCast(n) || (softmax && n.opType === 'Identity')) {
       // a dtype no-op (the exporter's float32 softmax, cast back)
