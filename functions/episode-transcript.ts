@@ -6,7 +6,7 @@
  * reader never takes a shortened transcript for the whole episode.
  */
 import { z } from 'zod';
-import { Iteration, MemberRef, RunId, TaskId } from '../shared/schemas/index.ts';
+import { FramesNote, Iteration, MemberRef, RunId, TaskId } from '../shared/schemas/index.ts';
 import { TranscriptEntry } from '../environments/episode-runner.ts';
 
 /** A web page's observation can be megabytes; nobody reads that much of one step. */
@@ -30,6 +30,11 @@ export const StoredTranscript = z.object({
       note: z.string(),
     })
     .nullable(),
+  /**
+   * The screenshots the trace kept (episode-frames.ts): each observation names its own in `frame`. Absent when the
+   * environment drew none (or the episode is not one whose frames are kept).
+   */
+  frames: FramesNote.optional(),
 });
 export type StoredTranscript = z.infer<typeof StoredTranscript>;
 

@@ -10,7 +10,8 @@
  * Episodes of the base weights (evaluations: the API's and a run's own) also store their transcript,
  * size-bounded (episode-transcript.ts), create-only at `keys.transcript(...)`, and the record names it
  * in `transcriptKey`. Population members' episodes do not: nobody reads a perturbed member's play, and
- * training would pay a second write per episode.
+ * training would pay a second write per episode. The same episodes keep the screenshot of every step, where
+ * the environment draws one, for their replay (episode-frames.ts, bounded; the transcript names each frame).
  *
  * Which policy an episode plays against, and where its token may go, is episode-policy.ts's.
  */
@@ -22,7 +23,7 @@ import { keys, retentionTags } from '../shared/keys.ts';
 import type { ObjectStore } from '../shared/ports/object-store.ts';
 import type { SecretStore } from '../shared/ports/secret-store.ts';
 import { SsmSecretStore } from '../shared/secrets/ssm.ts';
-import { RewardRecord, type EpisodeRequest } from '../shared/schemas/index.ts';
+import { RewardRecord, type EpisodeRequest, type FramesNote } from '../shared/schemas/index.ts';
 import { DEFAULT_AWS_REGION } from '../shared/store/aws-region.ts';
 import { writeJson } from '../shared/store/json.ts';
 import { openStore, StoreSpec } from '../shared/store/store-spec.ts';
@@ -32,6 +33,7 @@ import type { EnvironmentContext } from '../environments/environment.ts';
 import { outboundPolicyFromEnv } from '../environments/outbound/address-policy.ts';
 import { parseEpisodeEvent, type EpisodeOutcome, type EpisodeResponse } from './episode-event.ts';
 import { boundTranscript } from './episode-transcript.ts';
+import { frameRecorder } from './episode-frames.ts';
 import { ReplicaUrls, trainerLinkFromEnv } from './trainer-certificate.ts';
 import { evaluationKeyFor, policyFor, type EpisodePolicyOptions, type PinOf } from './episode-policy.ts';
 import { cachedSecrets } from './secret-cache.ts';
@@ -103,10 +105,12 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
   const environmentContext = options.environmentContext ?? { outbound: outboundPolicyFromEnv(options.env), allowCommands: false };
 
   /** The transcript's key once it is in the store; null when it is not kept, or could not be written (the reward matters more). */
-  async function storeTranscript(request: EpisodeRequest, result: EpisodeResult): Promise<string | null> {
+  async function storeTranscript(request: EpisodeRequest, result: EpisodeResult, frames: FramesNote | undefined): Promise<string | null> {
     if (request.member !== 'base') return null;
     const key = keys.transcript(request.run, request.iteration, request.member, request.task.id);
-    const body = boundTranscript({ run: request.run, iteration: request.iteration, member: request.member, task: request.task.id }, result.transcript);
+    const about = { run: request.run, iteration: request.iteration, member: request.member, task: request.task.id };
+    // A note only where there were screenshots to keep: an environment that draws nothing has no frames to speak of.
+    const body = boundTranscript(frames && frames.kept + frames.omitted > 0 ? { ...about, frames } : about, result.transcript);
     try {
       // Create-only: a re-delivered episode leaves the first transcript, which its record names.
       // Tagged: the bucket's lifecycle expires transcripts after ESOPT_TRANSCRIPT_DAYS (no prefix names them all).
@@ -146,6 +150,8 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
     const started = performance.now();
     const deadline = Date.parse(request.deadline);
     let result: EpisodeResult;
+    // Evaluation episodes (the base weights) keep their screenshots for the replay; members' never do.
+    const frames = request.member === 'base' ? frameRecorder(store, { run: request.run, iteration: request.iteration, member: request.member, task: request.task.id }) : undefined;
     let evaluationKey: string | undefined;
     let endpointKey: string | undefined;
     try {
@@ -168,6 +174,7 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
           signal: options.signal,
           context,
           ...(request.instructions ? { instructions: request.instructions } : {}),
+          ...(frames ? { frames: frames.sink } : {}),
         });
       }
     } catch (err) {
@@ -180,7 +187,9 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
       log.info({ key, error: result.error }, 'iteration closed: episode stopped, no record written');
       return { ...base, closed: true, error: result.error };
     }
-    const transcriptKey = await storeTranscript(request, result);
+    let framesNote: FramesNote | undefined;
+    if (frames) ({ result, note: framesNote } = await frames.settle(result));
+    const transcriptKey = await storeTranscript(request, result, framesNote);
     const record = RewardRecord.parse({
       run: request.run,
       iteration: request.iteration,

@@ -2,7 +2,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { keys } from '../../shared/keys.ts';
-import { Created, EvaluationList, EvaluationRequest, EvaluationView, Id, PageQuery, type EvaluationStatus, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
+import { Created, EpisodeReplay, EvaluationComparison, EvaluationList, EvaluationRequest, EvaluationResultFile, EvaluationView, Id, PageQuery, type EvaluationStatus, type StoredEvaluationRequest } from '../../shared/schemas/index.ts';
+import { compareEvaluations } from '../../shared/evaluation-comparison.ts';
 import type { FieldIssue } from '../../shared/validation.ts';
 import { loadEnvironment } from '../../environments/index.ts';
 import { requestChoiceIssues } from './request-choices.ts';
@@ -13,16 +14,31 @@ import { pinRequestInstructions } from './instructions-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
 import { StoredTranscript } from '../episode-transcript.ts';
-import { EvaluationPlanRecord } from './evaluation-plan.ts';
-import { readEpisodes, readEvaluation } from './evaluation-reader.ts';
+import { readEvaluation } from './evaluation-reader.ts';
+import { readEpisodeTranscript, readFrame, readReplay } from './episode-replay.ts';
+import { readResultFile } from './evaluation-result-file.ts';
 import { idsUnder, pageOf } from './id-page.ts';
 import { newId } from './ids.ts';
 import { environmentKeyHeader, errors, idempotencyHeader, json, secured } from './openapi-common.ts';
 import { ENVIRONMENT_KEY_HEADER, storeEnvironmentKey } from './environment-key.ts';
 import { readConfig } from './run-reader.ts';
-import { readJson, writeJson } from '../../shared/store/json.ts';
+import { writeJson } from '../../shared/store/json.ts';
 
 const tags = ['evaluations'];
+
+/** The most evaluations one comparison takes: each is read whole from the store. */
+export const MAX_COMPARED = 20;
+
+const EpisodeParams = z.object({ id: Id, index: z.coerce.number().int().min(0) });
+
+/** `?ids=a,b,c`: issues name the id's place (`ids.2`). */
+const CompareQuery = z.object({
+  ids: z
+    .string()
+    .transform((s) => s.split(',').map((x) => x.trim()))
+    .pipe(z.array(Id).min(2).max(MAX_COMPARED))
+    .meta({ description: `2 to ${MAX_COMPARED} evaluation ids, comma-separated`, example: 'eval-a,eval-b' }),
+});
 
 /** Environment, options and explicit tasks checked by the environment's own schemas, all issues at once. */
 async function environmentIssues(body: EvaluationRequest): Promise<FieldIssue[]> {
@@ -60,6 +76,7 @@ function stored(body: EvaluationRequest): StoredEvaluationRequest {
 
 export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void {
   const { store } = deps;
+  registerCompareRoute(app, deps);
 
   app.openapi(
     createRoute({
@@ -161,20 +178,89 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       tags,
       security: secured,
       summary: "An episode's transcript, as the Episode function stored it (size-bounded; `truncated` says what was cut)",
-      request: { params: z.object({ id: Id, index: z.coerce.number().int().min(0) }) },
+      request: { params: EpisodeParams },
       responses: { 200: json(StoredTranscript, 'The stored transcript'), 400: errors[400], 401: errors[401], 404: errors[404] },
     }),
     async (c) => {
       const { id, index } = c.req.valid('param');
-      const view = await readEvaluation(store, id, deps.prices);
-      const plan = await readJson(store, keys.evaluationPlan(id), EvaluationPlanRecord);
-      const found = plan ? (await readEpisodes(store, id, view.request, plan, deps.prices)).find((e) => e.episode.index === index) : undefined;
-      if (!found) throw notFound('episode', `${id}/${index}`);
-      const key = found.record.transcriptKey;
-      // Only the evaluation's own objects: a record can never make this route read elsewhere in the store.
-      const transcript = key && key.startsWith(keys.run(id)) ? await readJson(store, key, StoredTranscript) : null;
-      if (!transcript) throw new ApiProblem(404, 'no_transcript', `episode ${index} of ${id} has no stored transcript`);
-      return c.json(transcript, 200);
+      return c.json((await readEpisodeTranscript(store, id, index, deps.prices)).transcript, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/evaluations/{id}/episodes/{index}',
+      tags,
+      security: secured,
+      summary: 'An episode step by step, for a replay: each state\'s observation, screenshot route, the error its action met, and the action taken',
+      request: { params: EpisodeParams },
+      responses: { 200: json(EpisodeReplay, 'The episode, step by step'), 400: errors[400], 401: errors[401], 404: errors[404] },
+    }),
+    async (c) => {
+      const { id, index } = c.req.valid('param');
+      return c.json(await readReplay(store, id, index, deps.prices), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/evaluations/{id}/episodes/{index}/frames/{step}',
+      tags,
+      security: secured,
+      summary: "One step's screenshot (PNG, as the environment drew it; step 0: after reset)",
+      request: { params: EpisodeParams.extend({ step: z.coerce.number().int().min(0).max(99_999) }) },
+      responses: {
+        200: { content: { 'image/png': { schema: z.string().meta({ format: 'binary' }) } }, description: 'The PNG' },
+        400: errors[400],
+        401: errors[401],
+        404: errors[404],
+      },
+    }),
+    async (c) => {
+      const { id, index, step } = c.req.valid('param');
+      const png = await readFrame(store, id, index, step, deps.prices);
+      // Create-only objects never change: the browser may keep them; `private`, as they sit behind the token.
+      return c.body(png as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'image/png', 'Cache-Control': 'private, max-age=86400, immutable', 'X-Content-Type-Options': 'nosniff' });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/evaluations/{id}/result',
+      tags,
+      security: secured,
+      summary: "The evaluation's result file: suite and its content hash, judge version, every task's outcome (a stable, versioned format)",
+      request: { params: z.object({ id: Id }) },
+      responses: { 200: json(EvaluationResultFile, 'The result file'), 400: errors[400], 401: errors[401], 404: errors[404], 409: errors[409] },
+    }),
+    async (c) => c.json(await readResultFile(store, c.req.valid('param').id, deps.prices), 200),
+  );
+}
+
+/**
+ * `GET /evaluations/compare`: registered before `GET /evaluations/{id}`, whose path would otherwise take
+ * "compare" for an id.
+ */
+function registerCompareRoute(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/evaluations/compare',
+      tags,
+      security: secured,
+      summary: 'Several evaluations of the same tasks and judge: success (95% interval) against cost per episode, the Pareto frontier marked',
+      request: { query: CompareQuery },
+      responses: { 200: json(EvaluationComparison, 'The comparison'), 400: errors[400], 401: errors[401], 404: errors[404], 409: errors[409] },
+    }),
+    async (c) => {
+      const { ids } = c.req.valid('query');
+      const files = await Promise.all(ids.map((id) => readResultFile(deps.store, id, deps.prices)));
+      const outcome = compareEvaluations(files, 'ids');
+      if (!outcome.ok) throw invalidProblem(outcome.issues);
+      return c.json(outcome.comparison, 200);
     },
   );
 }

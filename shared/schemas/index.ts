@@ -15,3 +15,6 @@ export * from './model-store.ts';
 export * from './task-suite-ref.ts';
 export * from './task-suite.ts';
 export * from './instructions.ts';
+export * from './episode-replay.ts';
+export * from './evaluation-results.ts';
+export * from './task-folder.ts';
