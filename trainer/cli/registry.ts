@@ -34,6 +34,7 @@ export const registry: CommandEntry[] = [
   { name: 'runs watch', summary: 'follow a run live until it ends', load: async () => (await import('./commands/runs-watch.ts')).command },
   { name: 'evals start', summary: 'start a pay-per-episode evaluation', load: async () => (await import('./commands/evals-start.ts')).command },
   { name: 'evals show', summary: 'an evaluation: summary, interval, cost and every episode', load: async () => (await import('./commands/evals-show.ts')).command },
+  { name: 'evals compare', summary: 'agents evaluated on the same tasks: success (95% CI) against cost per episode, the Pareto frontier marked; result files in and out', load: async () => (await import('./commands/evals-compare.ts')).command },
   { name: 'models push', summary: 'push a model directory to the store by content (--store DIR or --cloud); runs then name it as { model: { name } }', load: async () => (await import('./commands/models-push.ts')).command },
   { name: 'models list', summary: 'the models pushed to the store, by name', load: async () => (await import('./commands/models-list.ts')).command },
   { name: 'models show', summary: "a pushed model: its manifest's sha256 and every file", load: async () => (await import('./commands/models-show.ts')).command },
