@@ -102,7 +102,8 @@ export function createEpisodeHandler(options: EpisodeHandlerOptions): (event: un
   const log = options.log ?? pino({ name: 'esopt-episode' });
   const { store } = options;
   const secrets = options.secrets && cachedSecrets(options.secrets);
-  const environmentContext = options.environmentContext ?? { outbound: outboundPolicyFromEnv(options.env), allowCommands: false };
+  // The store goes with the context: an episode reads what its options pinned there (a pushed task folder).
+  const environmentContext = { ...(options.environmentContext ?? { outbound: outboundPolicyFromEnv(options.env), allowCommands: false }), store };
 
   /** The transcript's key once it is in the store; null when it is not kept, or could not be written (the reward matters more). */
   async function storeTranscript(request: EpisodeRequest, result: EpisodeResult, frames: FramesNote | undefined): Promise<string | null> {

@@ -284,22 +284,38 @@ class ChromiumPage implements WebPage {
     private readonly onClosed: () => void,
   ) {}
 
+  /**
+   * Evaluates a reading of the page. An input event may have started a navigation that Playwright did not wait
+   * for (a mouse click at coordinates, Enter in a form): the page being read is then destroyed under the call,
+   * so the reading waits for the next page to load and is made again there (a few times at most).
+   */
+  private async read(expression: string): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.page.evaluate(expression);
+      } catch (err) {
+        if (attempt >= 3 || !(err instanceof Error) || !/Execution context was destroyed|navigat/i.test(err.message)) throw err;
+        await this.page.waitForLoadState('load');
+      }
+    }
+  }
+
   observe(): Promise<string> {
-    return this.page.evaluate(bridgeCall('observe')) as Promise<string>;
+    return this.read(bridgeCall('observe')) as Promise<string>;
   }
 
   verdict(): Promise<PageVerdict> {
-    return this.page.evaluate(bridgeCall('result')) as Promise<PageVerdict>;
+    return this.read(bridgeCall('result')) as Promise<PageVerdict>;
   }
 
   axtree(maxLines: number): Promise<string> {
-    return this.page.evaluate(bridgeCall('axtree', maxLines)) as Promise<string>;
+    return this.read(bridgeCall('axtree', maxLines)) as Promise<string>;
   }
 
   async screenshot(marks: boolean): Promise<Uint8Array> {
     if (!marks) return new Uint8Array(await this.page.screenshot({ type: 'png', animations: 'disabled', caret: 'initial' }));
     // Each element with an id gets a small label at its top-left corner, drawn for the picture and removed after.
-    await this.page.evaluate(MARKS_ON);
+    await this.read(MARKS_ON);
     try {
       return new Uint8Array(await this.page.screenshot({ type: 'png', animations: 'disabled', caret: 'initial' }));
     } finally {
@@ -308,7 +324,7 @@ class ChromiumPage implements WebPage {
   }
 
   evaluate(expression: string): Promise<unknown> {
-    return this.page.evaluate(expression);
+    return this.read(expression);
   }
 
   advanceClock(ms: number): Promise<void> {

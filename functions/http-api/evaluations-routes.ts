@@ -10,6 +10,7 @@ import { requestChoiceIssues } from './request-choices.ts';
 import { cappedBudget } from './cost-caps.ts';
 import { pinRequestModel } from './model-pin.ts';
 import { pinRequestSuite } from './suite-pin.ts';
+import { pinRequestOptions } from './options-pin.ts';
 import { pinRequestInstructions } from './instructions-pin.ts';
 import type { ApiDeps } from './deps.ts';
 import { ApiProblem, invalidProblem, issuesOf, notFound } from './errors.ts';
@@ -99,7 +100,9 @@ export function registerEvaluationRoutes(app: OpenAPIHono, deps: ApiDeps): void 
       const set = modelPinned.tasks;
       const suitePinned: EvaluationRequest =
         'suite' in set ? { ...modelPinned, tasks: { ...set, suite: await pinRequestSuite(store, set.suite, 'tasks.suite', modelPinned.environment.name, [{ split: set.split, count: set.count, path: 'tasks.count' }]) } } : modelPinned;
-      const body: EvaluationRequest = suitePinned.instructions ? { ...suitePinned, instructions: await pinRequestInstructions(store, suitePinned.instructions) } : suitePinned;
+      const instructionsPinned: EvaluationRequest = suitePinned.instructions ? { ...suitePinned, instructions: await pinRequestInstructions(store, suitePinned.instructions) } : suitePinned;
+      const options = await pinRequestOptions(await loadEnvironment(asked.environment.name), instructionsPinned.environment.options, store);
+      const body: EvaluationRequest = { ...instructionsPinned, environment: { ...instructionsPinned.environment, options: options as EvaluationRequest['environment']['options'] } };
       if (body.model.kind !== 'external' && !deps.servesOwnModels) {
         throw new ApiProblem(422, 'model_not_servable', `this deployment cannot serve ${body.model.kind} models; evaluate an external endpoint, or use the local API (esopt api)`);
       }
