@@ -4,7 +4,7 @@
 /* global uPlot */
 'use strict';
 
-const state = { token: null, runId: null, rows: [], evaluations: [], charts: {}, stream: null, evaluationId: null };
+const state = { token: null, runId: null, rows: [], evaluations: [], charts: {}, stream: null, evaluationId: null, evaluationList: [], replay: null, frameUrls: [], comparison: null };
 window.esoptDashboard = state;
 
 const $ = (sel) => document.querySelector(sel);
@@ -315,6 +315,7 @@ function modelName(m) {
 
 async function loadEvaluations() {
   const { evaluations } = await api('/evaluations?limit=500');
+  state.evaluationList = evaluations;
   fillTable(
     '#evaluations',
     evaluations,
@@ -352,8 +353,182 @@ async function selectEvaluation(id) {
     cell(fmt(e.durationMs, 0)),
     cell(usd(e.cost.usd)),
     cell(e.error ?? '', 'text'),
-  ]);
+  ], (e) => selectEpisode(id, e.index).catch((err) => showReplayError(err.message)), null);
   document.querySelectorAll('#evaluations tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
+  $('#replay').hidden = true;
+  showCompareChoices(view);
+}
+
+// ---------------------------------------------------------------- an episode's replay
+
+function showReplayError(message) {
+  const el = $('#replay-error');
+  el.textContent = message;
+  el.hidden = !message;
+  $('#replay').hidden = false;
+}
+
+function labelled(label, text, cls) {
+  const p = document.createElement('p');
+  p.className = 'label';
+  p.textContent = label;
+  const pre = document.createElement('pre');
+  pre.className = cls;
+  pre.textContent = text;
+  return [p, pre];
+}
+
+/** One state of the episode: its screenshot beside what the agent was shown, the error it met, and what it did. */
+function stepCard(s) {
+  const li = document.createElement('li');
+  li.className = 'step';
+  li.dataset.step = s.step;
+  const h = document.createElement('h4');
+  h.textContent = `Step ${s.step}${s.step === 0 ? ' (after reset)' : ''}${s.done ? ' · done' : ''}${s.reward === null ? '' : ` · reward ${fmt(s.reward)}`}`;
+  const picture = document.createElement('div');
+  picture.className = 'frame';
+  if (s.frame) {
+    const img = document.createElement('img');
+    img.alt = `screenshot of step ${s.step}`;
+    picture.append(img);
+  } else {
+    picture.textContent = 'no screenshot';
+    picture.classList.add('muted');
+  }
+  const text = document.createElement('div');
+  text.append(...labelled('observation', s.observation, 'observation'));
+  if (s.error) text.append(...labelled('error (of the action before)', s.error, 'step-error error'));
+  text.append(...labelled('action', s.action ? s.action.text || JSON.stringify(s.action.toolCalls) : '— (none after this state)', 'action'));
+  li.append(h, picture, text);
+  return li;
+}
+
+/**
+ * An <img> cannot send the Authorization header, so each frame is fetched with the token and shown from a
+ * blob: URL (revoked when another episode is shown); the token never appears in a URL.
+ */
+async function showFrame(li, path) {
+  const res = await fetch(path, { headers: { Authorization: `Bearer ${state.token}` } });
+  if (!res.ok) throw new Error(`HTTP ${res.status} for ${path}`);
+  const url = URL.createObjectURL(await res.blob());
+  state.frameUrls.push(url);
+  const img = li.querySelector('img');
+  img.src = url;
+  await img.decode();
+}
+
+async function selectEpisode(evaluationId, index) {
+  // What another episode showed goes at once: a replay that fails to load must not leave it looking current.
+  $('#replay-steps').replaceChildren();
+  $('#replay-title').textContent = String(index);
+  $('#replay-notes').textContent = '';
+  const replay = await api(`/evaluations/${evaluationId}/episodes/${index}`);
+  state.replay = replay;
+  for (const url of state.frameUrls) URL.revokeObjectURL(url);
+  state.frameUrls = [];
+  const section = $('#replay');
+  delete section.dataset.ready;
+  showReplayError('');
+  $('#replay-title').textContent = `${index} · task ${replay.task} · reward ${fmt(replay.reward)} · ${replay.success ? 'succeeded' : 'failed'}`;
+  if (replay.error) showReplayError(replay.error);
+  const notes = [];
+  if (replay.frames) notes.push(`${replay.frames.kept} screenshot(s) kept${replay.frames.omitted ? `, ${replay.frames.omitted} left out: ${replay.frames.reasons.join('; ')}` : ''}`);
+  else notes.push('no screenshots: this environment draws none');
+  if (replay.truncated) notes.push(replay.truncated);
+  $('#replay-notes').textContent = notes.join(' · ');
+  $('#replay-system pre').textContent = replay.system ?? '';
+  const cards = replay.steps.map(stepCard);
+  $('#replay-steps').replaceChildren(...cards);
+  document.querySelectorAll('#episodes tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.index === String(index)));
+  section.hidden = false;
+  await Promise.all(replay.steps.map((s, i) => (s.frame ? showFrame(cards[i], s.frame) : null)));
+  // Only the episode shown last says it is ready (a slower earlier one must not).
+  if (state.replay === replay) section.dataset.ready = 'true';
+}
+
+// ---------------------------------------------------------------- comparing agents
+
+/** Every evaluation as a choice; those with the selected one's environment and tasks request are ticked. */
+function showCompareChoices(view) {
+  const sameTasks = (e) => e.request.environment.name === view.request.environment.name && JSON.stringify(e.request.tasks) === JSON.stringify(view.request.tasks) && e.summary.episodes > 0;
+  $('#compare-choices').replaceChildren(
+    ...state.evaluationList.map((e) => {
+      const label = document.createElement('label');
+      const box = document.createElement('input');
+      box.type = 'checkbox';
+      box.value = e.id;
+      box.checked = e.id === view.id || sameTasks(e);
+      label.append(box, ` ${e.id} (${modelName(e.request.model)})`);
+      return label;
+    }),
+  );
+  $('#compare-result').hidden = true;
+  $('#compare-error').hidden = true;
+}
+
+async function compare(event) {
+  event.preventDefault();
+  // The selected evaluation first: it is the one the others are measured against (and refusals name).
+  const ticked = [...document.querySelectorAll('#compare-choices input:checked')].map((b) => b.value);
+  const ids = [...ticked.filter((id) => id === state.evaluationId), ...ticked.filter((id) => id !== state.evaluationId)];
+  const error = $('#compare-error');
+  error.hidden = true;
+  $('#compare-result').hidden = true;
+  try {
+    const res = await fetch(`/evaluations/compare?ids=${ids.map(encodeURIComponent).join(',')}`, { headers: { Authorization: `Bearer ${state.token}` } });
+    const body = await res.json();
+    if (!res.ok) throw new Error(body.error ? (body.error.issues || []).map((i) => i.message).join('; ') || body.error.message : `HTTP ${res.status}`);
+    state.comparison = body;
+    drawComparison(body);
+  } catch (err) {
+    error.textContent = `cannot compare: ${err.message}`;
+    error.hidden = false;
+  }
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function svg(name, attrs, text) {
+  const el = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+/** Success (with its interval as a bar) against cost per episode; the frontier joined cheapest first. */
+function drawComparison(c) {
+  const W = 560;
+  const H = 320;
+  // Room on the right for the label of the costliest point.
+  const m = { left: 56, right: 90, top: 16, bottom: 44 };
+  const maxCost = Math.max(...c.evaluations.map((e) => e.meanCostUsdPerEpisode)) || 1;
+  const x = (cost) => m.left + (cost / (maxCost * 1.1)) * (W - m.left - m.right);
+  const y = (rate) => H - m.bottom - rate * (H - m.top - m.bottom);
+  const root = svg('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'success against cost per episode' });
+  root.append(svg('line', { x1: m.left, y1: y(0), x2: W - m.right, y2: y(0), stroke: '#9ca3af' }), svg('line', { x1: m.left, y1: y(0), x2: m.left, y2: y(1), stroke: '#9ca3af' }));
+  for (const r of [0, 0.25, 0.5, 0.75, 1]) root.append(svg('text', { x: m.left - 6, y: y(r) + 4, 'text-anchor': 'end' }, pct(r)));
+  for (const f of [0, 0.5, 1]) root.append(svg('text', { x: x(f * maxCost * 1.1), y: H - m.bottom + 16, 'text-anchor': 'middle' }, `$${(f * maxCost * 1.1).toPrecision(2)}`));
+  root.append(svg('text', { x: (W + m.left) / 2, y: H - 8, 'text-anchor': 'middle' }, 'cost per episode (USD)'), svg('text', { x: 12, y: H / 2, transform: `rotate(-90 12 ${H / 2})`, 'text-anchor': 'middle' }, 'success rate'));
+  const byId = new Map(c.evaluations.map((e) => [e.id, e]));
+  const line = c.frontier.map((id) => byId.get(id)).map((e) => `${x(e.meanCostUsdPerEpisode)},${y(e.successRate)}`);
+  if (line.length > 1) root.append(svg('polyline', { points: line.join(' '), fill: 'none', stroke: '#2563eb', 'stroke-dasharray': '4 3' }));
+  for (const e of c.evaluations) {
+    const cx = x(e.meanCostUsdPerEpisode);
+    root.append(svg('line', { x1: cx, y1: y(e.interval.low), x2: cx, y2: y(e.interval.high), stroke: '#6b7280', 'stroke-width': 2 }));
+    root.append(svg('circle', { cx, cy: y(e.successRate), r: 6, fill: e.frontier ? '#2563eb' : 'white', stroke: '#2563eb', 'stroke-width': 2, 'data-id': e.id, 'data-frontier': e.frontier }));
+    root.append(svg('text', { x: cx + 9, y: y(e.successRate) - 6 }, e.id));
+  }
+  $('#compare-chart').replaceChildren(root);
+  const s = c.suite;
+  $('#compare-suite').textContent = `suite ${s.name}${s.manifest ? ` (manifest ${s.manifest.slice(0, 12)})` : ''} · ${s.tasks} ${s.environment} task(s), tasks sha256 ${s.tasksSha256.slice(0, 12)} · judge ${c.judge.environment} v${c.judge.version}, success at reward ≥ ${c.judge.successThreshold}`;
+  fillTable('#comparison', c.evaluations, (e) => [
+    cell(e.id, 'text'),
+    cell(modelName(e.model), 'text'),
+    cell(`${pct(e.successRate)} (${pct(e.interval.low)}–${pct(e.interval.high)})`),
+    cell(`${e.successes} / ${e.episodes}`),
+    cell(usd(e.meanCostUsdPerEpisode)),
+    cell(e.frontier ? 'frontier' : `dominated by ${e.dominatedBy.join(', ')}`, 'text'),
+  ]);
+  $('#compare-result').hidden = false;
 }
 
 // ---------------------------------------------------------------- start
@@ -382,6 +557,7 @@ async function start() {
 }
 
 $('#model-form').addEventListener('submit', downloadModel);
+$('#compare-form').addEventListener('submit', compare);
 $('#token-form').addEventListener('submit', (e) => {
   e.preventDefault();
   localStorage.setItem('esopt-token', $('#token-input').value.trim());
