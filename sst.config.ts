@@ -318,7 +318,10 @@ export default $config({
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/rewards/*`] },
         // The transcripts of base-weights episodes, written create-only (hence the Get) next to their rewards.
         // Tagged on the way in (PutObject with tags needs PutObjectTagging): the lifecycle expires them by the tag.
-        { actions: ['s3:PutObject', 's3:PutObjectTagging', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/transcripts/*`] },
+        // Their screenshots too (an evaluation episode's replay), written and tagged the same way.
+        { actions: ['s3:PutObject', 's3:PutObjectTagging', 's3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/transcripts/*`, $interpolate`${bucket.arn}/runs/*/iterations/*/frames/*`] },
+        // A pushed task folder (a MiniWoB++ folder), read by the manifest an episode's options pin: never written here.
+        { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/task-folders/manifests/*`, $interpolate`${bucket.arn}/task-folders/blobs/*`] },
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/runs/*/iterations/*/manifest.json`] },
         // The trainer's certificate, which it pins on every call to the box (only the box's role may write it).
         { actions: ['s3:GetObject'], resources: [$interpolate`${bucket.arn}/trainer/certificate.json`] },
@@ -485,10 +488,11 @@ ${bootVariable('BOX', box)}${bootVariable('REGION', cfg.ESOPT_AWS_REGION)}${boot
         // Reads: runs (configs, statuses, metrics, checkpoints, rewards, transcripts) and evaluations for every
         // GET; queue entries and idempotency records for the HEAD of a create-only write.
         // GET /boxes: each box's boot state. The model catalog's names and manifests, to pin a named model (never its
-        // files); the task suites' and the instructions' names and manifests, to pin those a run or evaluation names.
+        // files); the task suites', the instructions' and the task folders' names and manifests, to pin those a run or
+        // evaluation names (a folder's files never: the Episode function reads those).
         {
           actions: ['s3:GetObject'],
-          resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*', 'suites/names/*', 'suites/manifests/*', 'instructions/names/*', 'instructions/manifests/*'),
+          resources: objects('runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*', 'suites/names/*', 'suites/manifests/*', 'instructions/names/*', 'instructions/manifests/*', 'task-folders/names/*', 'task-folders/manifests/*'),
         },
         // Writes: what POST /runs, POST /runs/{id}/stop and POST /evaluations create, a model export's first
         // status (GET /runs/{id}/model), the queue entry for the trainer box, and the Idempotency-Key records.

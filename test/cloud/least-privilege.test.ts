@@ -15,6 +15,7 @@ import { readNamedModel } from '../../shared/model-catalog.ts';
 import { pushModel } from '../../trainer/training/model-store/push-model.ts';
 import { sudoku } from '../../environments/sudoku/definition.ts';
 import { pushSuite } from '../../environments/task-suites/push-suite.ts';
+import { materializeTaskFolder, pushTaskFolder, readTaskFolderManifest } from '../../environments/web/task-folder-catalog.ts';
 import { publishInstructions } from '../../shared/instructions-catalog.ts';
 import type { ObjectStore, PutOptions, StreamOptions } from '../../shared/ports/object-store.ts';
 import { FsObjectStore } from '../../shared/store/fs.ts';
@@ -55,6 +56,7 @@ const SESSION_MANAGER: Statement = {
 };
 
 const BUCKET = '${sst.aws.Bucket.Runs.arn}';
+const MINIWOB = fileURLToPath(new URL('../fixtures/miniwob-protocol', import.meta.url));
 const DEMO = fileURLToPath(new URL('../../models/sudoku-4x4-demo', import.meta.url));
 /** The stage's evaluation keys (SSM parameters), in this account and region only. */
 const EVALUATION_KEYS = 'arn:${aws.getPartition.partition}:ssm:us-east-1:${aws.getCallerIdentity.accountId}:parameter/esopt/test/eval-keys/*';
@@ -179,7 +181,8 @@ describe('least privilege', () => {
     expect(all).toEqual({
       Episode: [
         { actions: ['s3:PutObject', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/rewards/*`] },
-        { actions: ['s3:PutObject', 's3:PutObjectTagging', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/transcripts/*`] },
+        { actions: ['s3:PutObject', 's3:PutObjectTagging', 's3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/transcripts/*`, `${BUCKET}/runs/*/iterations/*/frames/*`] },
+        { actions: ['s3:GetObject'], resources: [`${BUCKET}/task-folders/manifests/*`, `${BUCKET}/task-folders/blobs/*`] },
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/runs/*/iterations/*/manifest.json`] },
         { actions: ['s3:GetObject'], resources: [`${BUCKET}/trainer/certificate.json`] },
         { actions: ['s3:ListBucket'], resources: [BUCKET] },
@@ -188,7 +191,7 @@ describe('least privilege', () => {
       Api: [
         {
           actions: ['s3:GetObject'],
-          resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*', 'suites/names/*', 'suites/manifests/*', 'instructions/names/*', 'instructions/manifests/*'].map((p) => `${BUCKET}/${p}`),
+          resources: ['runs/*', 'evaluations/*', 'queue/*', 'idempotency/*', 'boxes/*/boot.json', 'models/names/*', 'models/manifests/*', 'suites/names/*', 'suites/manifests/*', 'instructions/names/*', 'instructions/manifests/*', 'task-folders/names/*', 'task-folders/manifests/*'].map((p) => `${BUCKET}/${p}`),
         },
         {
           actions: ['s3:PutObject'],
@@ -271,6 +274,11 @@ describe('least privilege', () => {
     expect(suiteRun.status, JSON.stringify(suiteRun.body)).toBe(201);
     const suiteEvaluation = { model: { kind: 'base', model: { preset: 'tiny', seed: 0 } }, environment: { name: 'sudoku', options: { size: 4, blanks: 2 } }, tasks: { suite: { name: 'iam-suite', manifest: suite.manifestSha256 }, split: 'eval', count: 1 }, episodes: 1, instructions: { name: 'iam-coach', manifest: coach.manifestSha256 } };
     expect((await call('POST', '/evaluations', suiteEvaluation)).status).toBe(202);
+    // A task folder (`esopt tasks push DIR --cloud`) is pinned from its name and manifest, its files never read here.
+    const folder = (await pushTaskFolder(store.inner, 'iam-pages', MINIWOB)).record;
+    const folderRun = await call('POST', '/runs', tinyRunConfig({ name: 'iam-pages', environment: { name: 'web', options: { miniwob: { folder: 'iam-pages' } } } }));
+    expect(folderRun.status, JSON.stringify(folderRun.body)).toBe(201);
+
     // Read, never written: the suites and instructions are the user's to push.
     for (const key of [keys.suiteName('iam-suite'), keys.suiteManifest(suite.manifestSha256), keys.instructionsName('iam-coach'), keys.instructionsManifest(coach.manifestSha256)]) {
       for (const action of ['s3:PutObject', 's3:DeleteObject']) expect(allows((await roles()).Api, action, `${BUCKET}/${key}`), `${action} ${key}`).toBe(false);
@@ -300,6 +308,22 @@ describe('least privilege', () => {
     const blob = keys.modelBlob((await readNamedModel(store.inner, 'demo'))!.manifest.files[0].sha256);
     await expect(store.get(blob)).rejects.toThrow(/AccessDenied: s3:GetObject/);
     for (const key of [keys.modelName('demo'), keys.modelManifest(pushed.manifestSha256), blob]) await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
+    // The same for a task folder: names and manifests read, its files neither read nor written.
+    const blobKey = keys.taskFolderBlob((await readTaskFolderManifest(store.inner, folder.manifestSha256))!.files[0]!.sha256);
+    await expect(store.get(blobKey)).rejects.toThrow(/AccessDenied: s3:GetObject/);
+    for (const key of [keys.taskFolderName('iam-pages'), keys.taskFolderManifest(folder.manifestSha256), blobKey]) await expect(store.put(key, '{}'), key).rejects.toThrow(/AccessDenied: s3:PutObject/);
+  });
+
+  it("the Episode function reads a pushed task folder and writes an episode's screenshots within its statements", async () => {
+    const store = new EnforcingStore(new FsObjectStore(mkdtempSync(join(tmpdir(), 'esopt-iam-'))), (await roles()).Episode);
+    const { record } = await pushTaskFolder(store.inner, 'iam-pages', MINIWOB);
+    const dir = await materializeTaskFolder(store, record.manifestSha256, mkdtempSync(join(tmpdir(), 'esopt-iam-pages-')));
+    expect(readdirSync(join(dir, 'html', 'miniwob'))).toContain('click-word.html');
+    await store.put(keys.frame('run-iam', 0, 'base', 'task-1', 'attempt-1', 0), new Uint8Array([137, 80, 78, 71]), { ifAbsent: true, contentType: 'image/png', tags: { esopt: 'transcript' } });
+    expect(store.denied).toEqual([]);
+    // The folder is the user's: the function writes none of it, and reads no name (only what a run pinned).
+    await expect(store.put(keys.taskFolderManifest(record.manifestSha256), '{}')).rejects.toThrow(/AccessDenied: s3:PutObject/);
+    await expect(store.get(keys.taskFolderName('iam-pages'))).rejects.toThrow(/AccessDenied: s3:GetObject/);
   });
 
   it('with replica boxes: each reads the runs and writes only its own announcement and θ reports; the Episode function reads their announcements', async () => {

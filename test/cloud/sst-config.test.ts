@@ -97,7 +97,7 @@ describe('sst.config.ts', () => {
     expect(typeof (await import('../../functions/episode.ts')).handler).toBe('function');
   });
 
-  it('lets the Episode function write rewards and transcripts, read manifests and evaluation keys, nothing else (no bucket link)', async () => {
+  it('lets the Episode function write rewards, transcripts and frames, read manifests, pinned task folders and evaluation keys, nothing else (no bucket link)', async () => {
     const { one } = await evaluate();
     const episode = one('sst.aws.Function', 'Episode').args;
     const arn = render(one('sst.aws.Bucket', 'Runs').self.arn);
@@ -112,19 +112,23 @@ describe('sst.config.ts', () => {
       for (const r of p.resources) expect(r === arn || r.startsWith(`${arn}/`), r).toBe(true);
       if (p.actions.includes('s3:ListBucket')) expect(p.resources).toEqual([arn]);
     }
-    // Writes go to reward and transcript keys only: every resource granting PutObject matches keys.reward(...) or keys.transcript(...) and nothing wider.
+    // Writes go to reward, transcript and frame keys only: every resource granting PutObject matches keys.reward(...),
+    // keys.transcript(...) or keys.frame(...) and nothing wider.
     const writable = permissions.filter((p) => p.actions.includes('s3:PutObject')).flatMap((p) => p.resources);
-    expect(writable).toEqual([`${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`]);
+    expect(writable).toEqual([`${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`, `${arn}/runs/*/iterations/*/frames/*`]);
     const matches = (pattern: string, key: string) => new RegExp(`^${pattern.slice(arn.length + 1).replace(/\*/g, '[^]*')}$`).test(key);
     const writableBy = (key: string) => writable.some((w) => matches(w, key));
     expect(parseRewardKey('runs/r1/iterations/00000003/rewards/7/task-1.json')).not.toBeNull();
     expect(writableBy(keys.reward('r1', 3, 7, 'task-1'))).toBe(true);
     expect(writableBy(keys.transcript('r1', 3, 'base', 'task-1'))).toBe(true);
+    expect(writableBy(keys.frame('r1', 3, 'base', 'task-1', 'attempt-1', 0))).toBe(true);
     for (const other of [keys.manifest('r1', 3), keys.checkpointWeights('r1', 3), keys.config('r1'), keys.queuedWork('run', 'r1'), keys.workClaim('run', 'r1')]) {
       expect(writableBy(other), other).toBe(false);
     }
     const readable = permissions.filter((p) => p.actions.includes('s3:GetObject')).flatMap((p) => p.resources);
-    expect(readable.sort()).toEqual([`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`, `${arn}/${keys.trainerCertificate()}`]);
+    expect(readable.sort()).toEqual(
+      [`${arn}/runs/*/iterations/*/manifest.json`, `${arn}/runs/*/iterations/*/rewards/*`, `${arn}/runs/*/iterations/*/transcripts/*`, `${arn}/runs/*/iterations/*/frames/*`, `${arn}/task-folders/manifests/*`, `${arn}/task-folders/blobs/*`, `${arn}/${keys.trainerCertificate()}`].sort(),
+    );
   });
 
   it('serves the Api function through a function URL, with its own permissions rather than a bucket link (least-privilege.test.ts lists them)', async () => {

@@ -234,6 +234,33 @@ export async function evaluateEndpoint(
   };
 }
 
+/** `esopt tasks push DIR --name N --cloud`: a MiniWoB++-layout folder of task pages, pushed by content. */
+export async function pushTaskFolder(access: StackAccess, name: string, dir: string): Promise<z.infer<typeof Pushed>> {
+  const result = await cli(['tasks', 'push', dir, '--name', name], access, {}, 'bucket');
+  if (result.code !== 0) throw new Error(`esopt tasks push ${dir} (${name}) exited ${result.code}: ${result.stderr.trim() || result.stdout.trim()}`);
+  return Pushed.parse(JSON.parse(result.stdout));
+}
+
+/**
+ * `esopt evals start --request … --wait` of a whole request a user wrote (an agent endpoint of theirs on a web app or a
+ * task folder), the environment's key (an app's) passed as a user does, with `--environment-key-env`; the view it ends with.
+ */
+export async function evaluate(access: StackAccess, request: EvaluationRequestInput, environmentKey?: string): Promise<EvaluationView> {
+  const keyArgs = environmentKey === undefined ? [] : ['--environment-key-env', 'REHEARSAL_ENVIRONMENT_KEY'];
+  const keyEnv: Record<string, string> = environmentKey === undefined ? {} : { REHEARSAL_ENVIRONMENT_KEY: environmentKey };
+  const result = await cli(['evals', 'start', '--request', JSON.stringify(request), '--wait', ...keyArgs], access, keyEnv);
+  if (result.code !== 0 && !result.stdout.trim()) throw new Error(`esopt evals start (${request.environment.name}) exited ${result.code}: ${result.stderr.trim()}`);
+  return EvaluationView.parse(JSON.parse(result.stdout));
+}
+
+/** GET a path of the Api with the user's token: the JSON, or the bytes and type of anything else (a replay's frame). */
+export async function apiFetch(access: StackAccess, path: string): Promise<{ status: number; type: string; json?: unknown; bytes: Uint8Array }> {
+  const res = await fetch(`${access.apiUrl}${path}`, { headers: { authorization: `Bearer ${access.token}` } });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const type = res.headers.get('content-type') ?? '';
+  return { status: res.status, type, bytes, ...(type.includes('json') ? { json: JSON.parse(new TextDecoder().decode(bytes)) } : {}) };
+}
+
 export interface PageReport {
   path: string;
   status: number;
