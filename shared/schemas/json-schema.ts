@@ -8,8 +8,10 @@ import { EpisodeRequest, RewardRecord } from './episode.ts';
 import { IterationManifest, UpdateRecord } from './manifest.ts';
 import { EvaluationResult, MetricsRow } from './metrics.ts';
 import { RunConfig } from './run-config.ts';
+import { EvaluationComparison, EvaluationResultFile } from './evaluation-results.ts';
 
-const CONTRACT = { RunConfig, IterationManifest, EpisodeRequest, RewardRecord, UpdateRecord, CheckpointMeta, LogEntry, MetricsRow, EvaluationResult };
+/** The result file and the comparison leave with other teams: they are contract too. */
+const CONTRACT = { RunConfig, IterationManifest, EpisodeRequest, RewardRecord, UpdateRecord, CheckpointMeta, LogEntry, MetricsRow, EvaluationResult, EvaluationResultFile, EvaluationComparison };
 export type ContractName = keyof typeof CONTRACT;
 export const CONTRACT_NAMES = Object.keys(CONTRACT) as ContractName[];
 

@@ -5,6 +5,7 @@ import { canonicalJson, canonicalSha256 } from '../../shared/canonical-json.ts';
 import { compareEvaluations } from '../../shared/evaluation-comparison.ts';
 import { EvaluationResultFile } from '../../shared/schemas/index.ts';
 import { wilsonInterval } from '../../shared/wilson.ts';
+import { jsonSchemas } from '../../shared/schemas/json-schema.ts';
 
 const TASKS = canonicalSha256([{ id: 't1', sha256: 'a'.repeat(64) }]);
 
@@ -86,5 +87,18 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ b: [1e21, 0.1, -0, true, null], a: { d: undefined, c: 'x' } })).toBe('{"a":{"c":"x"},"b":[1e+21,0.1,0,true,null]}');
     expect(canonicalSha256({ b: 1, a: 2 })).toBe(createHash('sha256').update('{"a":2,"b":1}').digest('hex'));
     expect(() => canonicalJson({ x: Number.NaN })).toThrow(/NaN/);
+  });
+});
+
+describe('the result file as JSON Schema', () => {
+  it('is part of the contract esopt schemas prints, every field required but none', () => {
+    // Named by its meta id: the document refers to its own definition.
+    const document = jsonSchemas().EvaluationResultFile as { $ref: string; $defs: Record<string, { properties: Record<string, { const?: unknown }>; required: string[]; additionalProperties: unknown }> };
+    expect(document.$ref).toBe('#/$defs/EvaluationResultFile');
+    const schema = document.$defs.EvaluationResultFile!;
+    expect(schema.required.sort()).toEqual(['createdAt', 'environmentOptions', 'evaluation', 'instructions', 'judge', 'model', 'state', 'stopReason', 'suite', 'summary', 'tasks', 'version']);
+    expect(schema.properties.version!.const).toBe(1);
+    expect(schema.additionalProperties).toBe(false);
+    expect(Object.keys(jsonSchemas())).toContain('EvaluationComparison');
   });
 });
