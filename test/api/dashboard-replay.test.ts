@@ -40,22 +40,35 @@ interface ShownStep {
   image: { width: number; height: number; pixel: number[] } | null;
 }
 
+/** What the page's script sees, typed by hand: the tests compile without the DOM library. */
+interface Img {
+  naturalWidth: number;
+  naturalHeight: number;
+  src: string;
+}
+interface Canvas {
+  width: number;
+  height: number;
+  getContext(kind: '2d'): { drawImage(img: Img, x: number, y: number): void; getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } };
+}
+type Card = { dataset: Record<string, string | undefined>; querySelector(sel: string): ({ textContent: string | null } & Partial<Img>) | null };
+
 /** Each step card as the page shows it, with its picture's size and the colour of its centre pixel. */
 async function shownSteps(): Promise<ShownStep[]> {
-  return page.$$eval('#replay-steps li.step', (cards) =>
-    cards.map((li) => {
-      const img = li.querySelector('img');
+  return page.$$eval('#replay-steps li.step', (elements) =>
+    (elements as unknown as Card[]).map((li) => {
+      const img = li.querySelector('img') as Img | null;
       let image: { width: number; height: number; pixel: number[] } | null = null;
       if (img) {
-        const canvas = document.createElement('canvas');
+        const canvas = (globalThis as unknown as { document: { createElement(tag: 'canvas'): Canvas } }).document.createElement('canvas');
         canvas.width = img.naturalWidth;
         canvas.height = img.naturalHeight;
-        const ctx = canvas.getContext('2d')!;
+        const ctx = canvas.getContext('2d');
         ctx.drawImage(img, 0, 0);
-        image = { width: img.naturalWidth, height: img.naturalHeight, pixel: [...ctx.getImageData(img.naturalWidth >> 1, img.naturalHeight >> 1, 1, 1).data].slice(0, 3) };
+        image = { width: img.naturalWidth, height: img.naturalHeight, pixel: [...Array.from(ctx.getImageData(img.naturalWidth >> 1, img.naturalHeight >> 1, 1, 1).data)].slice(0, 3) };
       }
       return {
-        step: (li as HTMLElement).dataset.step ?? '',
+        step: li.dataset.step ?? '',
         heading: li.querySelector('h4')?.textContent ?? '',
         observation: li.querySelector('pre.observation')?.textContent ?? '',
         error: li.querySelector('pre.step-error')?.textContent ?? null,
@@ -105,7 +118,7 @@ describe('the dashboard replays an evaluation episode', () => {
     // The pictures are the frames of these very states: the counter's value is the colour.
     expect(steps.map((s) => s.image)).toEqual([0, 1, 2, 2].map((count) => ({ ...FRAME_SIZE, pixel: colourAt(count) })));
     // No token in any URL the page made for them.
-    expect(await page.$$eval('#replay-steps img', (imgs) => imgs.map((i) => (i as HTMLImageElement).src.startsWith('blob:')))).toEqual([true, true, true, true]);
+    expect(await page.$$eval('#replay-steps img', (imgs) => (imgs as unknown as Img[]).map((i) => i.src.startsWith('blob:')))).toEqual([true, true, true, true]);
   });
 
   it('shows the error an action met, and that the episode failed', async () => {
@@ -125,7 +138,7 @@ describe('the dashboard replays an evaluation episode', () => {
 describe('the dashboard compares agents', () => {
   it('ticks the evaluations of the same tasks, and draws the API\'s frontier with intervals', async () => {
     await openEpisode('eval-good', 1);
-    const ticked = await page.$$eval('#compare-choices input', (boxes) => boxes.map((b) => [(b as HTMLInputElement).value, (b as HTMLInputElement).checked]));
+    const ticked = await page.$$eval('#compare-choices input', (boxes) => (boxes as unknown as Array<{ value: string; checked: boolean }>).map((b) => [b.value, b.checked]));
     expect(Object.fromEntries(ticked)).toEqual({ 'eval-good': true, 'eval-bad': true, 'eval-pricey': true, 'eval-other': false });
     await page.click('#compare-form button');
     await page.waitForSelector('#compare-result:not([hidden])');
