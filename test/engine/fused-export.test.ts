@@ -204,4 +204,12 @@ describe('what does not match is refused with the reason, and decodes unfused wi
       process.off('warning', onWarning);
     }
   });
+
+  it('with fewer KV heads than query heads, a cache that is not repeated to them (the graph is not run)', () => {
+    // the scores read layer 1's keys without repeat_kv: a query folded to the KV heads would be misread
+    const model = loadModelDir(dirOf('torch-qwen3'));
+    const kt = nodeOf(model, (n) => n.opType === 'Transpose' && n.name === '/layers.1/self_attn/Transpose_3');
+    kt.input[0] = 'present.1.key';
+    expect(fuseAttention(model.graph, model.config)).toEqual({ fused: false, reason: expect.stringMatching(/layer 1: the cache is not repeated to the 4 query heads \(2 KV heads\)/) });
+  });
 });

@@ -30,8 +30,8 @@
  * kernel's `scale`. Invariants the match keeps: repeat_kv by Unsqueeze at axis 2 is key-head-major (query head
  * h reads KV head ⌊h / (H/KV)⌋), as GroupQueryAttention reads it; the mask added to the scores is computed
  * from attention_mask, position_ids and shapes only (never from the hidden state, θ or the cached values, and
- * without a per-head or cumulative term such as ALiBi's), so it is the causal and padding mask the kernel
- * applies by seqlens_k; after the rewrite no live node reads a cache input other than the kernel, nor a
+ * without a table of values or a cumulative term such as ALiBi's), and is taken to be a decoder's causal and
+ * padding mask, which the kernel applies by seqlens_k (a bidirectional mask would not be told apart); after the rewrite no live node reads a cache input other than the kernel, nor a
  * removed value (a past length read from a cache's shape would be the buffer's). Anything else (a softcap
  * between the scores and the Softmax, attention without a mask, a fused QKV layout the exporter wrote
  * otherwise) is left unfused, with the reason. */
@@ -78,7 +78,7 @@ export function fuseAttention(model: ModelProto, c: ModelConfig): FusedAttention
   const graph = new GraphIndex(model);
   const matches: AttentionMatch[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
-    const m = matchLayer(graph, i, hd);
+    const m = matchLayer(graph, i, H, KV, hd);
     if (typeof m === 'string') return { fused: false, reason: `layer ${i}: ${m} (the attention is not in a form the rewrite knows: build-decoder.ts's, or torch.onnx.export's of transformers' eager attention)` };
     matches.push(m);
   }
@@ -312,7 +312,7 @@ class GraphIndex {
 }
 
 /** Layer i's attention core, or why it does not match. */
-function matchLayer(graph: GraphIndex, i: number, hd: number): AttentionMatch | string {
+function matchLayer(graph: GraphIndex, i: number, H: number, KV: number, hd: number): AttentionMatch | string {
   const concat = (kv: 'key' | 'value') => {
     const n = graph.producer.get(`present.${i}.${kv}`);
     const axis = n && graph.attr(n, 'axis')?.i;
@@ -325,7 +325,8 @@ function matchLayer(graph: GraphIndex, i: number, hd: number): AttentionMatch | 
   /** present → [repeat]: where the cache's data goes next, and whether build-decoder.ts's group axis was added. */
   const repeat = (x: string): { at: string; grouped: boolean } | string => {
     const u = graph.reader(x);
-    if (u?.opType !== 'Unsqueeze') return { at: x, grouped: false };
+    // without a repeat each query head needs its own KV head (a query folded otherwise would be misread)
+    if (u?.opType !== 'Unsqueeze') return H === KV ? { at: x, grouped: false } : `the cache is not repeated to the ${H} query heads (${KV} KV heads)`;
     if (graph.unsqueezeAxes(u)?.join() !== '2') return `${describe(u)} adds an axis other than 2 to the cache`;
     const e = graph.reader(u.output[0]);
     if (e?.opType !== 'Expand') return { at: u.output[0], grouped: true };
@@ -421,7 +422,12 @@ function matchLayer(graph: GraphIndex, i: number, hd: number): AttentionMatch | 
   return { ck, cv, q, scale: Math.fround(scale), merged };
 }
 
-/** Undefined when the mask is computed from attention_mask, position_ids, shapes and constants only; else why not. */
+/**
+ * Undefined when the mask is computed from attention_mask, position_ids, shapes and scalar constants only; else
+ * why not. Such a mask is taken to be a decoder's causal and padding mask, which the kernel applies by
+ * seqlens_k; a bidirectional one, or a window narrower than the served context (config.ts caps the context at
+ * sliding_window), would not be told apart by structure.
+ */
 function maskInputs(graph: GraphIndex, mask: string): string | undefined {
   const seen = new Set<string>();
   const stack = [mask];
@@ -429,19 +435,20 @@ function maskInputs(graph: GraphIndex, mask: string): string | undefined {
     const x = stack.pop()!;
     if (seen.has(x) || x === '') continue;
     seen.add(x);
-    if (graph.inputs.has(x)) {
-      if (x !== 'attention_mask' && x !== 'position_ids') return `the mask added to the scores reads ${x}`;
-      continue;
-    }
-    const t = graph.initializers.get(x);
+    // a float constant of more than one element is a table of values: a learned or positional bias
+    const t = graph.constant(x);
     if (t) {
       if ((t.dataType === DataType.FLOAT || t.dataType === DataType.FLOAT16 || t.dataType === DataType.DOUBLE) && t.dims.reduce((a, b) => a * b, 1) > 1) return `the mask added to the scores reads the float tensor ${x} (a learned or positional bias, not a causal mask)`;
       continue;
     }
+    if (graph.inputs.has(x)) {
+      if (x !== 'attention_mask' && x !== 'position_ids') return `the mask added to the scores reads ${x}`;
+      continue;
+    }
     const n = graph.producer.get(x);
     if (!n) return `the mask added to the scores reads ${x}, which nothing makes`;
-    // a shape says nothing of its tensor's values
-    if (n.opType === 'Shape' || n.opType === 'Constant' || n.opType === 'ConstantOfShape') continue;
+    // a shape says nothing of its tensor's values, nor a filled tensor of its size
+    if (n.opType === 'Shape' || n.opType === 'ConstantOfShape') continue;
     if (n.opType === 'CumSum') return `the mask added to the scores has a cumulative term (${describe(n)}), as ALiBi's positions do`;
     stack.push(...n.input);
   }
