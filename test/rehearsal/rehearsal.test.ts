@@ -21,7 +21,9 @@ import { keys } from '../../shared/keys.ts';
 import { IterationManifest, RewardRecord, RunConfig } from '../../shared/schemas/index.ts';
 import { readJson } from '../../shared/store/json.ts';
 import { startRehearsal, type Rehearsal } from '../../trainer/dev/rehearsal/rehearse.ts';
-import { loadPages, pushInstructions, pushTaskSuite, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
+import { apiFetch, evaluate, loadPages, pushInstructions, pushTaskFolder, pushTaskSuite, trainOneIteration } from '../../trainer/dev/rehearsal/scenarios.ts';
+import { startTodoApp, startWebAgent } from '../../trainer/dev/rehearsal/web-agent.ts';
+import { EpisodeReplay } from '../../shared/schemas/index.ts';
 import { runtimeClientDir } from '../../trainer/dev/rehearsal/runtime-client.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -149,6 +151,50 @@ describe('the rehearsed stack', () => {
       await new Promise<void>((done) => mcp.close(() => done()));
     }
   }, 300_000);
+
+  it("evaluates a user's web agent on their own app in every view and grammar, and on a pushed MiniWoB folder, each episode replayable", async () => {
+    const access = { apiUrl: stack.apiUrl, token: stack.token, log: () => {}, bucketEnv: stack.bucketEnv };
+    const key = `app-${randomBytes(12).toString('hex')}`;
+    const app = await startTodoApp(key);
+    const agent = await startWebAgent();
+    const episodes = stack.functions.Episode!.lambda.invocations;
+    try {
+      const addMilk = { start: '/todos', goal: 'Add a to-do called "milk".', check: { elements: { items: '#items li' }, fetch: '/api/state', predicate: { all: [{ path: '/elements/items/text', equals: 'milk' }, { path: '/fetched/json/todos', includes: 'milk' }] } } };
+      const request = (options: Record<string, unknown>, tasks: unknown) =>
+        ({ model: { kind: 'external', baseUrl: agent.baseUrl, model: agent.model }, environment: { name: 'web', options: { backend: 'chromium', actionTimeoutMs: 15_000, ...options } }, tasks, episodes: 1, concurrency: 1, timeoutMs: 120_000, budget: { maxCostUsd: 1 } }) as Parameters<typeof evaluate>[1];
+      const VIEWS: Record<string, unknown>[] = [{}, { observation: ['axtree'], actions: 'browsergym' }, { observation: ['text', 'axtree'], actions: 'tools' }, { observation: ['screenshot'], markIds: true, actions: 'coordinates' }];
+      for (const view of VIEWS) {
+        app.todos.length = 0;
+        const before = episodes.length;
+        const done = await evaluate(access, request({ app: { url: app.url, horizon: 6 }, ...view }, { tasks: [{ id: 'add-milk', task: addMilk }] }), key);
+        expect(done.episodes.map((e) => [e.success, e.error]), JSON.stringify(view)).toEqual([[true, null]]);
+        expect(app.todos).toEqual(['milk']);
+        // The replay a person opens: every step with its screenshot, served by the Api bundle from the bucket.
+        const replay = EpisodeReplay.parse((await apiFetch(access, `/evaluations/${done.id}/episodes/0`)).json);
+        expect(replay.steps.length).toBeGreaterThanOrEqual(3);
+        const frame = await apiFetch(access, replay.steps[0]!.frame!);
+        expect([frame.status, frame.type, Buffer.from(frame.bytes.subarray(1, 4)).toString()]).toEqual([200, 'image/png', 'PNG']);
+        if ((view.observation as string[] | undefined)?.includes('screenshot')) {
+          const { memoryMb } = stack.functions.Episode!.definition;
+          const peak = Math.max(...episodes.slice(before).map((i) => i.peakMemoryMb));
+          expect(peak).toBeLessThan(memoryMb);
+          console.info(`rehearsal: a screenshot-observation web episode peaked at ${peak} MB of the Episode function's ${memoryMb} MB`);
+        }
+      }
+      // Every request the app got carried the evaluation's key, sent by the Episode function to the app's origin only.
+      expect(app.refused).toBe(0);
+      expect(agent.calls.pictures).toBeGreaterThan(0);
+      // A MiniWoB-protocol folder pushed as a user pushes it, pinned by the Api, fetched by the Episode function by hash.
+      const folder = await pushTaskFolder(access, 'protocol', resolve(ROOT, 'test/fixtures/miniwob-protocol'));
+      const miniwob = await evaluate(access, request({ miniwob: { folder: 'protocol', tasks: ['click-word'] } }, { split: 'eval', count: 1, seed: 5 }));
+      expect(miniwob.episodes.map((e) => [e.success, e.error])).toEqual([[true, null]]);
+      expect((miniwob.request.environment.options as { miniwob: { folder: unknown } }).miniwob.folder).toEqual({ name: 'protocol', manifest: folder.manifestSha256 });
+      expect(episodes.filter((i) => !i.ok)).toEqual([]);
+    } finally {
+      await app.close();
+      await agent.close();
+    }
+  }, 600_000);
 
   it("ships the trainer box's service log to its CloudWatch group (esopt cloud logs box), the token never in it", async () => {
     // the service puts its buffered lines every 2 s
