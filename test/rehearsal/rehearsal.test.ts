@@ -5,8 +5,9 @@
  * dashboard and /docs with every asset (the Api refusing the boxes' token), one web iteration started with
  * `esopt runs start`, played by the Episode function in the Lambda build of Chromium against the box over pinned
  * TLS; iterations whose episodes a Python rollout agent, a Python OpenEnv server and an MCP server take part in
- * (the last on a task suite and instructions pushed with `esopt tasks push` / `instructions push --cloud`); and
- * the box's log in its CloudWatch group. A bundle that lacks a file
+ * (the last on a task suite and instructions pushed with `esopt tasks push` / `instructions push --cloud`); a user's
+ * web agent evaluated on their own app in every view and action grammar and on a pushed MiniWoB folder, each episode
+ * replayable; and the box's log in its CloudWatch group. A bundle that lacks a file
  * it reads at run time fails here (test/cloud/sst-build.test.ts removes one on purpose).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
