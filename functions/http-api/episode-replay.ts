@@ -8,12 +8,12 @@
 import type { CostPrices } from '../../shared/cost.ts';
 import { keys } from '../../shared/keys.ts';
 import type { ObjectStore } from '../../shared/ports/object-store.ts';
-import { StoredEvaluationRequest, type EpisodeReplay, type ReplayStep, type RewardRecord, type EvaluationEpisode } from '../../shared/schemas/index.ts';
+import { RewardRecord, StoredEvaluationRequest, type EpisodeReplay, type ReplayStep, type EvaluationEpisode } from '../../shared/schemas/index.ts';
 import { readJson } from '../../shared/store/json.ts';
 import { StoredTranscript } from '../episode-transcript.ts';
 import { ApiProblem, notFound } from './errors.ts';
-import { EvaluationPlanRecord } from './evaluation-plan.ts';
-import { readEpisodes, transcriptPath } from './evaluation-reader.ts';
+import { EvaluationPlanRecord, planEpisode } from './evaluation-plan.ts';
+import { episodeOf, transcriptPath } from './evaluation-reader.ts';
 
 export function episodePath(id: string, index: number): string {
   return `/evaluations/${id}/episodes/${index}`;
@@ -23,13 +23,17 @@ export function framePath(id: string, index: number, step: number): string {
   return `${episodePath(id, index)}/frames/${step}`;
 }
 
-/** The episode's record, or 404 for an evaluation or an episode that is not (yet) there. */
+/**
+ * The episode's record, or 404 for an evaluation or an episode that is not (yet) there. Read by its key from
+ * the plan (episode i plays task i mod n in round ⌊i/n⌋), not by listing: each frame of a replay asks again.
+ */
 async function findEpisode(store: ObjectStore, id: string, index: number, prices: CostPrices): Promise<{ episode: EvaluationEpisode; record: RewardRecord }> {
   const [request, plan] = await Promise.all([readJson(store, keys.evaluationRequest(id), StoredEvaluationRequest), readJson(store, keys.evaluationPlan(id), EvaluationPlanRecord)]);
   if (!request) throw notFound('evaluation', id);
-  const found = plan ? (await readEpisodes(store, id, request, plan, prices)).find((e) => e.episode.index === index) : undefined;
-  if (!found) throw notFound('episode', `${id}/${index}`);
-  return found;
+  // Past the planned episodes there is no record to look for (and no round a key could name).
+  const record = plan && index < plan.planned ? await readJson(store, planEpisode(id, plan.tasks, index).key, RewardRecord) : null;
+  if (!plan || !record) throw notFound('episode', `${id}/${index}`);
+  return { episode: episodeOf(id, request, record, index, prices), record };
 }
 
 /** The episode's stored transcript; 404 `no_transcript` when its record names none under the evaluation's prefix. */

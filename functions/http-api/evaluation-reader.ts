@@ -25,6 +25,23 @@ export function transcriptPath(id: string, index: number): string {
   return `/evaluations/${id}/episodes/${index}/transcript`;
 }
 
+/** Episode `index` as the API shows it, from its record: priced, and judged against the request's threshold. */
+export function episodeOf(id: string, request: StoredEvaluationRequest, record: RewardRecord, index: number, prices: CostPrices): EvaluationEpisode {
+  return {
+    index,
+    task: record.task,
+    round: record.iteration,
+    reward: record.reward,
+    success: record.error === null && record.reward >= request.successThreshold,
+    steps: record.steps,
+    tokens: record.tokens,
+    durationMs: record.durations.episodeMs,
+    cost: evaluationEpisodeCost(record, request.model, prices),
+    error: record.error,
+    transcript: record.transcriptKey ? transcriptPath(id, index) : null,
+  };
+}
+
 /** The episodes whose records are in, by index, with the record each came from. */
 export async function readEpisodes(store: ObjectStore, id: string, request: StoredEvaluationRequest, plan: EvaluationPlanRecord, prices: CostPrices): Promise<Array<{ episode: EvaluationEpisode; record: RewardRecord }>> {
   const position = new Map(plan.tasks.map((t, i) => [t.id, i]));
@@ -34,20 +51,7 @@ export async function readEpisodes(store: ObjectStore, id: string, request: Stor
     .filter((r) => position.has(r.task))
     .map((record) => {
       const index = record.iteration * plan.tasks.length + (position.get(record.task) as number);
-      const episode: EvaluationEpisode = {
-        index,
-        task: record.task,
-        round: record.iteration,
-        reward: record.reward,
-        success: record.error === null && record.reward >= request.successThreshold,
-        steps: record.steps,
-        tokens: record.tokens,
-        durationMs: record.durations.episodeMs,
-        cost: evaluationEpisodeCost(record, request.model, prices),
-        error: record.error,
-        transcript: record.transcriptKey ? transcriptPath(id, index) : null,
-      };
-      return { episode, record };
+      return { episode: episodeOf(id, request, record, index, prices), record };
     })
     .sort((a, b) => a.episode.index - b.episode.index);
 }

@@ -84,6 +84,8 @@ describe('GET /evaluations/{id}/episodes/{index}', () => {
     const unknown = await api.call('GET', '/evaluations/eval-good/episodes/7');
     expect(unknown.status).toBe(404);
     expect(unknown.body.error.code).toBe('not_found');
+    const far = await api.call('GET', '/evaluations/eval-good/episodes/900000000000000/frames/0');
+    expect([far.status, far.body.error.code]).toEqual([404, 'not_found']);
     const noStep = await api.call('GET', '/evaluations/eval-good/episodes/0/frames/9');
     expect([noStep.status, noStep.body.error.code]).toEqual([404, 'no_frame']);
     const bad = await api.call('GET', '/evaluations/eval-good/episodes/x');
