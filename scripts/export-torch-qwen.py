@@ -18,6 +18,7 @@ cache, one prompt at a time.
     /usr/bin/python3 scripts/export-torch-qwen.py --family qwen2 test/fixtures/torch-qwen2
     /usr/bin/python3 scripts/export-torch-qwen.py --attention sdpa test/fixtures/torch-qwen3-sdpa
     /usr/bin/python3 scripts/export-torch-qwen.py --shape small --no-greedy /tmp/qwen3-small  # for benchmarks, not committed
+    /usr/bin/python3 scripts/export-torch-qwen.py --shape qwen3-0.6b --tie --no-greedy /tmp/qwen3-0.6b  # Qwen3-0.6B's shape, 2.4 GB
 
 --attention sdpa writes the attention the way torch >= 2.0 exports F.scaled_dot_product_attention (opset 14+:
 Mul of q and of kᵀ by √scale, the scale computed from Shape(q)[-1], Add of the mask, Softmax, MatMul), by hand,
@@ -44,7 +45,7 @@ EPS, ROPE_THETA, EOS, SEED, NEW_TOKENS, OPSET = 1e-6, 1000000.0, 258, 46, 8, 17
 PROMPTS = [[257, 117, 115, 101, 114, 10, 72, 105], [256, 50, 43, 50, 61], [97], [257, 97, 115, 115, 105, 115, 116, 97, 110, 116, 10, 79, 75]]
 
 
-def build(family, shape, attention='eager'):
+def build(family, shape, attention='eager', tie=False):
     V, D, L, H, KV, HD, I, P = SHAPES[shape]
     qk_norm, qkv_bias = family == 'qwen3', family == 'qwen2'
 
@@ -142,6 +143,8 @@ def build(family, shape, attention='eager'):
             super().__init__()
             self.model = Inner()
             self.lm_head = nn.Linear(D, V, bias=False)
+            if tie:
+                self.lm_head.weight = self.model.embed_tokens.weight  # tied by sharing the Parameter, as Qwen3-0.6B
 
         def forward(self, input_ids, attention_mask, position_ids, *past):
             x = self.model.embed_tokens(input_ids)
@@ -233,13 +236,14 @@ def main():
     ap.add_argument('--family', choices=['qwen3', 'qwen2'], default='qwen3')
     ap.add_argument('--shape', choices=list(SHAPES), default='tiny')
     ap.add_argument('--attention', choices=['eager', 'sdpa'], default='eager', help="sdpa: torch 2's decomposition of scaled_dot_product_attention, written out")
+    ap.add_argument('--tie', action='store_true', help='tie the LM head to the embedding (Qwen3-0.6B does)')
     ap.add_argument('--no-constant-folding', action='store_true')
     ap.add_argument('--no-greedy', action='store_true', help="skip torch's greedy runs (large shapes)")
     a = ap.parse_args()
     out, fold = a.out, not a.no_constant_folding
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(SEED)
-    model, dims = build(a.family, a.shape, a.attention)
+    model, dims = build(a.family, a.shape, a.attention, a.tie)
     model = model.eval()
     V, D, L, H, KV, HD, I, P = dims
     with torch.no_grad():
@@ -270,7 +274,7 @@ def main():
         'architectures': ['Qwen3ForCausalLM' if a.family == 'qwen3' else 'Qwen2ForCausalLM'], 'model_type': a.family, 'vocab_size': V,
         'hidden_size': D, 'intermediate_size': I, 'num_hidden_layers': L, 'num_attention_heads': H, 'num_key_value_heads': KV,
         'head_dim': HD, 'max_position_embeddings': P, 'rope_theta': ROPE_THETA, 'rms_norm_eps': EPS, 'hidden_act': 'silu',
-        'attention_bias': a.family == 'qwen2', 'tie_word_embeddings': False, 'bos_token_id': 256, 'eos_token_id': EOS, 'pad_token_id': 259,
+        'attention_bias': a.family == 'qwen2', 'tie_word_embeddings': a.tie, 'bos_token_id': 256, 'eos_token_id': EOS, 'pad_token_id': 259,
         'torch_dtype': 'float32',
     }
     with open(os.path.join(out, 'config.json'), 'w') as f:
