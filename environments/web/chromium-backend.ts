@@ -271,6 +271,14 @@ const MARKS_ON = String.raw`(() => {
   }
   document.documentElement.appendChild(layer);
 })()`;
+/** Marks the element at viewport point (x, y) and says where in it the point is; null where there is none. */
+const CLICK_TARGET = (x: number, y: number) => `(() => {
+  const el = document.elementFromPoint(${x}, ${y});
+  if (!el) return null;
+  const r = el.getBoundingClientRect();
+  el.setAttribute('data-esopt-click-target', '');
+  return { dx: ${x} - r.left, dy: ${y} - r.top };
+})()`;
 const MARKS_OFF = `document.getElementById('__esopt_marks')?.remove()`;
 
 class ChromiumPage implements WebPage {
@@ -351,7 +359,18 @@ class ChromiumPage implements WebPage {
       case 'click-at': {
         const size = this.page.viewportSize();
         if (size && (action.x < 0 || action.y < 0 || action.x >= size.width || action.y >= size.height)) return `(${action.x}, ${action.y}) is outside the ${size.width}×${size.height} screenshot`;
-        await this.page.mouse.click(action.x, action.y);
+        // Clicked as the element under the point, so Playwright waits for a navigation the click starts (a form's
+        // submit), as it does for a click on an id; a bare mouse click would leave the next reading racing it.
+        const offset = (await this.page.evaluate(CLICK_TARGET(action.x, action.y))) as { dx: number; dy: number } | null;
+        if (!offset) {
+          await this.page.mouse.click(action.x, action.y);
+          return null;
+        }
+        try {
+          await this.page.locator('[data-esopt-click-target]').click({ position: { x: offset.dx, y: offset.dy } });
+        } finally {
+          await this.page.evaluate(`document.querySelector('[data-esopt-click-target]')?.removeAttribute('data-esopt-click-target')`).catch(() => undefined);
+        }
         return null;
       }
       case 'type-focused':
@@ -375,7 +394,9 @@ class ChromiumPage implements WebPage {
         await this.page.mouse.wheel(0, action.direction === 'down' ? 400 : -400);
         break;
       case 'press':
-        await this.page.keyboard.press(action.key);
+        // On the focused element when there is one, so a key that submits its form is waited out like a click.
+        if (await this.page.evaluate(`document.activeElement !== null && document.activeElement !== document.body`)) await this.page.locator(':focus').press(action.key);
+        else await this.page.keyboard.press(action.key);
         break;
       case 'click':
         await target().click();
