@@ -216,6 +216,12 @@ export interface EngineOptions {
   deviceGroupElements?: number;
   /** Called after every decode step with the bytes of host tensors it fed and fetched (`esopt bench transfer`). */
   onDecodeStep?: (t: StepTransfer) => void;
+  /**
+   * onnxruntime session profiling into this directory, one file per session, written when the session is
+   * released (engine close): `esopt bench transfer` reads the Memcpy nodes' bytes from them
+   * (onnx/session-profile.ts). Absent: not profiled.
+   */
+  profileDir?: string;
 }
 
 /**

@@ -12,11 +12,15 @@
 import * as ort from 'onnxruntime-node';
 import { GraphBuilder } from '../onnx/graph-builder.ts';
 import { DataType, encodeModel } from '../onnx/proto.ts';
+import { profiling } from '../onnx/session-profile.ts';
+import { countedRun, noCrossings, type Crossings } from './crossings.ts';
 
 /** What the gather sessions need of the decoder's caches (kv-layout.ts is where the decode loop keeps them). */
 export interface CacheShape {
   layers: number;
   kvType?: 'float32' | 'float16';
+  /** Where the tiny sessions write onnxruntime profiles (EngineOptions.profileDir); absent: not profiled. */
+  profileDir?: string;
 }
 
 /** past_key_values.{l}.{key,value}, in the order the gather graph takes them. */
@@ -61,6 +65,9 @@ export class DeviceTensors {
   /** The Gather sessions, made on first use: outputs on the device, and the same Gather with outputs on the host. */
   private gathers: Promise<{ onDevice: ort.InferenceSession; toHost: ort.InferenceSession }> | null = null;
 
+  /** Bytes this object's session runs fed from the host and fetched to it (uploads, row indices, downloads). */
+  readonly crossed: Crossings = noCrossings();
+
   private constructor(readonly layout: CacheShape) {}
 
   static async create(layout: CacheShape): Promise<DeviceTensors> {
@@ -71,8 +78,8 @@ export class DeviceTensors {
     this.gathers ??= (async () => {
       const graph = gatherGraph(this.layout);
       const outputs = Object.fromEntries(pastNames(this.layout.layers).map((_, i) => [`rows.${i}`, 'gpu-buffer' as const]));
-      const onDevice = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'], preferredOutputLocation: outputs });
-      const toHost = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'] });
+      const onDevice = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'], preferredOutputLocation: outputs, ...profiling(this.layout.profileDir) });
+      const toHost = await ort.InferenceSession.create(graph, { executionProviders: ['webgpu'], ...profiling(this.layout.profileDir) });
       return { onDevice, toHost };
     })();
     return this.gathers;
@@ -86,10 +93,10 @@ export class DeviceTensors {
     let session = this.uploaders.get(key);
     if (!session) {
       const locations = Object.fromEntries(entries.map((_, i) => [`up.${i}`, 'gpu-buffer' as const]));
-      session = ort.InferenceSession.create(uploadGraph(entries), { executionProviders: ['webgpu'], preferredOutputLocation: locations });
+      session = ort.InferenceSession.create(uploadGraph(entries), { executionProviders: ['webgpu'], preferredOutputLocation: locations, ...profiling(this.layout.profileDir) });
       this.uploaders.set(key, session);
     }
-    const out = await (await session).run(Object.fromEntries(entries));
+    const out = await countedRun(await session, Object.fromEntries(entries), this.crossed);
     const uploaded = Object.fromEntries(entries.map(([name], i) => [name, out[`up.${i}`]]));
     this.adopt(Object.values(uploaded));
     return uploaded;
@@ -116,7 +123,7 @@ export class DeviceTensors {
 
   /** Rows `rows` of `past`, as a new past on the device (`past` itself is left as it is). */
   async gather(past: Record<string, ort.Tensor>, rows: readonly number[]): Promise<Record<string, ort.Tensor>> {
-    const out = await (await this.gatherSessions()).onDevice.run(this.feeds(past, rows));
+    const out = await countedRun((await this.gatherSessions()).onDevice, this.feeds(past, rows), this.crossed);
     const gathered = Object.fromEntries(pastNames(this.layout.layers).map((name, i) => [name, out[`rows.${i}`]]));
     this.adopt(Object.values(gathered));
     return gathered;
@@ -124,7 +131,7 @@ export class DeviceTensors {
 
   /** Rows `rows` of `past` on the host, as [rows.length, heads, past, head_dim] tensors. */
   async download(past: Record<string, ort.Tensor>, rows: readonly number[]): Promise<Record<string, ort.Tensor>> {
-    const out = await (await this.gatherSessions()).toHost.run(this.feeds(past, rows));
+    const out = await countedRun((await this.gatherSessions()).toHost, this.feeds(past, rows), this.crossed);
     return Object.fromEntries(pastNames(this.layout.layers).map((name, i) => [name, out[`rows.${i}`]]));
   }
 

@@ -13,7 +13,9 @@ import * as ort from 'onnxruntime-node';
 import { BLOCK, deviceNoiseKeys } from '../../../shared/device-noise.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { EngineUpdate, Population } from '../engine.ts';
+import { countedRun, noCrossings } from '../generation/crossings.ts';
 import { DeviceTensors } from '../generation/device-tensors.ts';
+import { profiling } from '../onnx/session-profile.ts';
 import { encodeModel } from '../onnx/proto.ts';
 import { deviceNoiseGraph, groupedDeviceNoiseGraph } from '../perturbation/device-noise-graph.ts';
 import { DEFAULT_GROUP_ELEMENTS, type NoiseGroup, noiseGroups } from '../perturbation/noise-groups.ts';
@@ -25,11 +27,11 @@ import type { DecodeRows, MemberWeights } from './member-weights.ts';
 export interface SwitchTransfer {
   /** Member weights made on the device. */
   switches: number;
-  /** Bytes fed from the host to make them (stream offsets, keys, σ). */
+  /** Bytes of the host tensors the noise-graph runs were fed to make them (stream offsets, keys, σ), counted at each run. */
   switchHostToDevice: number;
-  /** Bytes fetched to the host while making them. */
+  /** Bytes of the host tensors those runs returned (their outputs are asked for on the device), counted at each run. */
   switchDeviceToHost: number;
-  /** θ's uploads (one per θ version) and their bytes. */
+  /** θ's uploads (one per θ version) and the host bytes those upload runs were fed, counted at the runs. */
   thetaUploads: number;
   thetaBytes: number;
   /** Noise graph runs, and the graph nodes they ran (each node one kernel dispatch or more, on the WebGPU provider). */
@@ -67,14 +69,16 @@ export class FullDeviceMembers implements MemberWeights {
     private readonly pieces: WeightPiece[][],
     /** The most elements one graph run makes (noise-groups.ts). */
     private readonly groupElements: number,
+    /** Where the noise sessions write onnxruntime profiles; absent: not profiled. */
+    private readonly profileDir?: string,
   ) {}
 
   /** `groupElements`: the most elements a group of pieces made by one graph run (1: a run per piece). */
-  static async create(t: FullModeTheta, session: ort.InferenceSession, pieces: WeightPiece[][], groupElements = DEFAULT_GROUP_ELEMENTS): Promise<FullDeviceMembers> {
+  static async create(t: FullModeTheta, session: ort.InferenceSession, pieces: WeightPiece[][], groupElements = DEFAULT_GROUP_ELEMENTS, profileDir?: string): Promise<FullDeviceMembers> {
     noiseGroups([], groupElements); // its range is checked before anything is made
     const graph = deviceNoiseGraph();
-    const noise = { session: await ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: { perturbed: 'gpu-buffer' } }), nodes: graph.graph.node.length };
-    const members = new FullDeviceMembers(t, session, noise, await DeviceTensors.create({ layers: 0 }), pieces, groupElements);
+    const noise = { session: await ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: { perturbed: 'gpu-buffer' }, ...profiling(profileDir) }), nodes: graph.graph.node.length };
+    const members = new FullDeviceMembers(t, session, noise, await DeviceTensors.create({ layers: 0, profileDir }), pieces, groupElements, profileDir);
     await members.upload();
     return members;
   }
@@ -98,9 +102,10 @@ export class FullDeviceMembers implements MemberWeights {
       const data = this.t.segments[si].data;
       for (const p of ps) feeds[p.input] = new ort.Tensor('float32', data.subarray(p.start, p.start + p.count), [p.count]);
     });
+    const before = this.device.crossed.hostToDevice;
     this.theta = await this.device.upload(feeds);
     this.counts.thetaUploads++;
-    this.counts.thetaBytes += Object.values(feeds).reduce((a, f) => a + (f.data as Float32Array).byteLength, 0);
+    this.counts.thetaBytes += this.device.crossed.hostToDevice - before;
   }
 
   async generate(members: ReadonlyArray<Member | null>, decode: DecodeRows): Promise<void> {
@@ -136,6 +141,7 @@ export class FullDeviceMembers implements MemberWeights {
     const key = { runSeed: p.runSeed, iteration: p.iteration, member: member.noiseIndex };
     const sigma = new ort.Tensor('float32', Float32Array.of(member.sign * p.sigma), [1]);
     const made: Record<string, ort.Tensor> = {};
+    const crossed = noCrossings();
     try {
       for (const group of this.groupsOf(chosen)) {
         const block = Math.floor(group.offset / BLOCK);
@@ -144,19 +150,20 @@ export class FullDeviceMembers implements MemberWeights {
         const one = group.pieces.length === 1;
         const noise = one ? this.noise : await this.groupedSession(group);
         const thetas = one ? { theta: theta[group.pieces[0].input] } : Object.fromEntries(group.pieces.map((p, j) => [`theta.${j}`, theta[p.input]]));
-        const out = await noise.session.run({ ...thetas, ...host });
+        const out = await countedRun(noise.session, { ...thetas, ...host }, crossed);
         const outputs = one ? [out.perturbed] : group.pieces.map((_, j) => out[`perturbed.${j}`]);
         this.device.adopt(outputs);
         group.pieces.forEach((p, j) => (made[p.input] = outputs[j]));
         this.counts.noiseRuns++;
         this.counts.noiseNodes += noise.nodes;
-        // θ's pieces are on the device already and the Split's sizes are in the graph: what crosses is the host tensors' bytes
-        this.counts.switchHostToDevice += Object.values(host).reduce((a, t) => a + (t.data as Uint32Array | Float32Array).byteLength, 0);
       }
     } catch (err) {
       this.device.dispose(Object.values(made));
       throw err;
     }
+    // counted at the runs: a feed or output on the host crossed, a gpu-buffer one (θ's pieces, the member's) did not
+    this.counts.switchHostToDevice += crossed.hostToDevice;
+    this.counts.switchDeviceToHost += crossed.deviceToHost;
     this.counts.switches++;
     return made;
   }
@@ -179,7 +186,7 @@ export class FullDeviceMembers implements MemberWeights {
     let made = this.grouped.get(id);
     if (!made) {
       const graph = groupedDeviceNoiseGraph(lengths);
-      made = ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer' }).then((session) => ({ session, nodes: graph.graph.node.length }));
+      made = ort.InferenceSession.create(encodeModel(graph), { executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer', ...profiling(this.profileDir) }).then((session) => ({ session, nodes: graph.graph.node.length }));
       // a failed creation is not kept: the next switch tries again
       made.catch(() => this.grouped.delete(id));
       this.grouped.set(id, made);

@@ -72,7 +72,7 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
     const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
     const pieces = weightPieces(theta.segments, options.devicePieceElements);
     const session = await createSession(pieceInputs(weightsAsInputs(decoder, model.weights), model.weights, pieces), options, what);
-    const members = await FullDeviceMembers.create(theta, session, pieces, options.deviceGroupElements).catch(async (err: Error) => {
+    const members = await FullDeviceMembers.create(theta, session, pieces, options.deviceGroupElements, options.profileDir).catch(async (err: Error) => {
       await session.release();
       await switcher.close();
       throw err;

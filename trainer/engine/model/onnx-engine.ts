@@ -27,6 +27,7 @@ import type { ActionConstraint, ChatMessage, ToolSpec } from '../../../shared/po
 import type { Member } from '../../../shared/schemas/index.ts';
 import { DEFAULT_PREFIX_CACHE_BYTES, type Engine, type EngineOptions, type EngineUpdate, type GenerateResult, type GenerateRow, type MemberSelector, type PerturbationMode, type Population } from '../engine.ts';
 import { decodeBatch, type DecodeContext, type DecoderShape, type PreparedRow } from '../generation/decode-loop.ts';
+import type { Crossings } from '../generation/crossings.ts';
 import { DeviceTensors } from '../generation/device-tensors.ts';
 import { PrefixCache, type KvBlock } from '../generation/prefix-cache.ts';
 import { compileConstraint } from '../generation/regex-automaton.ts';
@@ -212,6 +213,15 @@ export class OnnxEngine implements Engine {
     return this.members instanceof FullDeviceMembers ? this.members.transfer : null;
   }
 
+  /**
+   * Bytes the decode loop's device moves crossed (uploads of a batch's extra inputs, row indices of the
+   * gathers, the caches downloaded for the prefix cache), counted at those session runs; null where the
+   * caches are not kept on a device or no batch has run.
+   */
+  get deviceCrossings(): Crossings | null {
+    return this.deviceMade ? { ...this.deviceMade.crossed } : null;
+  }
+
   /** gpu-buffer tensors the device route holds (θ's pieces between calls); 0 on the host route. */
   get liveRouteTensors(): number {
     return this.members instanceof FullDeviceMembers ? this.members.liveTensors : 0;
@@ -280,7 +290,7 @@ export class OnnxEngine implements Engine {
   private async decode(session: ort.InferenceSession, indices: number[], rows: PreparedRow[], owners: string[], current: (k: number) => boolean, out: GenerateResult[], feeds: (chunk: number[]) => Record<string, ort.Tensor>, shared?: Record<string, ort.Tensor>): Promise<void> {
     const max = this.options.maxBatch ?? 32;
     const cache = this.prefixCache;
-    if (keepsKvOnDevice(this.options)) this.device ??= DeviceTensors.create(this.shape);
+    if (keepsKvOnDevice(this.options)) this.device ??= DeviceTensors.create({ ...this.shape, profileDir: this.options.profileDir });
     const device = (this.deviceMade = await this.device) ?? undefined;
     for (let i = 0; i < indices.length; i += max) {
       const chunk = indices.slice(i, i + max);

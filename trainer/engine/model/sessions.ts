@@ -10,11 +10,12 @@ import * as ort from 'onnxruntime-node';
 import type { EngineOptions } from '../engine.ts';
 import { MODEL_FILE, writeOnnxWithExternalData } from '../onnx/external-data.ts';
 import { encodeModel, type ModelProto } from '../onnx/proto.ts';
+import { profiling } from '../onnx/session-profile.ts';
 
 /** Initializer bytes from which a session's graph goes through files: half protobuf's cap, so no graph near it is encoded whole (docs/BENCHMARKS.md). */
 export const INLINE_SESSION_LIMIT = 2 ** 30;
 
-export type SessionSettings = Pick<EngineOptions, 'executionProvider' | 'threads' | 'kvOnDevice'>;
+export type SessionSettings = Pick<EngineOptions, 'executionProvider' | 'threads' | 'kvOnDevice' | 'profileDir'>;
 
 /** Whether a decoder's sessions return `present.*` on the device (the webgpu route, unless turned off). */
 export function keepsKvOnDevice(options: SessionSettings): boolean {
@@ -34,6 +35,7 @@ export function sessionOptionsFor(options: SessionSettings): ort.InferenceSessio
     executionProviders: [options.executionProvider ?? 'cpu'],
     graphOptimizationLevel: 'all',
     ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+    ...profiling(options.profileDir),
   };
 }
 

@@ -4,7 +4,12 @@
  * (EngineOptions.onDecodeStep); a tensor left on the device counts nothing. Run once with the KV caches
  * on the device (the webgpu route) and once on the host (the route before), in low-rank mode (factors per
  * row) and full mode with θ as inputs. Copies onnxruntime makes inside a session, for nodes its provider
- * has no kernel for (shape ops, int64 ops), are not seen here.
+ * has no kernel for (shape ops, int64 ops), are read apart from onnxruntime's session profiling of every
+ * session the engine made (its MemcpyFromHost / MemcpyToHost node runs and their bytes: `memcpy_nodes`; on
+ * the CPU provider there are none, a measured zero with `profiles` > 0), and the gpu-buffer moves the
+ * engine's own device sessions made (uploads of a batch's extra inputs, gathers' row indices, downloads for
+ * the prefix cache) are counted at those runs (`gpu_buffer_moves`). The three are kept apart, not summed:
+ * a host feed a CPU kernel reads, then copied up by a Memcpy node, would otherwise count twice.
  *
  * Full mode's member switch apart (`measureMemberSwitches`): the bytes a switch to a member moves, on the
  * host route (the member perturbed on the host, θ's tensors uploaded with its batch) and on the device
@@ -16,6 +21,9 @@ import { ask } from '../../../shared/es.ts';
 import { openEngine, openEngineOn } from '../../assembly/engine.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import type { EngineOptions, GenerateRow, Population, StepTransfer } from '../../engine/engine.ts';
+import { memcpyInDir, noMemcpy, profileDir, type MemcpyBytes } from '../../engine/onnx/session-profile.ts';
+import type { Crossings } from '../../engine/generation/crossings.ts';
+import { rmSync } from 'node:fs';
 
 /** What a step's named tensors are, for the report. */
 export type TransferKind = 'token_ids' | 'positions' | 'attention_mask' | 'kv_caches' | 'logits' | 'weights' | 'factors' | 'uploads' | 'row_indices';
@@ -31,6 +39,10 @@ export interface MeasuredRoute {
   /** A decode step's bytes ÷ the goal's (the last position's logits out, the token ids in). */
   over_goal: number;
   decode_steps: number;
+  /** onnxruntime's Memcpy node runs in all of the engine's sessions over the whole call (prefill, decode steps, device moves), from session profiling. */
+  memcpy_nodes: MemcpyBytes;
+  /** Host bytes fed to and fetched from the engine's own device sessions over the call, counted at those runs; null: no device sessions. */
+  gpu_buffer_moves: Crossings | null;
 }
 
 export interface MeasuredWay {
@@ -93,19 +105,29 @@ export async function measureTransfers(o: { model: LocalModelSpec; provider: Exe
     let goal = 0;
     for (const kvOnDevice of [true, false]) {
       const steps: StepTransfer[] = [];
-      // the prefix cache off: what a row keeps for the next turn is not a decode step's traffic
-      const engine = await openEngine({ model: o.model, executionProvider: o.provider, mode, fullModeWeights: 'inputs', kvOnDevice, prefixCacheBytes: 0, onDecodeStep: (t) => steps.push(t) });
+      const profiles = profileDir();
+      let moves: Crossings | null = null;
+      let memcpy: MemcpyBytes = noMemcpy();
       try {
-        engine.setPopulation(population);
-        await engine.generate(rows(o.batch, o.prompt, o.newTokens, mode === 'lowrank'));
+        // the prefix cache off: what a row keeps for the next turn is not a decode step's traffic
+        const engine = await openEngine({ model: o.model, executionProvider: o.provider, mode, fullModeWeights: 'inputs', kvOnDevice, prefixCacheBytes: 0, onDecodeStep: (t) => steps.push(t), profileDir: profiles });
+        try {
+          engine.setPopulation(population);
+          await engine.generate(rows(o.batch, o.prompt, o.newTokens, mode === 'lowrank'));
+          moves = 'deviceCrossings' in engine ? (engine.deviceCrossings as Crossings | null) : null;
+        } finally {
+          // onnxruntime writes a session's profile when the session is released
+          await engine.close();
+        }
+        memcpy = memcpyInDir(profiles);
       } finally {
-        await engine.close();
+        rmSync(profiles, { recursive: true, force: true });
       }
       const decodeSteps = steps.filter((s) => s.hostToDevice.input_ids === s.rows * 8);
       const prefill = steps.filter((s) => s.hostToDevice.input_ids !== s.rows * 8);
       const d = mean(decodeSteps, mode);
       goal = (d.device_to_host.logits ?? 0) + (d.host_to_device.token_ids ?? 0);
-      routes.push({ kv_on_device: kvOnDevice, decode_step: d, prefill_step: mean(prefill, mode), over_goal: d.total_bytes / goal, decode_steps: decodeSteps.length });
+      routes.push({ kv_on_device: kvOnDevice, decode_step: d, prefill_step: mean(prefill, mode), over_goal: d.total_bytes / goal, decode_steps: decodeSteps.length, memcpy_nodes: memcpy, gpu_buffer_moves: moves });
     }
     ways.push({ way, goal_bytes: goal, routes });
   }
@@ -123,6 +145,10 @@ export interface MemberSwitchRoute {
   theta_upload_bytes: number;
   /** Device route: runs of the noise graph per switch (one a group of pieces, each run's offset, keys and σ fed); host route: 0. */
   noise_runs_per_switch: number;
+  /** Where each figure comes from: counted at the session runs (device route), or the decode loop's `uploaded` feeds (host route). */
+  counted_at: 'noise-graph runs' | 'decode-loop uploads';
+  /** onnxruntime's Memcpy node runs in all of the engine's sessions over the call, from session profiling. */
+  memcpy_nodes: MemcpyBytes;
 }
 
 /**
@@ -136,7 +162,9 @@ export async function measureMemberSwitches(o: { model: LocalModelSpec; provider
   for (const route of ['host', 'device-noise'] as const) {
     const noise = route === 'device-noise' ? ('esopt-device-noise' as const) : undefined;
     let uploaded = 0;
-    const engine = await openEngineOn(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), onDecodeStep: (t) => (uploaded += t.hostToDevice.uploaded ?? 0) });
+    const profiles = profileDir();
+    const engine = await openEngineOn(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), onDecodeStep: (t) => (uploaded += t.hostToDevice.uploaded ?? 0), profileDir: profiles });
+    let route_: Omit<MemberSwitchRoute, 'memcpy_nodes'> | null = null;
     try {
       if (route === 'device-noise' && engine.memberRoute !== 'device') throw new Error(`the device route is not taken on ${o.provider} (see the ESOPT_MEMBER_ROUTE warning)`);
       engine.setPopulation({ runSeed: 1, iteration: 0, sigma: 0.01, rank: 1, ...(noise ? { noise } : {}), members });
@@ -144,13 +172,17 @@ export async function measureMemberSwitches(o: { model: LocalModelSpec; provider
       await engine.generate(r);
       const groups = new Set(r.map((row) => (row.member.kind === 'base' ? -1 : row.member.index))).size;
       const t = engine.switchTransfer;
-      out.push(
-        t
-          ? { route, switches: t.switches, host_to_device_per_switch: t.switchHostToDevice / Math.max(1, t.switches), device_to_host_per_switch: t.switchDeviceToHost / Math.max(1, t.switches), theta_uploads: t.thetaUploads, theta_upload_bytes: t.thetaBytes, noise_runs_per_switch: t.noiseRuns / Math.max(1, t.switches) }
-          : { route, switches: groups, host_to_device_per_switch: uploaded / groups, device_to_host_per_switch: 0, theta_uploads: 0, theta_upload_bytes: 0, noise_runs_per_switch: 0 },
-      );
+      // the host route fetches nothing for a switch: its member is made on the host and goes up as the decode's `uploaded` feeds
+      route_ = t
+        ? { route, switches: t.switches, host_to_device_per_switch: t.switchHostToDevice / Math.max(1, t.switches), device_to_host_per_switch: t.switchDeviceToHost / Math.max(1, t.switches), theta_uploads: t.thetaUploads, theta_upload_bytes: t.thetaBytes, noise_runs_per_switch: t.noiseRuns / Math.max(1, t.switches), counted_at: 'noise-graph runs' }
+        : { route, switches: groups, host_to_device_per_switch: uploaded / groups, device_to_host_per_switch: 0, theta_uploads: 0, theta_upload_bytes: 0, noise_runs_per_switch: 0, counted_at: 'decode-loop uploads' };
     } finally {
       await engine.close();
+      try {
+        if (route_) out.push({ ...route_, memcpy_nodes: memcpyInDir(profiles) });
+      } finally {
+        rmSync(profiles, { recursive: true, force: true });
+      }
     }
   }
   return out;

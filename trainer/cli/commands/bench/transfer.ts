@@ -21,14 +21,18 @@ export const command = benchCommand({
         ? [
             `per decode step, measured on ${out.measured_on} (${out.batch} rows, ${out.measured_prompt}-token prompts, ${out.measured_new_tokens} new tokens):`,
             ...out.measured.flatMap((w) =>
-              w.routes.map((r) => `  ${w.way.padEnd(12)} KV on the ${r.kv_on_device ? 'device' : 'host  '}  ${r.decode_step.total_bytes} B (${r.over_goal.toFixed(2)} × the goal, ${w.goal_bytes} B: logits + token ids)  in ${JSON.stringify(r.decode_step.host_to_device)} out ${JSON.stringify(r.decode_step.device_to_host)}`),
+              w.routes.flatMap((r) => [
+                `  ${w.way.padEnd(12)} KV on the ${r.kv_on_device ? 'device' : 'host  '}  ${r.decode_step.total_bytes} B (${r.over_goal.toFixed(2)} × the goal, ${w.goal_bytes} B: logits + token ids)  in ${JSON.stringify(r.decode_step.host_to_device)} out ${JSON.stringify(r.decode_step.device_to_host)}`,
+                `  ${''.padEnd(12)}   onnxruntime Memcpy nodes over the call (session profiling, ${r.memcpy_nodes.profiles} profiles): up ${r.memcpy_nodes.host_to_device_bytes} B in ${r.memcpy_nodes.host_to_device_runs} runs, down ${r.memcpy_nodes.device_to_host_bytes} B in ${r.memcpy_nodes.device_to_host_runs} runs` +
+                  (r.gpu_buffer_moves ? `; device moves (counted at their runs): up ${r.gpu_buffer_moves.hostToDevice} B, down ${r.gpu_buffer_moves.deviceToHost} B in ${r.gpu_buffer_moves.runs} runs` : ''),
+              ]),
             ),
           ]
         : []),
       ...(out.member_switch
         ? [
             `full mode's member switch, measured on ${out.measured_on} (bytes per switch; θ uploads apart):`,
-            ...out.member_switch.map((r) => `  ${r.route.padEnd(12)} host → device ${r.host_to_device_per_switch} B, device → host ${r.device_to_host_per_switch} B over ${r.switches} switches${r.theta_uploads ? `; θ uploaded ${r.theta_uploads}× (${r.theta_upload_bytes} B)` : ''}`),
+            ...out.member_switch.map((r) => `  ${r.route.padEnd(12)} host → device ${r.host_to_device_per_switch} B, device → host ${r.device_to_host_per_switch} B over ${r.switches} switches (counted at the ${r.counted_at})${r.theta_uploads ? `; θ uploaded ${r.theta_uploads}× (${r.theta_upload_bytes} B)` : ''}; Memcpy nodes up ${r.memcpy_nodes.host_to_device_bytes} B, down ${r.memcpy_nodes.device_to_host_bytes} B (${r.memcpy_nodes.profiles} profiles)`),
           ]
         : []),
     ].join('\n'),
