@@ -88,6 +88,12 @@ export function requestChoiceIssues(
     issues.push({ path, message: 'a request over HTTP starts no program: a command comes only from a run config file (esopt train --config FILE); give an https url instead' });
   }
   const model = input.model;
+  // esopt's own models read text: a screenshot view would fail every episode at its first turn, so it is refused here.
+  const observation = input.environment.name === 'web' ? at(input.environment.options, 'observation') : undefined;
+  const ownModel = model !== undefined && !('kind' in model && model.kind === 'external');
+  if (ownModel && Array.isArray(observation) && observation.includes('screenshot')) {
+    issues.push({ path: 'environment.options.observation', message: "esopt's own models read text only: a screenshot view is for an external agent that reads images (an evaluation's model.kind \"external\"); use \"text\" or \"axtree\"" });
+  }
   if (input.environment.name === 'rollout' && input.instructions !== undefined) {
     issues.push({ path: 'instructions', message: 'a rollout agent writes its own prompts, so instructions would reach no model: leave them out' });
   }

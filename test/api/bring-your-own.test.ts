@@ -87,6 +87,14 @@ describe('bring-your-own environments at the API', () => {
     expect(requestChoiceIssues({ environment: { name: 'web', options: { miniwob: { folder: 'protocol' } } } }, true, PUBLIC_ONLY)).toEqual([]);
   });
 
+  it("refuses a screenshot view for esopt's own models (a run, a base model's evaluation), not for an external agent", () => {
+    const web = { name: 'web', options: { observation: ['text', 'screenshot'] } };
+    const own = requestChoiceIssues({ environment: web, model: { preset: 'tiny', seed: 0 } }, false);
+    expect(own).toEqual([expect.objectContaining({ path: 'environment.options.observation', message: expect.stringMatching(/read text only/) })]);
+    expect(requestChoiceIssues({ environment: web, model: { kind: 'base', model: { preset: 'tiny', seed: 0 } } }, false).map((i) => i.path)).toEqual(['environment.options.observation']);
+    expect(requestChoiceIssues({ environment: web, model: { kind: 'external', baseUrl: 'https://api.example.com/v1', model: 'm', guidedDecoding: false, pricing: { usdPerMillionPromptTokens: 0, usdPerMillionCompletionTokens: 0 } } }, false)).toEqual([]);
+  });
+
   it('accepts a rollout run naming a loopback agent locally, and refuses a rollout evaluation of an external model', async () => {
     const created = await api.call('POST', '/runs', { body: tinyRunConfig({ environment: { name: 'rollout', options: { url: 'http://127.0.0.1:9/rollout' } }, localEpisodes: 'worker-processes', iterations: 1 }) });
     expect(created.status).toBe(201);
