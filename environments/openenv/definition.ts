@@ -16,26 +16,41 @@ import { OpenEnvOptions, OpenEnvTask } from './options.ts';
 
 export { OpenEnvOptions, OpenEnvTask } from './options.ts';
 
-/** A random value of a (simple) JSON Schema: enums, strings, numbers, integers, booleans, objects, arrays. */
-function randomOf(schema: unknown, random: SeededRandom, depth = 0): unknown {
-  const s = (schema ?? {}) as Record<string, unknown>;
-  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[random.int(s.enum.length)];
+/** The deepest a random action goes: a server's schema may nest without end (or refer to itself through anyOf). */
+const MAX_RANDOM_DEPTH = 6;
+
+const finiteOr = (v: unknown, fallback: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+
+/**
+ * A random value of a (simple) JSON Schema: enums, strings, numbers, integers, booleans, objects, arrays. Total:
+ * the schema is the server's, so any JSON at all (an empty or inverted range, an empty enum, nesting without
+ * end) gives some value, never a throw.
+ */
+export function randomOf(schema: unknown, random: SeededRandom, depth = 0): unknown {
+  const s = schema !== null && typeof schema === 'object' && !Array.isArray(schema) ? (schema as Record<string, unknown>) : {};
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[random.int(Math.min(s.enum.length, 2 ** 32))];
   if ('const' in s) return s.const;
-  if (Array.isArray(s.anyOf) && s.anyOf.length > 0) return randomOf(s.anyOf[random.int(s.anyOf.length)], random, depth + 1);
-  const lo = typeof s.minimum === 'number' ? s.minimum : 0;
-  const hi = typeof s.maximum === 'number' ? s.maximum : lo + 100;
+  if (depth >= MAX_RANDOM_DEPTH) return null;
+  if (Array.isArray(s.anyOf) && s.anyOf.length > 0) return randomOf(s.anyOf[random.int(Math.min(s.anyOf.length, 2 ** 32))], random, depth + 1);
+  const lo = finiteOr(s.minimum, 0);
+  const hi = Math.max(lo, finiteOr(s.maximum, lo + 100));
   switch (s.type) {
-    case 'integer':
-      return Math.ceil(lo) + random.int(Math.floor(hi) - Math.ceil(lo) + 1);
-    case 'number':
-      return lo + random.float() * (hi - lo);
+    case 'integer': {
+      const first = Math.ceil(lo);
+      const span = Math.min(Math.floor(hi) - first + 1, 2 ** 32);
+      return span >= 1 ? first + random.int(Math.floor(span)) : first;
+    }
+    case 'number': {
+      const x = lo + random.float() * (hi - lo);
+      return Number.isFinite(x) ? x : lo;
+    }
     case 'boolean':
       return random.int(2) === 1;
     case 'array':
-      return depth > 4 ? [] : Array.from({ length: random.int(3) }, () => randomOf(s.items, random, depth + 1));
+      return Array.from({ length: random.int(3) }, () => randomOf(s.items, random, depth + 1));
     case 'object': {
-      const props = (s.properties ?? {}) as Record<string, unknown>;
-      return depth > 4 ? {} : Object.fromEntries(Object.entries(props).map(([k, v]) => [k, randomOf(v, random, depth + 1)]));
+      const props = s.properties !== null && typeof s.properties === 'object' && !Array.isArray(s.properties) ? (s.properties as Record<string, unknown>) : {};
+      return Object.fromEntries(Object.entries(props).slice(0, 64).map(([k, v]) => [k, randomOf(v, random, depth + 1)]));
     }
     default:
       return ['yes', 'no', 'go', 'stop', 'left', 'right'][random.int(6)];

@@ -182,9 +182,10 @@ export async function wsSession(base: URL, policy: OutboundPolicy, key: string |
   };
   socket.on('message', (data, isBinary) => {
     if (!waiting) return fail(new OpenEnvError('the server sent a /ws message nobody asked for'));
+    // Checked while the caller still waits, so the failure settles it (a call left waiting is a hung episode).
+    if (isBinary) return fail(new OpenEnvError('the server sent a binary /ws message; OpenEnv speaks JSON text'));
     const w = waiting;
     waiting = null;
-    if (isBinary) return fail(new OpenEnvError('the server sent a binary /ws message; OpenEnv speaks JSON text'));
     w.resolve(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'));
   });
   socket.on('error', (err: Error & { code?: string }) => {

@@ -6,7 +6,8 @@ import { WebSocketServer } from 'ws';
 import type { Policy, PolicyReply } from '../../shared/ports/policy.ts';
 import { DEPLOYED_CONTEXT, type EnvironmentContext } from '../../environments/environment.ts';
 import { runEpisode } from '../../environments/episode-runner.ts';
-import { openenv } from '../../environments/openenv/definition.ts';
+import { openenv, randomOf } from '../../environments/openenv/definition.ts';
+import { SeededRandom } from '../../environments/random.ts';
 
 function play(input: Record<string, unknown>, policy: Policy, seed: number) {
   return runEpisode({ ...input, policy, seed } as Parameters<typeof runEpisode>[0]);
@@ -109,6 +110,8 @@ describe('openenv against hostile servers: a failed episode with a fixed reason,
     ['silence', () => undefined, /did not answer/],
     ['huge message', (send) => send('x'.repeat(5000)), /passed 1024 bytes/],
     ['an error', (send) => send(JSON.stringify({ type: 'error', data: { message: 'secret-body', code: 'EXECUTION_ERROR' } })), /EXECUTION_ERROR/],
+    // Found by test/reliability/fuzz-openenv.test.ts: a binary answer once left its call waiting for ever.
+    ['a binary message', (send) => send(Buffer.from(obs)), /binary \/ws message/],
   ];
   for (const [name, behaviour, reason] of cases) {
     it(name, async () => {
@@ -125,6 +128,28 @@ describe('openenv against hostile servers: a failed episode with a fixed reason,
       expect(Date.now() - started).toBeLessThan(5000);
     });
   }
+
+  it('the random policy plays any action schema a server sends, without throwing (found by the fuzz)', () => {
+    const random = new SeededRandom(1);
+    const deep = JSON.parse(`${'{"anyOf":['.repeat(10_000)}{}${']}'.repeat(10_000)}`) as unknown;
+    for (const schema of [
+      { type: 'integer', minimum: 0.5, maximum: 0.6 },
+      { type: 'integer', minimum: 1e308, maximum: -1e308 },
+      { type: 'integer', minimum: -1e308, maximum: 1e308 },
+      { type: 'number', minimum: -1e308, maximum: 1e308 },
+      { enum: [] },
+      { anyOf: [] },
+      { type: 'object', properties: 'abc' },
+      { type: 'array', items: [1, 2] },
+      deep,
+      null,
+      [],
+    ]) {
+      const value = randomOf({ type: 'object', properties: { x: schema } }, random) as { x: unknown };
+      expect(JSON.stringify(value).length).toBeLessThan(10_000);
+      if (typeof value.x === 'number') expect(Number.isFinite(value.x)).toBe(true);
+    }
+  });
 
   it('a never-done server is ended by the horizon', async () => {
     const { server, url } = await hostile((send) => send(obs));
