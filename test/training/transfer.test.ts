@@ -49,13 +49,22 @@ describe('bytes the CUDA provider moves per decode step', () => {
       expect(host.decode_step.host_to_device.kv_caches).toBeGreaterThan(0);
       expect(host.decode_step.host_to_device[way.way === 'lowrank' ? 'factors' : 'weights']).toBeGreaterThan(0);
       expect(host.over_goal).toBeGreaterThan(10 * device.over_goal);
+      // onnxruntime's own copies inside the sessions, from their profiles: read, and the int64 mask's ops on the CPU copy something up
+      for (const r of [device, host]) expect(r.memcpy_nodes.profiles).toBeGreaterThanOrEqual(1);
+      expect(device.memcpy_nodes.host_to_device_runs).toBeGreaterThan(0);
+      // the device route's moves, counted at its upload runs: θ or the factors once a batch, what the host route feeds every step
+      expect(host.gpu_buffer_moves).toBeNull();
+      expect(device.gpu_buffer_moves!.hostToDevice).toBe(host.decode_step.host_to_device[way.way === 'lowrank' ? 'factors' : 'weights']);
+      expect(device.gpu_buffer_moves!.deviceToHost).toBe(0);
     }
     // full mode's member switch: θ's bytes with each member on the host route; keys and σ on the device route
     const thetaBytes = parameterCount(buildPreset('tiny', 0).weights) * 4;
     const [hostSwitch, deviceSwitch] = out.member_switch!;
     // 4 rows: the base row and members 0 and 1 (the host route counts the base row's batch too)
     expect(hostSwitch).toMatchObject({ route: 'host', switches: 3, host_to_device_per_switch: thetaBytes });
-    expect(deviceSwitch).toMatchObject({ route: 'device-noise', switches: 2, device_to_host_per_switch: 0, theta_uploads: 1, theta_upload_bytes: thetaBytes });
+    // counted at the runs: the noise graph's outputs stay on the device, θ's upload run was fed θ's bytes
+    expect(deviceSwitch).toMatchObject({ route: 'device-noise', switches: 2, device_to_host_per_switch: 0, theta_uploads: 1, theta_upload_bytes: thetaBytes, counted_at: 'noise-graph runs' });
+    expect(deviceSwitch.memcpy_nodes.profiles).toBeGreaterThanOrEqual(2);
     // one noise-graph run a group of pieces (tiny's θ fits one group): its offset, two keys and σ, 16 bytes
     expect(deviceSwitch.noise_runs_per_switch).toBeGreaterThanOrEqual(1);
     expect(deviceSwitch.noise_runs_per_switch).toBeLessThan(buildPreset('tiny', 0).weights.length);

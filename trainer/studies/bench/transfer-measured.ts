@@ -159,7 +159,8 @@ export interface MemberSwitchRoute {
 export async function measureMemberSwitches(o: { model: LocalModelSpec; provider: ExecutionProvider; batch: number; prompt: number; newTokens: number }): Promise<MemberSwitchRoute[]> {
   const members = ask({ population: 4, antithetic: true });
   const out: MemberSwitchRoute[] = [];
-  for (const route of ['host', 'device-noise'] as const) {
+  // the device route exists on webgpu only (full-device.ts); elsewhere the host route is what a switch moves
+  for (const route of o.provider === 'webgpu' ? (['host', 'device-noise'] as const) : (['host'] as const)) {
     const noise = route === 'device-noise' ? ('esopt-device-noise' as const) : undefined;
     let uploaded = 0;
     const profiles = profileDir();
