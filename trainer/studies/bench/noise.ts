@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { activeNoiseKernel, applyNoise } from '../../../shared/noise.ts';
+import { CENTRE, deviceNoiseKeys, deviceNoiseWords, SCALE } from '../../../shared/device-noise.ts';
 import { NoisePool } from '../../../shared/noise-pool.ts';
 import type { Log } from './benchmark.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
@@ -51,17 +52,29 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const noiseOnce = (r: number) => applyNoise(theta, { runSeed: 1, iteration: r, member: 0 }, c);
   // the run noise a GPU can make (shared/device-noise.ts), which full mode's updates then make on the host
   const deviceOnce = (r: number) => applyNoise(theta, { runSeed: 1, iteration: r, member: 0, definition: 'esopt-device-noise' }, c);
+  // the device definition's reference (shared/device-noise.ts: the words as defined, rounds a loop over the
+  // table), the form the host kernel `deviceNoiseSum` is held to; n < 2^32, so one key block
+  const referenceOnce = (r: number) => {
+    const [k0, k1] = deviceNoiseKeys({ runSeed: 1, iteration: r, member: 0 }, 0);
+    for (let i = 0; i < n; i++) {
+      const [h0, h1] = deviceNoiseWords(i, k0, k1);
+      theta[i] += c * Math.fround(((h0 >>> 16) + (h0 & 0xffff) + (h1 >>> 16) + (h1 & 0xffff) - CENTRE) * SCALE);
+    }
+  };
   const addOnce = () => { for (let i = 0; i < n; i++) theta[i] += c * src[i]; };
   noiseOnce(1000);
   deviceOnce(1000);
+  referenceOnce(1000);
   addOnce();
   const ours: number[] = [];
   const device: number[] = [];
+  const reference: number[] = [];
   const add: number[] = [];
-  log(`single thread: ${repeats} rounds of noise, device noise and plain add, interleaved, n = ${n}`);
+  log(`single thread: ${repeats} rounds of noise, device noise (kernel and reference) and plain add, interleaved, n = ${n}`);
   for (let r = 0; r < repeats; r++) {
     ours.push(await timeMs(() => noiseOnce(r)));
     device.push(await timeMs(() => deviceOnce(r)));
+    reference.push(await timeMs(() => referenceOnce(r)));
     add.push(await timeMs(addOnce));
   }
   log('numpy (python3) …');
@@ -98,6 +111,9 @@ export async function run(o: z.output<typeof options>, log: Log) {
     ratio_vs_add: params / plain,
     device_noise_params_per_s: rate(median(device)),
     device_noise_ratio_vs_noise: rate(median(device)) / params,
+    /** The device definition's reference (deviceNoiseWords, its rounds a loop) applied the same way, and the kernel ÷ it. */
+    device_noise_reference_params_per_s: rate(median(reference)),
+    device_noise_kernel_vs_reference: median(reference) / median(device),
     params_per_s_threads: paramsT,
     plain_add_params_per_s_threads: plainT,
     ratio_vs_numpy_threads: numpy ? paramsT / numpy : null,

@@ -14,6 +14,7 @@ export const command = benchCommand({
     [
       `noise regenerate+apply (${out.kernel} kernel): ${f(out.params_per_s)}  numpy: ${f(out.numpy_params_per_s)}  plain add: ${f(out.plain_add_params_per_s)}`,
       `ratio vs numpy ${r(out.ratio_vs_numpy)} (goal ≥ 2.0)   ratio vs add ${r(out.ratio_vs_add)} (goal ≥ 0.5)`,
+      `esopt-device-noise on the host: kernel ${f(out.device_noise_params_per_s)} (${r(out.device_noise_ratio_vs_noise)} of esopt-noise's)  reference ${f(out.device_noise_reference_params_per_s)}  kernel ÷ reference ${r(out.device_noise_kernel_vs_reference)}`,
       `${out.threads} threads: ${f(out.params_per_s_threads)}  plain add ${f(out.plain_add_params_per_s_threads)}  ratio vs numpy ${r(out.ratio_vs_numpy_threads)}  vs add ${r(out.ratio_vs_add_threads)}`,
     ].join('\n'),
 });
