@@ -15,6 +15,7 @@
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { checkUrl, OutboundError, type OutboundPolicy } from '../outbound/address-policy.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../outbound/json-depth.ts';
 import { guardedLookup, outboundFetch } from '../outbound/outbound-fetch.ts';
 
 /** The most a reward may be in absolute value: beyond it a server is broken or hostile, not generous. */
@@ -68,6 +69,7 @@ export interface ServerSession {
 function payload(json: unknown, what: string): ServerStep {
   const r = StepPayload.safeParse(json);
   if (!r.success) throw new OpenEnvError(`the server's ${what} answer is not {observation: object, reward: finite number|null, done: boolean}`);
+  if (nestsDeeperThan(r.data.observation)) throw new OpenEnvError(`the server's ${what} observation nests deeper than ${MAX_JSON_DEPTH} levels`);
   const reward = typeof r.data.reward === 'boolean' ? Number(r.data.reward) : (r.data.reward ?? null);
   if (reward !== null && Math.abs(reward) > MAX_ABS_REWARD) throw new OpenEnvError(`the server's reward is beyond ±${MAX_ABS_REWARD}`);
   return { observation: r.data.observation, reward, done: r.data.done };
@@ -131,6 +133,7 @@ export async function fetchSchema(base: URL, policy: OutboundPolicy, key: string
     try {
       const r = SchemaAnswer.safeParse(await httpCall(base, '/schema', { method: 'GET' }, policy, key, limits));
       if (!r.success) throw new OpenEnvError('the server\'s /schema answer has no "action" JSON Schema object');
+      if (nestsDeeperThan(r.data.action)) throw new OpenEnvError(`the server's /schema action JSON Schema nests deeper than ${MAX_JSON_DEPTH} levels`);
       return r.data;
     } catch (err) {
       last = err;

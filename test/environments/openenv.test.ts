@@ -151,6 +151,21 @@ describe('openenv against hostile servers: a failed episode with a fixed reason,
     }
   });
 
+  it('an observation or action schema nested past 64 levels fails with a fixed reason, not a stack overflow (found by the fuzz)', async () => {
+    const deep = `{"type":"observation","data":{"observation":{"a":${'['.repeat(5_000)}${']'.repeat(5_000)}},"reward":0,"done":false}}`;
+    const observing = await hostile((send) => send(deep));
+    const r = await play({ definition: openenv, task: { seed: 1 }, options: { url: observing.url }, context: EMBEDDED }, openenv.random({ seed: 1 }, openenv.optionsSchema.parse({ url: observing.url }), 0), 0);
+    observing.server.close();
+    observing.server.closeAllConnections();
+    expect(r.error).toBe("the server's reset observation nests deeper than 64 levels");
+    const schema = `{"action":{"type":"object","properties":{"x":${'{"type":"array","items":'.repeat(2_000)}{}${'}'.repeat(2_000)}}}}`;
+    const describing = await hostile(() => undefined, (res) => res.end(schema));
+    const s = await play({ definition: openenv, task: { seed: 1 }, options: { url: describing.url }, context: EMBEDDED }, openenv.random({ seed: 1 }, openenv.optionsSchema.parse({ url: describing.url }), 0), 0);
+    describing.server.close();
+    describing.server.closeAllConnections();
+    expect(s.error).toBe("the server's /schema action JSON Schema nests deeper than 64 levels");
+  });
+
   it('a never-done server is ended by the horizon', async () => {
     const { server, url } = await hostile((send) => send(obs));
     const options = { url, horizon: 3 };

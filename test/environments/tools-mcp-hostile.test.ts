@@ -157,3 +157,52 @@ describe('hostile stdio servers', () => {
     expect(children()).toEqual([]);
   });
 });
+
+/**
+ * Found by test/reliability/fuzz-mcp.test.ts: a raw streamable-HTTP server (plain JSON answers, no SDK) whose
+ * tools/list and tools/call answers are fixed per test.
+ */
+describe('hostile tool lists and results', () => {
+  let list: unknown = {};
+  let result: unknown = {};
+  let raw: Server;
+  beforeAll(async () => {
+    raw = await listen((req, res) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const m = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string };
+        if (m.id === undefined) return void res.writeHead(202).end();
+        const answer = m.method === 'initialize' ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1' } } : m.method === 'tools/list' ? list : result;
+        // Spliced as text: JSON.stringify itself overflows on the deep ones.
+        res.writeHead(200, { 'content-type': 'application/json' }).end(`{"jsonrpc":"2.0","id":${m.id},"result":${typeof answer === 'string' ? answer : JSON.stringify(answer)}}`);
+      });
+    });
+  });
+  afterAll(() => stop(raw));
+  const play = (url: string, policy: Policy) => runEpisode({ definition: tools, task: TASK, options: ToolsOptions.parse({ toolCalls: true, mcp: { servers: [{ name: 'h', url }] } }), policy, seed: 0, context: EMBEDDED });
+  const lookup = (extra: Record<string, unknown> = {}) => ({ name: 'lookup', description: 'd', inputSchema: { type: 'object' }, ...extra });
+
+  it('never compiles a server\'s outputSchema: a backtracking pattern cannot stall the process', async () => {
+    list = { tools: [lookup({ outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } })] };
+    result = { content: [{ type: 'text', text: 'ok' }], structuredContent: { s: `${'a'.repeat(40)}!` } };
+    const started = Date.now();
+    const r = await play(urlOf(raw), calls([['lookup', {}], ['answer', { value: 1 }]]));
+    expect(r).toMatchObject({ error: null, reward: 1 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('fails a schema or a result nested past 64 levels with a fixed reason, not a stack overflow', async () => {
+    list = `{"tools":[{"name":"lookup","inputSchema":{"type":"object","properties":{"a":${'{"type":"array","items":'.repeat(5_000)}{}${'}'.repeat(5_000)}}}}]}`;
+    expect((await play(urlOf(raw), calls([]))).error).toBe('MCP server "h" lists a tool whose input schema nests deeper than 64 levels');
+    list = { tools: [lookup()] };
+    result = `{"content":[],"structuredContent":{"a":${'['.repeat(5_000)}${']'.repeat(5_000)}}}`;
+    expect((await play(urlOf(raw), calls([['lookup', {}]]))).error).toBe('MCP server "h" answered tools/call with structured content nested deeper than 64 levels');
+  });
+
+  it('names a tool one server lists twice', async () => {
+    list = { tools: [lookup(), lookup()] };
+    expect((await play(urlOf(raw), calls([]))).error).toBe('MCP server "h" lists the tool "lookup" twice');
+  });
+});

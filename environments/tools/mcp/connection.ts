@@ -14,7 +14,9 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { checkUrl, OutboundError } from '../../outbound/address-policy.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../outbound/json-depth.ts';
 import { outboundFetch } from '../../outbound/outbound-fetch.ts';
 import type { EnvironmentContext } from '../../environment.ts';
 import type { McpServerOptions } from './options.ts';
@@ -50,6 +52,17 @@ async function killProgram(pid: number): Promise<void> {
   // Until Node has reaped it (a zombie still answers signal 0), within a bound.
   for (let waited = 0; waited < CLOSE_GRACE_MS && running(pid); waited += 20) await sleep(20);
 }
+
+/**
+ * The SDK checks a tool's structured result against the outputSchema its server lists, compiling that schema
+ * with Ajv — whose own documentation says never to compile an untrusted schema: a `pattern` such as `^(a+)+$`
+ * then backtracks for ever on a result of a few dozen characters, blocking the whole process (every episode,
+ * the trainer), and compiling a huge or deep schema is slow or overflows the stack. esopt needs no such check
+ * (a structured result is shown as JSON, or read for a verifier's numeric `reward`), so none is made.
+ */
+const NO_OUTPUT_VALIDATION: jsonSchemaValidator = {
+  getValidator: <T>() => (input: unknown) => ({ valid: true as const, data: input as T, errorMessage: undefined }),
+};
 
 /** Why an MCP server failed its episode; the message is fixed per reason. */
 export class McpFailure extends Error {
@@ -168,7 +181,7 @@ export async function connectMcp(server: McpServerOptions, context: EnvironmentC
       pid = transport.pid;
     };
   }
-  const client = new Client({ name: 'esopt', version: '1' }, { capabilities: {} });
+  const client = new Client({ name: 'esopt', version: '1' }, { capabilities: {}, jsonSchemaValidator: NO_OUTPUT_VALIDATION });
   let closed = false;
   const close = async () => {
     if (closed) return;
@@ -205,6 +218,7 @@ export async function connectMcp(server: McpServerOptions, context: EnvironmentC
       for (let page = 0; page < MAX_PAGES; page++) {
         const answer = await request('tools/list', (options) => client.listTools(cursor === undefined ? {} : { cursor }, options));
         for (const t of answer.tools) {
+          if (nestsDeeperThan(t.inputSchema)) throw new McpFailure(`MCP server "${server.name}" lists a tool whose input schema nests deeper than ${MAX_JSON_DEPTH} levels`);
           tools.push({ server: server.name, name: t.name, description: (t.description ?? '').slice(0, 2000), inputSchema: t.inputSchema as Record<string, unknown> });
           if (tools.length > MAX_TOOLS) throw new McpFailure(`MCP server "${server.name}" lists more than ${MAX_TOOLS} tools`);
         }
@@ -216,6 +230,7 @@ export async function connectMcp(server: McpServerOptions, context: EnvironmentC
     async callTool(name, args) {
       const answer = await request('tools/call', (options) => client.callTool({ name, arguments: args }, undefined, options));
       const structured = answer.structuredContent as Record<string, unknown> | undefined;
+      if (nestsDeeperThan(structured)) throw new McpFailure(`MCP server "${server.name}" answered tools/call with structured content nested deeper than ${MAX_JSON_DEPTH} levels`);
       return { isError: answer.isError === true, text: resultText(answer.content as Content[] | undefined, structured), ...(structured ? { structured } : {}) };
     },
     close,

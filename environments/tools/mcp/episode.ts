@@ -111,6 +111,7 @@ function offer(o: McpOptions, connections: McpConnection[], listed: ListedTool[]
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name)) throw new McpFailure(`MCP server "${server.name}" lists a tool whose name is not 1-64 letters, digits, _ or -`);
       if (tool.name === ANSWER_TOOL) throw new McpFailure(`MCP server "${server.name}" lists a tool named "${ANSWER_TOOL}", the name of the built-in tool that ends the episode`);
       const other = tools.get(tool.name);
+      if (other?.connection === connection) throw new McpFailure(`MCP server "${server.name}" lists the tool "${tool.name}" twice`);
       if (other) throw new McpFailure(`MCP servers "${other.connection.server}" and "${server.name}" both list a tool "${tool.name}"; offer one with the servers' tools option`);
       tools.set(tool.name, { connection, tool });
     }
