@@ -61,7 +61,8 @@ describe('bytes the CUDA provider moves per decode step', () => {
     const thetaBytes = parameterCount(buildPreset('tiny', 0).weights) * 4;
     const [hostSwitch, deviceSwitch] = out.member_switch!;
     // 4 rows: the base row and members 0 and 1 (the host route counts the base row's batch too)
-    expect(hostSwitch).toMatchObject({ route: 'host', switches: 3, host_to_device_per_switch: thetaBytes });
+    // counted at the decode loop's device runs: θ up with each group's batch, nothing down
+    expect(hostSwitch).toMatchObject({ route: 'host', switches: 3, host_to_device_per_switch: thetaBytes, device_to_host_per_switch: 0, counted_at: 'decode-loop device runs' });
     // counted at the runs: the noise graph's outputs stay on the device, θ's upload run was fed θ's bytes
     expect(deviceSwitch).toMatchObject({ route: 'device-noise', switches: 2, device_to_host_per_switch: 0, theta_uploads: 1, theta_upload_bytes: thetaBytes, counted_at: 'noise-graph runs' });
     expect(deviceSwitch.memcpy_nodes.profiles).toBeGreaterThanOrEqual(2);

@@ -22,7 +22,7 @@ import { openEngine, openEngineOn } from '../../assembly/engine.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import type { EngineOptions, GenerateRow, Population, StepTransfer } from '../../engine/engine.ts';
 import { memcpyInDir, noMemcpy, profileDir, type MemcpyBytes } from '../../engine/onnx/session-profile.ts';
-import type { Crossings } from '../../engine/generation/crossings.ts';
+import { noCrossings, type Crossings } from '../../engine/generation/crossings.ts';
 import { rmSync } from 'node:fs';
 
 /** What a step's named tensors are, for the report. */
@@ -145,8 +145,8 @@ export interface MemberSwitchRoute {
   theta_upload_bytes: number;
   /** Device route: runs of the noise graph per switch (one a group of pieces, each run's offset, keys and σ fed); host route: 0. */
   noise_runs_per_switch: number;
-  /** Where each figure comes from: counted at the session runs (device route), or the decode loop's `uploaded` feeds (host route). */
-  counted_at: 'noise-graph runs' | 'decode-loop uploads';
+  /** Where each figure is counted: the noise-graph runs (device route), or the decode loop's device runs (host route: uploads, row indices). */
+  counted_at: 'noise-graph runs' | 'decode-loop device runs';
   /** onnxruntime's Memcpy node runs in all of the engine's sessions over the call, from session profiling. */
   memcpy_nodes: MemcpyBytes;
 }
@@ -162,9 +162,8 @@ export async function measureMemberSwitches(o: { model: LocalModelSpec; provider
   // the device route exists on webgpu only (full-device.ts); elsewhere the host route is what a switch moves
   for (const route of o.provider === 'webgpu' ? (['host', 'device-noise'] as const) : (['host'] as const)) {
     const noise = route === 'device-noise' ? ('esopt-device-noise' as const) : undefined;
-    let uploaded = 0;
     const profiles = profileDir();
-    const engine = await openEngineOn(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), onDecodeStep: (t) => (uploaded += t.hostToDevice.uploaded ?? 0), profileDir: profiles });
+    const engine = await openEngineOn(openModel(o.model), { model: o.model, executionProvider: o.provider, mode: 'full', fullModeWeights: 'inputs', prefixCacheBytes: 0, ...(noise ? { noise } : {}), profileDir: profiles });
     let route_: Omit<MemberSwitchRoute, 'memcpy_nodes'> | null = null;
     try {
       if (route === 'device-noise' && engine.memberRoute !== 'device') throw new Error(`the device route is not taken on ${o.provider} (see the ESOPT_MEMBER_ROUTE warning)`);
@@ -173,10 +172,12 @@ export async function measureMemberSwitches(o: { model: LocalModelSpec; provider
       await engine.generate(r);
       const groups = new Set(r.map((row) => (row.member.kind === 'base' ? -1 : row.member.index))).size;
       const t = engine.switchTransfer;
-      // the host route fetches nothing for a switch: its member is made on the host and goes up as the decode's `uploaded` feeds
+      // the host route makes a member on the host; its weights go up with each member group's batch through the
+      // decode loop's device runs (uploads, and the gathers' row indices when rows leave), counted at those runs
+      const moved = engine.deviceCrossings ?? noCrossings();
       route_ = t
         ? { route, switches: t.switches, host_to_device_per_switch: t.switchHostToDevice / Math.max(1, t.switches), device_to_host_per_switch: t.switchDeviceToHost / Math.max(1, t.switches), theta_uploads: t.thetaUploads, theta_upload_bytes: t.thetaBytes, noise_runs_per_switch: t.noiseRuns / Math.max(1, t.switches), counted_at: 'noise-graph runs' }
-        : { route, switches: groups, host_to_device_per_switch: uploaded / groups, device_to_host_per_switch: 0, theta_uploads: 0, theta_upload_bytes: 0, noise_runs_per_switch: 0, counted_at: 'decode-loop uploads' };
+        : { route, switches: groups, host_to_device_per_switch: moved.hostToDevice / groups, device_to_host_per_switch: moved.deviceToHost / groups, theta_uploads: 0, theta_upload_bytes: 0, noise_runs_per_switch: 0, counted_at: 'decode-loop device runs' };
     } finally {
       await engine.close();
       try {
