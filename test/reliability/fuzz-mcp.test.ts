@@ -73,7 +73,7 @@ const GRADE: Json = { content: [{ type: 'text', text: '1' }], structuredContent:
 const DEEP = 20_000;
 const tool = (name: unknown, extra: Record<string, unknown> = {}) => ({ name, description: 'd', inputSchema: { type: 'object' }, ...extra });
 /** tools/list results no mutation reaches. */
-const specialLists: Json[] = [
+const specialLists: unknown[] = [
   { tools: [tool('lookup'), tool('lookup')] },
   { tools: [tool('answer')] },
   { tools: [tool('grade'), tool('grade'), tool('lookup')] },
@@ -132,10 +132,11 @@ const delivery = fc.oneof(
   { weight: 5, arbitrary: fc.constant<Delivery>('sse') },
   { weight: 2, arbitrary: fc.constantFrom<Delivery>('endless', 'hang-up', 'silence', 'wrong-id', 'error', 'raw', 'text/html', 'no-type', 'batch') },
 );
-function reply(result: fc.Arbitrary<string>, valid: string): fc.Arbitrary<Reply> {
+/** A valid answer `validWeight` times in 10, so later requests are fuzzed as often as earlier ones. */
+function reply(result: fc.Arbitrary<string>, valid: string, validWeight = 4): fc.Arbitrary<Reply> {
   return fc.oneof(
-    { weight: 3, arbitrary: fc.record({ status: fc.constant(200), delivery: fc.constantFrom<Delivery>('json', 'sse'), body: fc.constant(valid), delayMs: fc.constant(0) }) },
-    { weight: 4, arbitrary: fc.record({ status, delivery, body: result, delayMs: delay }) },
+    { weight: validWeight, arbitrary: fc.record({ status: fc.constant(200), delivery: fc.constantFrom<Delivery>('json', 'sse'), body: fc.constant(valid), delayMs: fc.constant(0) }) },
+    { weight: 10 - validWeight, arbitrary: fc.record({ status, delivery, body: result, delayMs: delay }) },
   );
 }
 const fuzzed = (valid: Json, specials: string[]) =>
@@ -143,7 +144,7 @@ const fuzzed = (valid: Json, specials: string[]) =>
 
 const script = fc.record({
   init: fc.oneof({ weight: 6, arbitrary: fc.constant<Reply>({ status: 200, delivery: 'json', body: JSON.stringify(INIT), delayMs: 0 }) }, { weight: 1, arbitrary: reply(fuzzBody(INIT).map(bodyText), JSON.stringify(INIT)) }),
-  lists: fc.array(reply(fuzzed(LIST, specialListTexts), JSON.stringify(LIST)), { minLength: 1, maxLength: 3 }),
+  lists: fc.array(reply(fuzzed(LIST, specialListTexts), JSON.stringify(LIST), 5), { minLength: 1, maxLength: 3 }),
   calls: fc.array(reply(fuzzed(RESULT, specialResults), JSON.stringify(RESULT)), { minLength: 1, maxLength: 3 }),
   grade: reply(fuzzed(GRADE, specialResults), JSON.stringify(GRADE)),
   verifier: fc.constantFrom('answer', 'tool'),
@@ -206,6 +207,7 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
   let current: Script | undefined;
   let lists = 0;
   let calls = 0;
+  const served: Reply[] = [];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -232,6 +234,7 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
                 : message.method === 'tools/call'
                   ? (current.calls[calls++] ?? { status: 200, delivery: 'json' as const, body: JSON.stringify(RESULT), delayMs: 0 })
                   : { status: 200, delivery: 'error' as const, body: '', delayMs: 0 };
+        served.push(r);
         void sleep(r.delayMs).then(() => (res.destroyed ? undefined : answer(message.id!, r, res, req)));
       });
     });
@@ -251,6 +254,7 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
         current = s;
         lists = 0;
         calls = 0;
+        served.length = 0;
         const task = ToolsEnvironmentTask.parse({ kind: 'mcp', question: 'What is it?', verifier: s.verifier === 'answer' ? { kind: 'answer', answer: 42 } : { kind: 'tool', tool: 'grade' } });
         const options = ToolsOptions.parse({
           toolCalls: s.toolCalls,
@@ -278,6 +282,9 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
         expect(result.stopReason).toBe('error');
         expect(result.error).toMatch(FIXED_REASONS);
         expect(result.error).not.toMatch(/LEAKED-TEXT/);
+        // A stream without end is cut at the cap, never read to the time limit.
+        const last = served.at(-1);
+        if (last?.delivery === 'endless' && last.delayMs < CALL_MS / 2) expect(result.error).toMatch(/(over|passed) \d+ bytes/);
         const reason = result.error.replace(/\d+/g, 'N');
         reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
       }),

@@ -14,7 +14,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import type { JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { checkUrl, OutboundError } from '../../outbound/address-policy.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../outbound/json-depth.ts';
 import { outboundFetch } from '../../outbound/outbound-fetch.ts';
@@ -61,7 +61,9 @@ async function killProgram(pid: number): Promise<void> {
  * (a structured result is shown as JSON, or read for a verifier's numeric `reward`), so none is made.
  */
 const NO_OUTPUT_VALIDATION: jsonSchemaValidator = {
-  getValidator: <T>() => (input: unknown) => ({ valid: true as const, data: input as T, errorMessage: undefined }),
+  getValidator<T>(): JsonSchemaValidator<T> {
+    return (input) => ({ valid: true, data: input as T, errorMessage: undefined });
+  },
 };
 
 /** Why an MCP server failed its episode; the message is fixed per reason. */
