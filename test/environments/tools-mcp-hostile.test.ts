@@ -201,6 +201,23 @@ describe('hostile tool lists and results', () => {
     expect((await play(urlOf(raw), calls([['lookup', {}]]))).error).toBe('MCP server "h" answered tools/call with structured content nested deeper than 64 levels');
   });
 
+  it('keeps no listener per call on the connection (the SDK never removes the abort listener it adds)', async () => {
+    list = { tools: [lookup()] };
+    result = { content: [{ type: 'text', text: 'ok' }] };
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const many = Array.from({ length: 15 }, (): [string, Record<string, unknown>] => ['lookup', {}]);
+      const r = await runEpisode({ definition: tools, task: TASK, options: ToolsOptions.parse({ toolCalls: true, horizon: 20, mcp: { servers: [{ name: 'h', url: urlOf(raw) }] } }), policy: calls(many), seed: 0, context: EMBEDDED });
+      expect(r).toMatchObject({ error: null, steps: 16 });
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('names a tool one server lists twice', async () => {
     list = { tools: [lookup(), lookup()] };
     expect((await play(urlOf(raw), calls([]))).error).toBe('MCP server "h" lists the tool "lookup" twice');

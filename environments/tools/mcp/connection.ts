@@ -199,11 +199,18 @@ export async function connectMcp(server: McpServerOptions, context: EnvironmentC
   };
   const request = async <T>(what: string, run: (options: { timeout: number; signal: AbortSignal }) => Promise<T>): Promise<T> => {
     const ms = timeLeft();
+    // A signal of the request's own: the SDK adds an abort listener to the signal it is given and never removes
+    // it, so the connection's one signal would gather a listener (and the request it holds) for every call.
+    const own = new AbortController();
+    const forward = () => own.abort(fatal.signal.reason);
+    fatal.signal.addEventListener('abort', forward, { once: true });
     try {
       if (fatal.signal.aborted) throw fatal.signal.reason;
-      return await run({ timeout: ms, signal: fatal.signal });
+      return await run({ timeout: ms, signal: own.signal });
     } catch (err) {
       throw failureOf(fatal.signal.aborted && !closed ? fatal.signal.reason : err, server.name, what, ms);
+    } finally {
+      fatal.signal.removeEventListener('abort', forward);
     }
   };
   try {
