@@ -13,6 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
+import { bearerToken, tokenMatches } from '../../../shared/bearer-token.ts';
 
 export interface RehearsalApp {
   url: string;
@@ -30,7 +31,8 @@ export async function startTodoApp(key?: string): Promise<RehearsalApp> {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      if (key !== undefined && req.headers.authorization !== `Bearer ${key}`) {
+      const given = bearerToken(req.headers.authorization);
+      if (key !== undefined && (given === null || !tokenMatches(given, key))) {
         refused++;
         res.writeHead(401, { 'content-type': 'text/plain' });
         return res.end('no key');
