@@ -5,7 +5,8 @@
  * garbage; tool lists with duplicate, colliding, reserved or invalid names, endless pages, hundreds of tools,
  * huge or deeply nested schemas, output schemas that cannot compile or backtrack for ever; results that are
  * huge, of the wrong types, or rewards out of range — delivered as JSON or as server-sent events, with wrong
- * statuses, content types or ids, cut off, silent, slow, or streamed without end. Every episode ends within
+ * statuses, content types or ids, cut off, silent, slow, or streamed without end; the standalone GET stream is
+ * refused, held open, endless, or asks the client things. Every episode ends within
  * its time limit with a finite reward: a normal observation, or a failure whose reason is a fixed sentence
  * (the list below) that never carries the server's text.
  *
@@ -149,6 +150,8 @@ const script = fc.record({
   lists: fc.array(reply(fuzzed(LIST, specialListTexts), JSON.stringify(LIST), 5), { minLength: 1, maxLength: 3 }),
   calls: fc.array(reply(fuzzed(RESULT, specialResults), JSON.stringify(RESULT)), { minLength: 1, maxLength: 3 }),
   grade: reply(fuzzed(GRADE, specialResults), JSON.stringify(GRADE)),
+  /** The standalone GET stream the client opens after initialize: refused, endless, held open, or asking things. */
+  get: fc.constantFrom('405', '405', 'endless', 'held', 'requests'),
   verifier: fc.constantFrom('answer', 'tool'),
   toolCalls: fc.boolean(),
   horizon: fc.integer({ min: 1, max: 4 }),
@@ -192,6 +195,23 @@ function answer(id: Json, r: Reply, res: ServerResponse, req: IncomingMessage): 
   }
 }
 
+function stream(kind: string, res: ServerResponse): void {
+  if (kind === '405') return void res.writeHead(405).end();
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  if (kind === 'held') return void res.write(': nothing yet\n\n');
+  if (kind === 'requests') {
+    for (const [id, method] of [[90, 'sampling/createMessage'], [91, 'roots/list'], [92, 'elicitation/create'], [93, 'ping']] as const) res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, method, params: {} })}\n\n`);
+    res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { tools: [] } })}\n\n`);
+    return void res.write('event: message\ndata: LEAKED-TEXT not json\n\n');
+  }
+  const chunk = `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`.repeat(100);
+  const pump = () => {
+    while (!res.destroyed && res.write(chunk));
+    if (!res.destroyed) res.once('drain', pump);
+  };
+  pump();
+}
+
 /** Calls the first offered tool, then answers; with toolCalls off, writes the same as JSON text. */
 function player(toolCalls: boolean): Policy {
   return {
@@ -213,7 +233,7 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      if (req.method === 'GET') return void res.writeHead(405).end();
+      if (req.method === 'GET') return void stream(current?.get ?? '405', res);
       if (req.method === 'DELETE') return void res.writeHead(200).end();
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -224,7 +244,8 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
         } catch {
           return void res.writeHead(400).end();
         }
-        if (message.id === undefined) return void res.writeHead(202).end();
+        // Notifications, and the client's answers to the GET stream's requests.
+        if (message.id === undefined || message.method === undefined) return void res.writeHead(202).end();
         if (!current) return void res.writeHead(500).end();
         const r =
           message.method === 'initialize'
