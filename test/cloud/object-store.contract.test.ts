@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -155,6 +155,28 @@ describe.each(subjects)('ObjectStore contract: $name', (subject) => {
       expect(await store.getToFile(`files/${size}.bin`, out, { sha256: sha256(body), onProgress: (n) => (received = n) })).toBe(true);
       expect(received, `${size} bytes received`).toBe(size);
       expect(readFileSync(out).equals(body), `${size} bytes fetched`).toBe(true);
+    }
+  });
+
+  it('streams a body with runs of zeros byte for byte: the copy leaves holes for them, a trailing one too', async () => {
+    const store = await subject.open();
+    // Copied in 4 MiB chunks: data, a zero chunk, data, then zero chunks to the end (the last one partial).
+    const MiB = 1024 * 1024;
+    const body = Buffer.alloc(16 * MiB + 3);
+    randomBytes(100).copy(body, 0);
+    randomBytes(45).copy(body, 8 * MiB + 5);
+    const path = join(dir, `file-${fileNo++}.bin`);
+    writeFileSync(path, body);
+    expect(await store.putFile('sparse/a.bin', path, { sha256: sha256(body) })).toBe(true);
+    expect(Buffer.from((await store.get('sparse/a.bin'))!).equals(body)).toBe(true);
+    // Fetched over a longer file that was there: its bytes are gone, the holes read as zeros.
+    const out = join(dir, `out-${fileNo++}.bin`);
+    writeFileSync(out, Buffer.alloc(20 * MiB, 0xff));
+    expect(await store.getToFile('sparse/a.bin', out, { sha256: sha256(body) })).toBe(true);
+    expect(readFileSync(out).equals(body)).toBe(true);
+    // The fs store's copies hold blocks for the data chunks only.
+    if (subject.name === 'fs') {
+      for (const copy of [join((store as FsObjectStore).root, 'sparse', 'a.bin'), out]) expect(statSync(copy).blocks * 512, copy).toBeLessThanOrEqual(8 * MiB + 64 * 1024);
     }
   });
 
