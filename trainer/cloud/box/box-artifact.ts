@@ -8,7 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface BoxArtifact {
@@ -38,10 +38,32 @@ export function buildBoxArtifact(root: string, outDir = join(root, '.sst', 'arti
     input: files.join('\0'),
     maxBuffer: 1 << 30,
   });
+  // gzip -9 is most of a build (≈ 0.6 s of ≈ 0.7 s for a 13 MB tar): a tar built before is not compressed again
+  // when the tarball made of it is still in outDir, checked against its name (sst.config.ts builds one per
+  // evaluation, and test/cloud/sst-config.test.ts evaluates it 29 times).
+  const tarSha256 = createHash('sha256').update(tar).digest('hex');
+  const index = join(outDir, `tar-${tarSha256}.sha256`);
+  const built = cachedBuild(outDir, index);
+  if (built) return built;
   const gz = execFileSync('gzip', ['-n', '-9'], { input: tar, maxBuffer: 1 << 30 });
   const sha256 = createHash('sha256').update(gz).digest('hex');
   const path = join(outDir, `esopt-${sha256}.tgz`);
   writeFileSync(staging, gz);
   renameSync(staging, path);
+  writeFileSync(staging, sha256);
+  renameSync(staging, index);
   return { path, sha256, bytes: gz.length, key: `artifacts/esopt-${sha256}.tgz` };
+}
+
+/** The tarball an earlier build made of the same tar, if `index` names one that is still there with that hash. */
+function cachedBuild(outDir: string, index: string): BoxArtifact | null {
+  try {
+    const sha256 = readFileSync(index, 'utf8');
+    const path = join(outDir, `esopt-${sha256}.tgz`);
+    const gz = readFileSync(path);
+    if (createHash('sha256').update(gz).digest('hex') !== sha256) return null;
+    return { path, sha256, bytes: gz.length, key: `artifacts/esopt-${sha256}.tgz` };
+  } catch {
+    return null;
+  }
 }
