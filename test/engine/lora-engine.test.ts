@@ -119,6 +119,76 @@ describe('bad adapter targets', () => {
   });
 });
 
+describe('the stacks across populations, and W handed to the session', () => {
+  const spec: LocalModelSpec = { preset: 'tiny', seed: 3 };
+  const prompts = [[256, 72, 105], [256, 84]];
+
+  it('a new population reuses the stacks for its own members; a population set mid-decode leaves that decode as it began', async () => {
+    const options = LoraOptions.parse({ rank: 4, alpha: 8, targets: 'all-linear' });
+    const model = openModel(spec);
+    let onStep: (() => void) | null = null;
+    const lora = await createOnnxEngine(model, { model: spec, mode: 'lora', lora: { ...options, seed: SEED }, onDecodeStep: () => onStep?.() });
+    const reference = openModel(spec);
+    const full = await createOnnxEngine(reference, { model: spec, mode: 'full' });
+    try {
+      const { layout, targets } = loraMatrices(model, options);
+      const base = reference.weights.map((w) => Float32Array.from(w.data));
+      // B ≠ 0, so both factors of every member differ from θ's
+      await lora.applyUpdate({ runSeed: 9, iteration: 0, rank: 1, coefficients: [{ noiseIndex: 0, coef: 0.5 }, { noiseIndex: 1, coef: -0.4 }] });
+      const theta = flat(lora.segments());
+      const population = (iteration: number) => ({ runSeed: 9, iteration, sigma: 0.6, rank: 1, members: ask({ population: 4, antithetic: true }) });
+      const rows = (iteration: number, p: ReturnType<typeof population>) => p.members.flatMap((m) => prompts.map((pr) => row({ kind: 'member', iteration, index: m.index }, pr)));
+      const want = async (iteration: number, p: ReturnType<typeof population>) => {
+        const out: number[][][] = [];
+        for (const m of p.members) out.push(await mergedTokens(full, base, layout, targets.map((t) => t.weight), memberAdapters(theta, layout, { runSeed: 9, iteration, member: m.noiseIndex }, m.sign * p.sigma), prompts));
+        return out.flat();
+      };
+      const p1 = population(1);
+      const p2 = population(2);
+      // the same population size: the second population writes its noise into the first's buffers
+      lora.setPopulation(p1);
+      expect((await lora.generate(rows(1, p1))).map((r) => r.tokenIds)).toEqual(await want(1, p1));
+      lora.setPopulation(p2);
+      const second = await want(2, p2);
+      expect((await lora.generate(rows(2, p2))).map((r) => r.tokenIds)).toEqual(second);
+      expect(second).not.toEqual(await want(1, p1));
+      // a population set while a generate decodes (at its first step): that generate keeps its own stacks
+      lora.setPopulation(p1);
+      let set = 0;
+      onStep = () => void (set++ === 0 && lora.setPopulation(p2));
+      const running = await lora.generate(rows(1, p1));
+      onStep = null;
+      expect(set).toBeGreaterThan(1);
+      expect(running.map((r) => r.tokenIds)).toEqual(await want(1, p1));
+      expect((await lora.generate(rows(2, p2))).map((r) => r.tokenIds)).toEqual(second);
+    } finally {
+      await lora.close();
+      await full.close();
+    }
+  }, 60_000);
+
+  it('hands the large weights over to the session, which then decodes the plain model on its own copy', async () => {
+    const small: LocalModelSpec = { preset: 'small', seed: 0 };
+    const model = openModel(small);
+    const large = model.weights.filter((w) => w.data.byteLength >= 1 << 20).map((w) => w.name);
+    const kept = model.weights.filter((w) => w.data.byteLength < 1 << 20).map((w) => [w.name, hashTheta([w])]);
+    expect(large.length).toBeGreaterThan(0);
+    const lora = await createOnnxEngine(model, { model: small, mode: 'lora', lora: { ...LoraOptions.parse({ rank: 2, alpha: 4 }), seed: 0 } });
+    const plain = await createEngine({ model: small, mode: 'full' });
+    try {
+      // the loader's copies of W are gone (detached), the small tensors untouched
+      for (const name of large) expect(model.weights.find((w) => w.name === name)!.data.length, name).toBe(0);
+      for (const [name, hash] of kept) expect(hashTheta([model.weights.find((w) => w.name === name)!]), name).toBe(hash);
+      // θ₀'s B is zero: the session's own W decodes exactly as the plain model
+      const tokens = (e: Engine) => e.generate(prompts.map((p) => row({ kind: 'base' }, p))).then((out) => out.map((r) => r.tokenIds));
+      expect(await tokens(lora)).toEqual(await tokens(plain));
+    } finally {
+      await lora.close();
+      await plain.close();
+    }
+  }, 60_000);
+});
+
 describe('an fp16 export', () => {
   const dir = mkdtempSync(join(tmpdir(), 'esopt-lora-fp16-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -13,6 +13,7 @@ import { weightsAsInputs } from '../perturbation/weights-as-inputs.ts';
 import type { ModelProto } from '../onnx/proto.ts';
 import type { LoadedModel } from './model-dir.ts';
 import { fuseAttention } from './fused-attention.ts';
+import { handOverWeights } from './weight-handover.ts';
 import { OnnxEngine, type KvCacheForm } from './onnx-engine.ts';
 import { openModel } from './open-model.ts';
 import { createOrtFormatSession, ORT_FORMAT_LIMIT, ortFormatModel, ortFormatRuns } from './ort-format.ts';
@@ -22,7 +23,7 @@ import { FullRebuildSessionMembers } from '../members/full-rebuild-session.ts';
 import { LowRankMembers } from '../members/lowrank.ts';
 import { LoraMembers } from '../members/lora.ts';
 import { loraMatrices, loraSegments } from './lora-matrices.ts';
-import { checkLoraTargets } from '../perturbation/lora-factors.ts';
+import { loraRewrite } from '../perturbation/lora-graph.ts';
 import { TargetTensors } from './target-tensors.ts';
 import { createSession, INLINE_SESSION_LIMIT, keepsKvOnDevice, sessionOptionsFor } from './sessions.ts';
 import { FullDeviceMembers } from '../members/full-device.ts';
@@ -37,7 +38,7 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   const { graph: decoder, kv } = attentionGraph(model, options, what);
   const hasPositionIds = model.graph.graph.input.some((i) => i.name === 'position_ids');
   // a session from the graph reads an fp16 export's weights as written from their fp32 masters
-  const fromGraph = (graph: ModelProto) => () => (model.half ? model.half.withInitializers(model.weights, () => createSession(graph, options, what)) : createSession(graph, options, what));
+  const fromGraph = (graph: ModelProto, handOver?: () => void) => () => (model.half ? model.half.withInitializers(model.weights, () => createSession(graph, options, what, undefined, handOver)) : createSession(graph, options, what, undefined, handOver));
   if (options.mode === 'lowrank') {
     const { model: graph, targets, groups } = lowRankRewrite(decoder, model.weights, what);
     const newSession = fromGraph(graph);
@@ -47,17 +48,14 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   }
   if (options.mode === 'lora') {
     if (!options.lora) throw new Error(`${what}: lora mode needs the adapters' options (rank, alpha, targets) and the run seed`);
-    const { targets: adapted, layout, targetTensors } = loraMatrices(model, options.lora);
-    const keep = new Set(adapted.map((t) => t.weight));
-    const { model: rewritten, targets, groups } = lowRankRewrite(decoder, model.weights, what, (w) => keep.has(w));
-    checkLoraTargets(targets, layout);
+    const { layout, targetTensors } = loraMatrices(model, options.lora);
+    const rewritten = loraRewrite(decoder, model.weights, layout, what);
     const theta = initLoraAdapters(layout, options.lora.seed);
     const segments = loraSegments(theta, layout);
-    // W as inputs, read from the model's arrays (an fp16 export's cast once from their masters): held once
-    const weights = model.half ? model.half.feeds(model.weights) : Object.fromEntries(model.weights.map((w) => [w.name, new ort.Tensor('float32', w.data, w.dims)]));
-    model.half?.dropInitializers();
-    const session = await createSession(weightsAsInputs(rewritten, model.weights), options, what);
-    const members = new LoraMembers(session, targets, groups, layout, theta, segments, weights);
+    // W stays an initializer, prepacked by onnxruntime (as inference serves it), and LoRA never changes it: the
+    // session reads it from its scratch file and this process's copies are handed over, so W is held once
+    const session = await fromGraph(rewritten, () => handOverWeights(model))();
+    const members = new LoraMembers(session, layout, theta, segments);
     return new OnnxEngine('lora', model, segments, members, targetTensors, options, hasPositionIds, kv);
   }
   const device = deviceRoute(model, options);
@@ -101,6 +99,18 @@ export async function createOnnxEngine(model: LoadedModel, options: EngineOption
   const theta = { model, segments: layoutSegments(model.weights), switcher, targets: targetTensors };
   const members = rebuild ? new FullRebuildSessionMembers(theta, session, newSession) : new FullInputsMembers(theta, session);
   return new OnnxEngine('full', model, theta.segments, members, targetTensors, options, hasPositionIds, kv);
+}
+
+/**
+ * The plain model as an inference server holds it, for comparisons with training (bench lora): the engine's
+ * attention form, W as initializers onnxruntime prepacks from a file it reads, this process's copies handed
+ * over, so W is held once. `model`'s weights read as empty afterwards.
+ */
+export async function createServingSession(model: LoadedModel, options: EngineOptions): Promise<ort.InferenceSession> {
+  const what = model.file ?? `${model.dir}/model.onnx`;
+  const { graph } = attentionGraph(model, options, what);
+  const make = () => createSession(graph, options, what, undefined, () => handOverWeights(model));
+  return model.half ? model.half.withInitializers(model.weights, make) : make();
 }
 
 /**

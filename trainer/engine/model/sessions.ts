@@ -42,9 +42,11 @@ export function sessionOptionsFor(options: SessionSettings): ort.InferenceSessio
 /**
  * An onnxruntime session for `model`. Past `inlineLimit` bytes of initializers the graph is written to a
  * scratch directory under ESOPT_SESSION_DIR (default the system's temporary directory; it needs room for θ
- * once), which is removed once onnxruntime has read it.
+ * once), which is removed once onnxruntime has read it. `handOver` is called once the session no longer needs
+ * the graph's bytes in memory (written to the scratch directory, or the in-memory session made): a caller that
+ * gives W to the session detaches its copies there (weight-handover.ts).
  */
-export async function createSession(model: ModelProto, options: SessionSettings, what: string, inlineLimit = INLINE_SESSION_LIMIT): Promise<ort.InferenceSession> {
+export async function createSession(model: ModelProto, options: SessionSettings, what: string, inlineLimit = INLINE_SESSION_LIMIT, handOver?: () => void): Promise<ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
   const sessionOptions = { ...sessionOptionsFor(options), ...outputLocations(model, options) };
   const create = async (start: () => Promise<ort.InferenceSession>) => {
@@ -60,7 +62,11 @@ export async function createSession(model: ModelProto, options: SessionSettings,
     }
   };
   const initializerBytes = model.graph.initializer.reduce((a, t) => a + (t.rawData?.length ?? 0), 0);
-  if (initializerBytes < inlineLimit) return create(() => ort.InferenceSession.create(encodeModel(model), sessionOptions));
+  if (initializerBytes < inlineLimit) {
+    const session = await create(() => ort.InferenceSession.create(encodeModel(model), sessionOptions));
+    handOver?.();
+    return session;
+  }
   const scratchError = (err: unknown) => new Error(`${what}: could not write the session's graph to a scratch directory (ESOPT_SESSION_DIR): ${(err as Error).message}`);
   let dir: string;
   try {
@@ -74,6 +80,8 @@ export async function createSession(model: ModelProto, options: SessionSettings,
     } catch (err) {
       throw scratchError(err);
     }
+    // the graph's bytes are on disk: what onnxruntime reads from here is the file, never this process's copy
+    handOver?.();
     return await create(() => ort.InferenceSession.create(join(dir, MODEL_FILE), sessionOptions));
   } finally {
     rmSync(dir, { recursive: true, force: true });
