@@ -31,6 +31,7 @@ describe('bench lora', () => {
       expect(side.tokens_ratio).toBeCloseTo(side.tokens_per_s / out.base_tokens_per_s, 10);
       expect(side.rss_ratio).toBeNull();
     }
+    expect(out.serve_peak_rss_mib).toBeNull();
     expect(await run(['bench', 'lora', '--lora-rank', '0'])).toMatchObject({ code: 2, err: expect.stringContaining('--lora-rank: Too small') });
   }, 30_000);
 
@@ -38,6 +39,9 @@ describe('bench lora', () => {
     const lora = LoraOptions.parse({ rank: 2, alpha: 4 });
     const probe = await runChild({ workload: 'train', mode: 'lora', lora, model: 'tiny', population: 2, batch: 1, promptTokens: 4, newTokens: 4, iterations: 1, fullModeWeights: 'inputs' });
     expect(probe.maxRssKiB).toBeGreaterThan(10 * 1024);
+    // the inference child LoRA is compared with: the plain model as a server holds it, the population's rows in one call
+    const serve = await runChild({ workload: 'serve', mode: 'lora', lora, model: 'tiny', population: 2, batch: 1, promptTokens: 4, newTokens: 4, iterations: 1, fullModeWeights: 'inputs' });
+    expect(serve.maxRssKiB).toBeGreaterThan(10 * 1024);
     await expect(runChild({ workload: 'train', mode: 'full', lora, model: 'tiny', population: 2, batch: 1, promptTokens: 4, newTokens: 4, iterations: 1, fullModeWeights: 'inputs' })).rejects.toThrow(/memory probe \(train\) exited 1/);
   }, 30_000);
 

@@ -1,29 +1,29 @@
 /**
  * `esopt bench lora`: LoRA-ES beside full mode at one model, in one run, each as a ratio to the model's own
  * baseline: a member switch ÷ one episode of `newTokens` tokens (full: an exact perturb + restore of all θ on
- * one thread, the engine's switch below 2^29 elements; lora: making a member's adapters and factor inputs),
- * tokens/s of `population` rows of distinct members through the engine ÷ the plain model's tokens/s on the
- * same rows in one batch, and peak RSS of a training child ÷ an inference-only child (memory-probe.ts; the
- * inference child is `bench memory`'s generate child: the same calls on the base model, θ held once as graph
- * inputs, which onnxruntime does not prepack into a second copy). The engines are built one at
- * a time, so no two copies of the model are alive together, and without the prefix cache, so every round prefills.
+ * one thread, the engine's switch below 2^29 elements; lora: a member's noise over the adapter vector into the
+ * population's stacks), tokens/s of `population` rows of distinct members through the engine ÷ the plain
+ * model's tokens/s on the same rows in one batch (the plain model as an inference server holds it:
+ * createServingSession, the engine's attention form, W prepacked and held once), and peak RSS of a training
+ * child ÷ an inference-only child making the same calls (memory-probe.ts): full mode against `bench memory`'s
+ * generate child (θ held once as graph inputs, one member's rows a call, as full mode decodes), LoRA against
+ * the serve child (the plain model as a server holds it, the population's rows in one call, as LoRA decodes;
+ * neither caches prefixes). The engines are built one at a time, so no two copies of the model are alive
+ * together, and without the prefix cache, so every round prefills.
  */
 import { z } from 'zod';
 import { ask } from '../../../shared/es.ts';
 import { LoraOptions } from '../../../shared/lora.ts';
-import { memberAdapters } from '../../../shared/lora-members.ts';
 import type { Member } from '../../../shared/schemas/index.ts';
 import type { Engine, GenerateRow, MemberSelector } from '../../engine/engine.ts';
 import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { openEngineOn } from '../../assembly/engine.ts';
 import { loraMatrices } from '../../engine/model/lora-matrices.ts';
 import { openModel } from '../../engine/model/open-model.ts';
-import { createSession } from '../../engine/model/sessions.ts';
+import { createServingSession } from '../../engine/model/create-engine.ts';
 import { parameterCount } from '../../engine/model/weights.ts';
 import { perturb, restore } from '../../engine/perturbation/exact-perturbation.ts';
-import { loraGroupFactors } from '../../engine/perturbation/lora-factors.ts';
-import { groupFeeds } from '../../engine/perturbation/lowrank-factors.ts';
-import { lowRankRewrite } from '../../engine/perturbation/lowrank-graph.ts';
+import { LoraStacks } from '../../engine/perturbation/lora-stacks.ts';
 import type { Log } from './benchmark.ts';
 import { decodeContext } from './decode-context.ts';
 import { machineInfo, median, timeMs } from './measure.ts';
@@ -75,15 +75,16 @@ export async function run(o: z.output<typeof options>, log: Log) {
   });
   const memberRows = members.map((m, b) => row({ kind: 'member', iteration: 0, index: m.index }, b));
 
-  // --- the plain model: θ as initializers, every row in one batch ---
+  // --- the plain model as a server holds it: W prepacked, held once; every row in one batch ---
   let parameters: number;
   let baseTokensPerS: number;
   {
     const model = openModel(spec);
     parameters = parameterCount(model.weights);
-    const session = await createSession(model.graph, sessionOptions, model.dir);
+    const ctx0 = decodeContext(model);
+    const session = await createServingSession(model, { model: spec, mode: 'full', ...sessionOptions });
     const rows = benchRows(o.population, o.promptTokens, o.newTokens, model.config.vocab_size);
-    const ctx = { ...decodeContext(model), session, extraFeeds: {} };
+    const ctx = { ...ctx0, session, extraFeeds: {} };
     log(`base: ${o.population} rows × ${o.newTokens} tokens in one batch, ${o.repeats} rounds`);
     await tokensPerSecond(ctx, rows);
     const t: number[] = [];
@@ -125,23 +126,15 @@ export async function run(o: z.output<typeof options>, log: Log) {
     await full.close();
   }
 
-  // --- lora mode: the adapters as per-row factors ---
+  // --- lora mode: θ's adapters and the population's noise stacks shared by every row, a mask per row ---
   const model = openModel(spec);
-  const { layout, targets } = loraMatrices(model, lora);
-  const keep = new Set(targets.map((t) => t.weight));
-  const { groups } = lowRankRewrite(model.graph, model.weights, model.dir, (w) => keep.has(w));
-  log(`lora mode: rank ${lora.rank} on ${layout.slots.length} matrices (${layout.length} adapter parameters), a switch (a member's adapters and factor inputs), an episode, ${o.population} members' rows`);
+  const { layout } = loraMatrices(model, lora);
+  log(`lora mode: rank ${lora.rank} on ${layout.slots.length} matrices (${layout.length} adapter parameters), a switch (a member's noise into the stacks), an episode, ${o.population} members' rows`);
   const adapted = await openEngineOn(model, { model: spec, mode: 'lora', lora: { ...lora, seed: 0 }, maxBatch: o.population, prefixCacheBytes: 0, ...sessionOptions });
   let loraFigures;
   try {
-    const theta = new Float32Array(layout.length);
-    let at = 0;
-    for (const s of adapted.segments()) (theta.set(s.data, at), (at += s.data.length));
-    // what LoraMembers does for a member the batch has not met yet: its adapters, their factors, its feed
-    const switchTo = (m: Member) => {
-      const factors = loraGroupFactors(memberAdapters(theta, layout, { runSeed: 1, iteration: 0, member: m.noiseIndex }, m.sign * o.sigma), layout, targets, groups);
-      groupFeeds(targets, groups, 1, layout.rank, (g) => factors[g]);
-    };
+    // what LoraMembers does for a noise index the population has not met yet: its ε into each matrix's stacks
+    const switchTo = (m: Member) => new LoraStacks(layout, population).ensure(m.noiseIndex);
     for (const m of members.slice(0, 3)) switchTo(m);
     const switches: number[] = [];
     for (let r = 0; r < o.repeats; r++) switches.push(await timeMs(() => switchTo(members[r % members.length])));
@@ -151,26 +144,28 @@ export async function run(o: z.output<typeof options>, log: Log) {
   }
 
   // --- peak RSS: an inference-only child, a full-mode training child, a lora training child ---
-  let rss: { inference: number; full: number; lora: number } | null = null;
+  let rss: { inference: number; serve: number; full: number; lora: number } | null = null;
   if (o.memoryIterations > 0) {
     const common = { model: o.model, population: o.population, batch: 1, promptTokens: o.promptTokens, newTokens: o.newTokens, iterations: o.memoryIterations };
-    log('memory child 1/3: inference only (the same calls on the base model, θ held once: bench memory\'s generate child)');
+    log('memory child 1/4: inference only, as full mode calls (the base model, θ held once as inputs, a member\'s rows a call: bench memory\'s generate child)');
     const inference = (await runChild({ ...common, workload: 'generate', mode: 'full', fullModeWeights: 'inputs' })).maxRssKiB;
-    log('memory child 2/3: full-mode training');
+    log('memory child 2/4: full-mode training');
     const fullRss = (await runChild({ ...common, workload: 'train', mode: 'full', fullModeWeights: 'inputs' })).maxRssKiB;
-    log('memory child 3/3: lora-mode training');
-    const loraRss = (await runChild({ ...common, workload: 'train', mode: 'lora', fullModeWeights: 'inputs', lora })).maxRssKiB;
-    rss = { inference: inference / 1024, full: fullRss / 1024, lora: loraRss / 1024 };
+    log('memory child 3/4: inference only, as LoRA calls (the plain model as a server holds it, the population\'s rows in one call, no prefix cache)');
+    const serve = (await runChild({ ...common, workload: 'serve', mode: 'lora', fullModeWeights: 'inputs', lora })).maxRssKiB;
+    log('memory child 4/4: lora-mode training (no prefix cache)');
+    const loraRss = (await runChild({ ...common, workload: 'train', mode: 'lora', fullModeWeights: 'inputs', lora, prefixCacheBytes: 0 })).maxRssKiB;
+    rss = { inference: inference / 1024, serve: serve / 1024, full: fullRss / 1024, lora: loraRss / 1024 };
   }
 
-  const figures = (f: { switch_ms: number; episode_ms: number; tokens_per_s: number }, peak: number | null): ModeFigures => ({
+  const figures = (f: { switch_ms: number; episode_ms: number; tokens_per_s: number }, peak: number | null, inference: number | null): ModeFigures => ({
     switch_ms: f.switch_ms,
     episode_ms: f.episode_ms,
     switch_ratio: f.switch_ms / f.episode_ms,
     tokens_per_s: f.tokens_per_s,
     tokens_ratio: f.tokens_per_s / baseTokensPerS,
     peak_rss_mib: peak,
-    rss_ratio: peak === null || rss === null ? null : peak / rss.inference,
+    rss_ratio: peak === null || inference === null ? null : peak / inference,
   });
   return {
     model: o.model,
@@ -182,8 +177,9 @@ export async function run(o: z.output<typeof options>, log: Log) {
     repeats: o.repeats,
     base_tokens_per_s: baseTokensPerS,
     inference_peak_rss_mib: rss?.inference ?? null,
-    full: figures(fullFigures, rss?.full ?? null),
-    lora_mode: figures(loraFigures, rss?.lora ?? null),
+    serve_peak_rss_mib: rss?.serve ?? null,
+    full: figures(fullFigures, rss?.full ?? null, rss?.inference ?? null),
+    lora_mode: figures(loraFigures, rss?.lora ?? null, rss?.serve ?? null),
     provider: o.provider,
     machine: machineInfo(),
   };

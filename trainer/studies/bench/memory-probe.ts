@@ -3,6 +3,8 @@
  *   train     per iteration: every member generates (perturb, run, restore / per-row factors or adapters), rewards are
  *             folded in with the shared ES core, and the update is applied to θ in place.
  *   generate  the same generate calls with the same shapes, all on the base model, no update.
+ *   serve     the same calls on the plain model as an inference server holds it (createServingSession: W
+ *             prepacked by onnxruntime and held once), each call's rows in one batch; no engine, no update.
  *   grpo      per iteration: the same rows sampled on the base model (G = population rollouts of `batch`
  *             prompts), then one policy-gradient step as trainer/studies/grpo takes it: a copy of θ for the decoder
  *             gradient, gradients and Adam's two moments in `grpoState` precision, forward + backward over
@@ -18,6 +20,9 @@ import type { GenerateRow, MemberSelector } from '../../engine/engine.ts';
 import { openEngine } from '../../assembly/engine.ts';
 import { modelSpecFlag } from '../../engine/model/presets.ts';
 import { openModel } from '../../engine/model/open-model.ts';
+import { createServingSession } from '../../engine/model/create-engine.ts';
+import { decodeBatch, type PreparedRow } from '../../engine/generation/decode-loop.ts';
+import { decodeContext } from './decode-context.ts';
 import { DecoderGradient } from '../pretrain/decoder-gradient.ts';
 import { GRADIENT_DTYPES } from '../pretrain/gradient-kernels.ts';
 import { Adam } from '../grpo/adam.ts';
@@ -25,7 +30,7 @@ import { groupAdvantages } from '../grpo/advantages.ts';
 import { policyGradientStep, type Trajectory } from '../grpo/policy-gradient.ts';
 
 const Options = z.object({
-  workload: z.enum(['train', 'generate', 'grpo']),
+  workload: z.enum(['train', 'generate', 'grpo', 'serve']),
   mode: z.enum(['full', 'lowrank', 'lora']),
   /** LoRA mode: the adapters' rank, alpha and matrices. */
   lora: LoraOptions.optional(),
@@ -40,11 +45,12 @@ const Options = z.object({
   fullModeWeights: FullModeWeights.default('inputs'),
   grpoState: z.enum(GRADIENT_DTYPES).default('float64'),
   grpoKl: z.number().min(0).default(0),
+  /** The engine's prefix KV cache budget (absent: the engine's default); 0 where the child it is compared with caches none. */
+  prefixCacheBytes: z.number().int().min(0).optional(),
 });
 
 const o = Options.parse(JSON.parse(process.argv[2] ?? '{}'));
 if ((o.mode === 'lora') !== (o.lora !== undefined)) throw new Error('memory probe: lora options go with mode lora, and only with it');
-const engine = await openEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights, ...(o.lora ? { lora: { ...o.lora, seed: 0 } } : {}) });
 const prompt = (b: number) => Array.from({ length: o.promptTokens }, (_, j) => (b * 13 + j * 5 + 1) % 256);
 // Each member's rows sample their own stream: GRPO's rollouts of a prompt must differ, or their ±1
 // advantages cancel when identical sequences merge and the step differentiates nothing.
@@ -56,6 +62,24 @@ const row = (member: MemberSelector, index: number, b: number): GenerateRow => (
   stop: [],
   ignoreEos: true,
 });
+if (o.workload === 'serve') {
+  const model = openModel(modelSpecFlag(o.model, 0));
+  const session = await createServingSession(model, { model: modelSpecFlag(o.model, 0), mode: o.mode });
+  const ctx = { ...decodeContext(model), session, extraFeeds: {} };
+  for (let iteration = 0; iteration < o.iterations; iteration++) {
+    const members = ask({ population: o.population, antithetic: true });
+    // the calls the training child makes: full mode one member at a time, low-rank and LoRA the population at once
+    const calls = o.mode === 'full' ? members.map((m) => [m.index]) : [members.map((m) => m.index)];
+    for (const call of calls) {
+      const rows = call.flatMap((index) => Array.from({ length: o.batch }, (_, b) => row({ kind: 'base' }, index, b)));
+      await decodeBatch(ctx, rows.map((r): PreparedRow => ({ promptIds: r.promptIds!, sampling: r.sampling, maxNewTokens: r.maxNewTokens, stop: r.stop, ignoreEos: r.ignoreEos })));
+    }
+  }
+  await session.release();
+  process.stdout.write(`${JSON.stringify({ maxRssKiB: ownPeakKiB() })}\n`);
+  process.exit(0);
+}
+const engine = await openEngine({ model: modelSpecFlag(o.model, 0), mode: o.mode, maxBatch: o.population * o.batch, switchThreads: o.switchThreads, fullModeWeights: o.fullModeWeights, ...(o.prefixCacheBytes !== undefined ? { prefixCacheBytes: o.prefixCacheBytes } : {}), ...(o.lora ? { lora: { ...o.lora, seed: 0 } } : {}) });
 const sigma = 0.001;
 // GRPO's own state, made before the first step as trainer/studies/grpo/grpo.ts makes it.
 const opened = o.workload === 'grpo' ? openModel(modelSpecFlag(o.model, 0)) : null;

@@ -41,8 +41,10 @@ export const options = z.object({
 
 /** What memory-probe.ts reads from its argument (its `Options`). */
 export type ProbeOptions = Omit<z.output<typeof options>, 'vs' | 'mode' | 'grpoState' | 'grpoKl'> & {
-  workload: 'train' | 'generate' | 'grpo';
+  workload: 'train' | 'generate' | 'grpo' | 'serve';
   mode: 'full' | 'lowrank' | 'lora';
+  /** The engine's prefix KV cache budget (absent: the engine's default). */
+  prefixCacheBytes?: number;
   grpoState?: z.output<typeof options>['grpoState'];
   grpoKl?: number;
   /** LoRA mode: the adapters (shared/lora.ts's LoraOptions). */
