@@ -16,6 +16,11 @@ describe('esopt bench peer', () => {
     const out = await run(options.parse({ model: dir, batch: 3, promptTokens: 5, newTokens: 7, repeats: 1, bandwidthMib: 64 }), () => {});
     // greedy decoding of one graph by two engines: any difference in feeds, masks or positions shows here
     expect(out.rows_with_equal_tokens).toBe(3);
+    // the preset's attention is recognised: the fused graph the engine runs decodes the same tokens too
+    expect(out.fused).toBe(true);
+    expect(out.fused_rows_with_equal_tokens).toBe(3);
+    expect(out.esopt_fused_tokens_per_s).toBeGreaterThan(0);
+    expect(out.fused_ratio).toBeCloseTo(out.esopt_fused_tokens_per_s! / out.transformers_js_tokens_per_s, 10);
     expect(out.esopt_tokens_per_s).toBeGreaterThan(0);
     expect(out.transformers_js_tokens_per_s).toBeGreaterThan(0);
     expect(out.ratio).toBeCloseTo(out.esopt_tokens_per_s / out.transformers_js_tokens_per_s, 10);

@@ -1,12 +1,15 @@
 /**
  * `esopt bench peer`: esopt's decode loop against transformers.js (`@huggingface/transformers`, which also
- * runs onnxruntime-node) on the same export, batch, prompts and length, greedy, in interleaved rounds; and
+ * runs onnxruntime-node) on the same export, batch, prompts and length, greedy, in interleaved rounds — esopt
+ * on the export's own graph (unfused: K/V concatenated each step, as transformers.js runs it) and, where
+ * the export's attention is recognised, on the fused graph the engine runs (fused-attention.ts); and
  * beside both the hardware's limit — the bytes a decode step must read (θ's matrices once for the batch,
  * plus the rows' KV caches) ÷ the memory read bandwidth onnxruntime gets on this machine.
  */
 import * as ort from 'onnxruntime-node';
 import { z } from 'zod';
 import { headDim, kvHeads } from '../../engine/model/config.ts';
+import { fuseAttention } from '../../engine/model/fused-attention.ts';
 import { openModel } from '../../engine/model/open-model.ts';
 import { cachedPresetDir } from '../../engine/model/preset-dir.ts';
 import { PRESETS, type PresetName } from '../../engine/model/presets.ts';
@@ -51,6 +54,8 @@ export async function run(o: z.output<typeof options>, log: Log) {
   const model = openModel({ dir });
   const c = model.config;
   const session = await createSession(model.graph, { executionProvider: 'cpu', threads }, model.dir);
+  const fusion = fuseAttention(model.graph, model.config);
+  const fusedSession = fusion.fused ? await createSession(fusion.model, { executionProvider: 'cpu', threads }, model.dir) : null;
   const ctx = decodeContext(model);
   const rows = benchRows(B, P, N, c.vocab_size);
 
@@ -75,23 +80,26 @@ export async function run(o: z.output<typeof options>, log: Log) {
     return { tps: (B * N) / (ms / 1000), tokens: Array.from({ length: B }, (_, b) => Array.from(out.data.slice(b * width + P, b * width + P + N), Number)) };
   };
   const ours = () => tokensPerSecond({ ...ctx, session, extraFeeds: {} }, rows);
+  const oursFused = () => (fusedSession ? tokensPerSecond({ ...ctx, session: fusedSession, extraFeeds: {} }, rows) : Promise.resolve(null));
 
   try {
     log(`${o.model}: B = ${B}, ${P}-token prompts, ${N} new tokens; warm-up, then ${repeats} interleaved rounds`);
     const ourTokens = (await decodeBatch({ ...ctx, session, extraFeeds: {}, eosIds: new Set() }, rows)).map((r) => r.tokenIds);
+    const fusedTokens = fusedSession ? (await decodeBatch({ ...ctx, session: fusedSession, extraFeeds: {}, eosIds: new Set() }, rows)).map((r) => r.tokenIds) : null;
     const theirTokens = (await theirs()).tokens;
     await ours();
+    await oursFused();
     const oursTps: number[] = [];
+    const fusedTps: number[] = [];
     const theirsTps: number[] = [];
+    const fusedRound = async () => {
+      const tps = await oursFused();
+      if (tps !== null) fusedTps.push(tps);
+    };
     for (let r = 0; r < repeats; r++) {
-      // alternate which goes first so drift in machine load hits both alike
-      if (r % 2 === 0) {
-        oursTps.push(await ours());
-        theirsTps.push((await theirs()).tps);
-      } else {
-        theirsTps.push((await theirs()).tps);
-        oursTps.push(await ours());
-      }
+      // rotate which goes first so drift in machine load hits each alike
+      const order = [async () => oursTps.push(await ours()), async () => theirsTps.push((await theirs()).tps), fusedRound];
+      for (let k = 0; k < order.length; k++) await order[(k + r) % order.length]();
     }
     log('memory read bandwidth (ReduceSum over a tensor far larger than the caches)');
     const bandwidth = await readBandwidth({ mebibytes: o.bandwidthMib, repeats: 5, threads });
@@ -100,7 +108,9 @@ export async function run(o: z.output<typeof options>, log: Log) {
     const kvBytes = B * (P + N / 2) * 2 * c.num_hidden_layers * kvHeads(c) * headDim(c) * 4;
     const limit = (B * bandwidth.bytes_per_s) / (weightBytes + kvBytes);
     const esopt = median(oursTps);
+    const esoptFused = fusedTps.length > 0 ? median(fusedTps) : null;
     const tjsTps = median(theirsTps);
+    const equalRows = (tokens: number[][]) => tokens.filter((t, b) => t.length === theirTokens[b].length && t.every((x, i) => x === theirTokens[b][i])).length;
     const result = {
       model: o.model,
       batch: B,
@@ -111,9 +121,14 @@ export async function run(o: z.output<typeof options>, log: Log) {
       esopt_tokens_per_s: esopt,
       transformers_js_tokens_per_s: tjsTps,
       ratio: esopt / tjsTps,
-      /** Each round's tokens/s, in the order run (medians above). */
-      rounds: { esopt: oursTps, transformers_js: theirsTps },
-      rows_with_equal_tokens: ourTokens.filter((t, b) => t.length === theirTokens[b].length && t.every((x, i) => x === theirTokens[b][i])).length,
+      /** esopt on the fused graph (null where the attention is not recognised: `fused` says why). */
+      esopt_fused_tokens_per_s: esoptFused,
+      fused_ratio: esoptFused === null ? null : esoptFused / tjsTps,
+      fused: fusion.fused ? true : fusion.reason,
+      /** Each round's tokens/s (medians above). */
+      rounds: { esopt: oursTps, esopt_fused: fusedTps, transformers_js: theirsTps },
+      rows_with_equal_tokens: equalRows(ourTokens),
+      fused_rows_with_equal_tokens: fusedTokens ? equalRows(fusedTokens) : null,
       // esopt samples only the tokenizer's rows (padding rows past it never); transformers.js takes the argmax over all
       sampled_vocabulary: ctx.shape.sampleable,
       vocabulary: c.vocab_size,
@@ -127,10 +142,12 @@ export async function run(o: z.output<typeof options>, log: Log) {
       esopt_share_of_limit: esopt / limit,
       machine: machineInfo(),
     };
+    if (esoptFused !== null) log(`  esopt fused ${esoptFused.toFixed(1)} tok/s, ratio ${(esoptFused / tjsTps).toFixed(3)}`);
     log(`  esopt ${esopt.toFixed(1)} tok/s, transformers.js ${tjsTps.toFixed(1)} tok/s, ratio ${result.ratio.toFixed(3)}; limit ${limit.toFixed(0)} tok/s at ${(bandwidth.bytes_per_s / 1e9).toFixed(1)} GB/s`);
     return result;
   } finally {
     await session.release();
+    await fusedSession?.release();
     await peer.dispose();
     layout.remove();
   }
