@@ -3,7 +3,9 @@
 
 Random weights, written the way transformers' Qwen3 / Qwen2 modelling code computes (not esopt's builder):
 Qwen3 normalises q and k per head (`q_norm`, `k_norm`, RMSNorm over head_dim) before the rotary positions and
-sets head_dim apart from hidden/heads; Qwen2 has q/k/v biases and no q/k norms. The attention is transformers'
+sets head_dim apart from hidden/heads; Qwen2 has q/k/v biases and no q/k norms; Gemma (transformers' Gemma, the
+first generation) has one K/V head (multi-query), RMSNorm scaling by 1 + w, embeddings × √hidden, a gelu (tanh)
+MLP and a tied head, with Llama's eager attention. The attention is transformers'
 eager path: `matmul(q, repeat_kv(k).transpose(2, 3)) * scaling + causal_mask[..., :T]`, softmax in float32
 cast back, `matmul(·, repeat_kv(v))`, `transpose(1, 2).reshape(b, s, -1)`; the 4-D mask is built from
 `attention_mask` and the cache positions as `_prepare_4d_causal_attention_mask_with_cache_position` builds it.
@@ -16,6 +18,7 @@ cache, one prompt at a time.
 
     /usr/bin/python3 scripts/export-torch-qwen.py test/fixtures/torch-qwen3                  # torch 1.13 (Debian python3-torch)
     /usr/bin/python3 scripts/export-torch-qwen.py --family qwen2 test/fixtures/torch-qwen2
+    /usr/bin/python3 scripts/export-torch-qwen.py --family gemma test/fixtures/torch-gemma
     /usr/bin/python3 scripts/export-torch-qwen.py --attention sdpa test/fixtures/torch-qwen3-sdpa
     /usr/bin/python3 scripts/export-torch-qwen.py --shape small --no-greedy /tmp/qwen3-small  # for benchmarks, not committed
     /usr/bin/python3 scripts/export-torch-qwen.py --shape qwen3-0.6b --tie --no-greedy /tmp/qwen3-0.6b  # Qwen3-0.6B's shape, 2.4 GB
@@ -47,7 +50,9 @@ PROMPTS = [[257, 117, 115, 101, 114, 10, 72, 105], [256, 50, 43, 50, 61], [97], 
 
 def build(family, shape, attention='eager', tie=False):
     V, D, L, H, KV, HD, I, P = SHAPES[shape]
-    qk_norm, qkv_bias = family == 'qwen3', family == 'qwen2'
+    qk_norm, qkv_bias, gemma = family == 'qwen3', family == 'qwen2', family == 'gemma'
+    if gemma:
+        KV, tie = 1, True  # Gemma 2B's multi-query attention (one K/V head) and tied embedding
 
     class RMSNorm(nn.Module):
         def __init__(self, n):
@@ -58,6 +63,8 @@ def build(family, shape, attention='eager', tie=False):
             dtype = x.dtype
             x = x.to(torch.float32)
             variance = x.pow(2).mean(-1, keepdim=True)
+            if gemma:  # GemmaRMSNorm: scales by (1 + w), in float32, then casts
+                return ((x * torch.rsqrt(variance + EPS)) * (1.0 + self.weight.float())).to(dtype)
             return self.weight * (x * torch.rsqrt(variance + EPS)).to(dtype)
 
     def rotate_half(x):
@@ -115,7 +122,8 @@ def build(family, shape, attention='eager', tie=False):
             self.down_proj = nn.Linear(I, D, bias=False)
 
         def forward(self, x):
-            return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+            act = nn.functional.gelu(self.gate_proj(x), approximate='tanh') if gemma else nn.functional.silu(self.gate_proj(x))
+            return self.down_proj(act * self.up_proj(x))
 
     class Layer(nn.Module):
         def __init__(self):
@@ -148,6 +156,8 @@ def build(family, shape, attention='eager', tie=False):
 
         def forward(self, input_ids, attention_mask, position_ids, *past):
             x = self.model.embed_tokens(input_ids)
+            if gemma:  # GemmaModel: the embeddings scaled by √hidden in their dtype
+                x = x * torch.tensor(D ** 0.5, dtype=x.dtype)
             b, s = input_ids.shape
             past_len = past[0].shape[2]
             cache_position = torch.arange(past_len, past_len + s)
@@ -233,7 +243,7 @@ def write_tokenizer(out, max_pos):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('out')
-    ap.add_argument('--family', choices=['qwen3', 'qwen2'], default='qwen3')
+    ap.add_argument('--family', choices=['qwen3', 'qwen2', 'gemma'], default='qwen3')
     ap.add_argument('--shape', choices=list(SHAPES), default='tiny')
     ap.add_argument('--attention', choices=['eager', 'sdpa'], default='eager', help="sdpa: torch 2's decomposition of scaled_dot_product_attention, written out")
     ap.add_argument('--tie', action='store_true', help='tie the LM head to the embedding (Qwen3-0.6B does)')
@@ -248,8 +258,8 @@ def main():
     V, D, L, H, KV, HD, I, P = dims
     with torch.no_grad():
         for name, p in model.named_parameters():  # wider than nn.Linear's init, so greedy picks are clear-cut
-            if name.endswith('norm.weight'):
-                p.copy_(1 + 0.1 * torch.randn_like(p))
+            if name.endswith('norm.weight'):  # a scale near 1 either way (Gemma's norm multiplies by 1 + w)
+                p.copy_((0 if a.family == 'gemma' else 1) + 0.1 * torch.randn_like(p))
             elif name.endswith('bias'):
                 p.normal_(0, 0.2)
             else:
@@ -270,11 +280,13 @@ def main():
     torch.onnx.export(model, args, os.path.join(out, 'model.onnx'), input_names=names_in, output_names=names_out,
                       dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=fold)
 
+    arch = {'qwen3': 'Qwen3ForCausalLM', 'qwen2': 'Qwen2ForCausalLM', 'gemma': 'GemmaForCausalLM'}[a.family]
     config = {
-        'architectures': ['Qwen3ForCausalLM' if a.family == 'qwen3' else 'Qwen2ForCausalLM'], 'model_type': a.family, 'vocab_size': V,
+        'architectures': [arch], 'model_type': a.family, 'vocab_size': V,
         'hidden_size': D, 'intermediate_size': I, 'num_hidden_layers': L, 'num_attention_heads': H, 'num_key_value_heads': KV,
-        'head_dim': HD, 'max_position_embeddings': P, 'rope_theta': ROPE_THETA, 'rms_norm_eps': EPS, 'hidden_act': 'silu',
-        'attention_bias': a.family == 'qwen2', 'tie_word_embeddings': a.tie, 'bos_token_id': 256, 'eos_token_id': EOS, 'pad_token_id': 259,
+        'head_dim': HD, 'max_position_embeddings': P, 'rope_theta': ROPE_THETA, 'rms_norm_eps': EPS,
+        'hidden_act': 'gelu_pytorch_tanh' if a.family == 'gemma' else 'silu',
+        'attention_bias': a.family == 'qwen2', 'tie_word_embeddings': a.tie or a.family == 'gemma', 'bos_token_id': 256, 'eos_token_id': EOS, 'pad_token_id': 259,
         'torch_dtype': 'float32',
     }
     with open(os.path.join(out, 'config.json'), 'w') as f:

@@ -5,7 +5,8 @@
  * (scripts/export-torch-qwen.py, opset 17, transformers' eager attention: Mul by the scale, a float32 Softmax
  * cast back, a mask made with Trilu and a masked fill), and that Qwen3 with its attention written as torch ≥ 2.0
  * exports scaled_dot_product_attention (√scale from Shape(q) on q and on kᵀ; torch 1.13 has no SDPA, so the
- * script writes the decomposition out). Each is recognised by structure and fuses; engines over
+ * script writes the decomposition out), and a Gemma (one K/V head, RMSNorm by 1 + w, embeddings × √hidden, a
+ * gelu MLP, a tied head). Each is recognised by structure and fuses; engines over
  * the fused graph decode greedy tokens identical to engines over the unrewritten graph in full mode (θ as
  * inputs and rebuild-session), low-rank mode and LoRA mode, base and members in one batch, rows of different
  * prompt lengths (left-padded for the unrewritten graph, right-padded with seqlens_k for the fused one), and over
@@ -28,7 +29,7 @@ import type { OnnxEngine } from '../../trainer/engine/model/onnx-engine.ts';
 import type { NodeProto } from '../../trainer/engine/onnx/proto.ts';
 
 type Torch = { new_tokens: number; runs: Array<{ prompt: number[]; greedy: number[] }> };
-const FIXTURES = ['torch-llama-tied', 'torch-llama-tied-unfolded', 'torch-qwen3', 'torch-qwen2', 'torch-qwen3-sdpa'];
+const FIXTURES = ['torch-llama-tied', 'torch-llama-tied-unfolded', 'torch-qwen3', 'torch-qwen2', 'torch-qwen3-sdpa', 'torch-gemma'];
 const dirOf = (fixture: string) => join(import.meta.dirname, '..', 'fixtures', fixture);
 const torchOf = (fixture: string) => JSON.parse(readFileSync(join(dirOf(fixture), 'greedy.json'), 'utf8')) as Torch;
 
