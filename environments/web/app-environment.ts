@@ -13,8 +13,9 @@ import type { Environment, EnvironmentContext, StepResult } from '../environment
 import { checkUrl } from '../outbound/address-policy.ts';
 import { outboundFetch } from '../outbound/outbound-fetch.ts';
 import { appOrigins, fetchState, judge, parsePageReading, readPageExpression, startUrl, type AppOptions, type Judgement } from './app-check.ts';
-import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
-import { agentInterface, PageCamera, type AgentInterface } from './agent-interface.ts';
+import type { WebBackend, WebPage } from './backend.ts';
+import { agentInterface, type AgentInterface } from './agent-interface.ts';
+import { PageSession } from './page-session.ts';
 import type { AppWebTask, WebOptions } from './task.ts';
 
 export class AppEnvironment implements Environment {
@@ -23,15 +24,12 @@ export class AppEnvironment implements Environment {
   readonly tools?: ToolSpec[];
   readonly showsScreenshot: boolean;
   private readonly agent: AgentInterface;
-  private readonly camera: PageCamera;
+  private readonly session: PageSession;
   private readonly app: AppOptions;
   private readonly start: string;
   private readonly origins: string[];
   private readonly keyOrigin: string;
-  private page: WebPage | undefined;
   private steps = 0;
-  private done = true;
-  private deadline = 0;
 
   constructor(
     private readonly task: AppWebTask,
@@ -47,7 +45,7 @@ export class AppEnvironment implements Environment {
     this.systemPrompt = this.agent.systemPrompt;
     this.tools = this.agent.tools;
     this.showsScreenshot = this.agent.showsScreenshot;
-    this.camera = new PageCamera(web.markIds);
+    this.session = new PageSession(web);
     this.origins = appOrigins(this.app);
     // Every origin is checked against the outbound policy here, before a browser opens (again on each connection).
     for (const origin of this.origins) checkUrl(new URL(origin), context.outbound);
@@ -55,33 +53,21 @@ export class AppEnvironment implements Environment {
     this.start = startUrl(task.start, this.app);
   }
 
-  private bounded<T>(call: () => Promise<T>, what: string): Promise<T> {
-    const left = this.deadline - Date.now();
-    if (left <= 0) return Promise.reject(new TimeoutError(`the episode ran past its ${this.web.episodeTimeoutMs} ms deadline`));
-    return withTimeout(call(), Math.min(this.web.actionTimeoutMs, left), what);
-  }
-
   private fetcher(): typeof fetch {
     return outboundFetch(this.context.outbound, { timeoutMs: this.web.actionTimeoutMs, maxResponseBytes: this.app.maxResponseBytes, redirects: 'return' });
   }
 
   async reset(_seed: number): Promise<string> {
-    await this.closePage();
-    this.camera.reset();
     this.steps = 0;
-    this.done = false;
-    this.deadline = Date.now() + this.web.episodeTimeoutMs;
     const key = this.context.endpointKey;
-    this.page = await this.backend.open({
+    const page = await this.session.open(this.backend, {
       url: this.start,
       screenLines: this.agent.screenLines,
-      timeoutMs: Math.min(this.web.actionTimeoutMs, this.web.episodeTimeoutMs),
       script: true,
       proxy: { origins: this.origins, fetch: this.fetcher(), headers: (origin): Record<string, string> => (key && origin === this.keyOrigin ? { authorization: `Bearer ${key}` } : {}) },
     });
-    const page = this.page;
-    await this.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the start page');
-    return this.render(await this.bounded(() => this.agent.view(page), 'reading the page'), null);
+    await this.session.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the start page');
+    return this.render(await this.session.bounded(() => this.agent.view(page), 'reading the page'), null);
   }
 
   private render(view: string, note: string | null): string {
@@ -90,9 +76,9 @@ export class AppEnvironment implements Environment {
 
   /** esopt's judgement of the page as it is now (app-check.ts). */
   private async judge(page: WebPage): Promise<Judgement> {
-    const reading = parsePageReading(await this.bounded(() => page.evaluate!(readPageExpression(this.task.check.elements ?? {})), 'reading the page for the check'));
+    const reading = parsePageReading(await this.session.bounded(() => page.evaluate!(readPageExpression(this.task.check.elements ?? {})), 'reading the page for the check'));
     const path = this.task.check.fetch;
-    const fetched = path === undefined ? undefined : await this.bounded(() => fetchState(outboundFetch(this.context.outbound, { timeoutMs: this.web.actionTimeoutMs, maxResponseBytes: this.app.maxResponseBytes }), new URL(path, this.keyOrigin).href, this.context.endpointKey), "reading the app's state");
+    const fetched = path === undefined ? undefined : await this.session.bounded(() => fetchState(outboundFetch(this.context.outbound, { timeoutMs: this.web.actionTimeoutMs, maxResponseBytes: this.app.maxResponseBytes }), new URL(path, this.keyOrigin).href, this.context.endpointKey), "reading the app's state");
     return judge(this.task.check, reading, fetched);
   }
 
@@ -103,20 +89,17 @@ export class AppEnvironment implements Environment {
     } catch (err) {
       return this.fail(`the check could not be made: ${err instanceof Error ? err.message : String(err)}`);
     }
-    this.done = true;
-    await this.closeAtEnd();
+    await this.session.end();
     return { observation, done: true, reward: judgement.success ? 1 : 0, info: { ...info, success: judgement.success, checked: judgement.document, blocked: page.blockedRequests.length } };
   }
 
   private async fail(message: string): Promise<StepResult> {
-    this.done = true;
-    await this.closeAtEnd();
+    await this.session.end();
     return { observation: `Goal: ${this.task.goal}\nThe episode ended: ${message}`, done: true, reward: 0, info: { success: false, error: message } };
   }
 
   async step(action: PolicyReply): Promise<StepResult> {
-    if (this.done || !this.page) throw new Error('step() after the episode ended; call reset() first');
-    const page = this.page;
+    const page = this.session.current();
     this.steps++;
     try {
       const parsed = this.agent.parse(action);
@@ -126,16 +109,13 @@ export class AppEnvironment implements Environment {
       if (!parsed.ok) note = `Error: ${parsed.error}`;
       else {
         const performed = parsed.action as Exclude<typeof parsed.action, { kind: 'done' }>;
-        const problem = await this.bounded(() => page.perform(performed), `the action "${this.agent.said(action).slice(0, 80)}"`).catch((err: unknown) => {
-          if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
-          return err.message.split('\n')[0]!;
-        });
+        const problem = await this.session.act(page, performed, this.agent.said(action));
         ok = problem === null;
         note = problem === null ? `Last action: ${this.agent.said(action)}` : `Error: ${problem}`;
         // A click may have started a navigation: the next view is of the page it loads.
-        if (ok) await this.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the next page');
+        if (ok) await this.session.bounded(() => page.settle!(this.web.actionTimeoutMs), 'loading the next page');
       }
-      const view = await this.bounded(() => this.agent.view(page), 'reading the page');
+      const view = await this.session.bounded(() => this.agent.view(page), 'reading the page');
       if (this.steps >= this.horizon) return await this.end(page, `${this.render(view, note)}\nNo actions left; esopt checks the page.`, { ok, horizon: true });
       return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
     } catch (err) {
@@ -144,26 +124,10 @@ export class AppEnvironment implements Environment {
   }
 
   async screenshot(): Promise<Uint8Array | null> {
-    const page = this.page;
-    if (!page || this.done) return this.camera.take(undefined);
-    return this.bounded(() => this.camera.take(page), 'taking a screenshot');
-  }
-
-  /** The picture of the state the episode ended in is taken before its page closes (PageCamera). */
-  private async closeAtEnd(): Promise<void> {
-    const page = this.page;
-    if (page) await this.camera.keepLast(page, (take) => this.bounded(take, 'taking the last screenshot'));
-    await this.closePage();
-  }
-
-  private async closePage(): Promise<void> {
-    const page = this.page;
-    this.page = undefined;
-    await page?.close();
+    return this.session.screenshot();
   }
 
   async close(): Promise<void> {
-    this.done = true;
-    await this.closePage();
+    await this.session.close();
   }
 }

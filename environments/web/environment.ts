@@ -7,8 +7,9 @@
 import type { PolicyReply, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
 import { SeededRandom } from '../random.ts';
-import { agentInterface, PageCamera, type AgentInterface } from './agent-interface.ts';
-import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
+import { agentInterface, type AgentInterface } from './agent-interface.ts';
+import type { WebBackend } from './backend.ts';
+import { PageSession } from './page-session.ts';
 import type { TaskServer } from './task-server.ts';
 import { taskType } from './task-types/index.ts';
 import type { GeneratedWebTask, WebOptions } from './task.ts';
@@ -19,12 +20,9 @@ export class WebEnvironment implements Environment {
   readonly tools?: ToolSpec[];
   readonly showsScreenshot: boolean;
   private readonly agent: AgentInterface;
-  private readonly camera: PageCamera;
+  private readonly session: PageSession;
   private readonly goal: string;
-  private page: WebPage | undefined;
   private steps = 0;
-  private done = true;
-  private deadline = 0;
 
   constructor(
     private readonly task: GeneratedWebTask,
@@ -38,31 +36,14 @@ export class WebEnvironment implements Environment {
     this.systemPrompt = this.agent.systemPrompt;
     this.tools = this.agent.tools;
     this.showsScreenshot = this.agent.showsScreenshot;
-    this.camera = new PageCamera(options.markIds);
+    this.session = new PageSession(options);
     this.goal = type.generate(new SeededRandom(task.seed)).page.goal;
   }
 
-  /** A browser call bounded by the action timeout and what is left of the episode. */
-  private bounded<T>(call: () => Promise<T>, what: string): Promise<T> {
-    const left = this.deadline - Date.now();
-    if (left <= 0) return Promise.reject(new TimeoutError(`the episode ran past its ${this.options.episodeTimeoutMs} ms deadline`));
-    return withTimeout(call(), Math.min(this.options.actionTimeoutMs, left), what);
-  }
-
   async reset(_seed: number): Promise<string> {
-    await this.closePage();
-    this.camera.reset();
     this.steps = 0;
-    this.done = false;
-    this.deadline = Date.now() + this.options.episodeTimeoutMs;
-    this.page = await this.backend.open({
-      url: this.server.urlOf(this.task),
-      allowedOrigin: this.server.origin,
-      screenLines: this.agent.screenLines,
-      timeoutMs: Math.min(this.options.actionTimeoutMs, this.options.episodeTimeoutMs),
-    });
-    const page = this.page;
-    return this.render(await this.bounded(() => this.agent.view(page), 'reading the page'), null);
+    const page = await this.session.open(this.backend, { url: this.server.urlOf(this.task), allowedOrigin: this.server.origin, screenLines: this.agent.screenLines });
+    return this.render(await this.session.bounded(() => this.agent.view(page), 'reading the page'), null);
   }
 
   private render(view: string, note: string | null): string {
@@ -70,14 +51,12 @@ export class WebEnvironment implements Environment {
   }
 
   private async end(success: boolean, observation: string, info: Record<string, unknown>): Promise<StepResult> {
-    this.done = true;
-    await this.closeAtEnd();
+    await this.session.end();
     return { observation, done: true, reward: success ? 1 : 0, info: { ...info, success } };
   }
 
   async step(action: PolicyReply): Promise<StepResult> {
-    if (this.done || !this.page) throw new Error('step() after the episode ended; call reset() first');
-    const page = this.page;
+    const page = this.session.current();
     this.steps++;
     const outOfSteps = this.steps >= this.horizon;
     try {
@@ -86,21 +65,17 @@ export class WebEnvironment implements Environment {
       let ok = false;
       if (!parsed.ok) note = `Error: ${parsed.error}`;
       else if (parsed.action.kind === 'done') {
-        const verdict = await this.bounded(() => page.verdict(), 'reading the verdict');
+        const verdict = await this.session.bounded(() => page.verdict(), 'reading the verdict');
         return this.end(verdict.success, `Goal: ${this.goal}\nDone. The page reports ${verdict.success ? 'success' : 'failure'}.`, { action: 'done' });
       } else {
         const performed = parsed.action;
-        const problem = await this.bounded(() => page.perform(performed), `the action "${this.agent.said(action).slice(0, 80)}"`).catch((err: unknown) => {
-          // Playwright refusing an action (not visible, detached...) is the agent's error, not the episode's end.
-          if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
-          return err.message.split('\n')[0];
-        });
+        const problem = await this.session.act(page, performed, this.agent.said(action));
         ok = problem === null;
         note = problem === null ? `Last action: ${this.agent.said(action)}` : `Error: ${problem}`;
       }
-      const verdict = await this.bounded(() => page.verdict(), 'reading the verdict');
+      const verdict = await this.session.bounded(() => page.verdict(), 'reading the verdict');
       if (verdict.done) return this.end(verdict.success, `Goal: ${this.goal}\nThe task is over: ${verdict.success ? 'success' : 'failure'}.`, { ok });
-      const view = await this.bounded(() => this.agent.view(page), 'reading the page');
+      const view = await this.session.bounded(() => this.agent.view(page), 'reading the page');
       if (outOfSteps) return this.end(false, `${this.render(view, note)}\nNo actions left; the goal was not reached.`, { ok, horizon: true });
       return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
     } catch (err) {
@@ -110,26 +85,10 @@ export class WebEnvironment implements Environment {
   }
 
   async screenshot(): Promise<Uint8Array | null> {
-    const page = this.page;
-    if (!page || this.done) return this.camera.take(undefined);
-    return this.bounded(() => this.camera.take(page), 'taking a screenshot');
-  }
-
-  /** The picture of the state the episode ended in is taken before its page closes (PageCamera). */
-  private async closeAtEnd(): Promise<void> {
-    const page = this.page;
-    if (page) await this.camera.keepLast(page, (take) => this.bounded(take, 'taking the last screenshot'));
-    await this.closePage();
-  }
-
-  private async closePage(): Promise<void> {
-    const page = this.page;
-    this.page = undefined;
-    await page?.close();
+    return this.session.screenshot();
   }
 
   async close(): Promise<void> {
-    this.done = true;
-    await this.closePage();
+    await this.session.close();
   }
 }

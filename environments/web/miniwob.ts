@@ -16,8 +16,9 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { PolicyReply, ToolSpec } from '../../shared/ports/policy.ts';
 import type { Environment, StepResult } from '../environment.ts';
-import { TimeoutError, withTimeout, type WebBackend, type WebPage } from './backend.ts';
-import { agentInterface, PageCamera, type AgentInterface } from './agent-interface.ts';
+import type { WebBackend, WebPage } from './backend.ts';
+import { agentInterface, type AgentInterface } from './agent-interface.ts';
+import { PageSession } from './page-session.ts';
 import type { TaskServer } from './task-server.ts';
 import type { MiniwobWebTask, WebOptions } from './task.ts';
 
@@ -53,13 +54,10 @@ export class MiniwobEnvironment implements Environment {
   readonly tools?: ToolSpec[];
   readonly showsScreenshot: boolean;
   private readonly agent: AgentInterface;
-  private readonly camera: PageCamera;
+  private readonly session: PageSession;
   private readonly options: MiniwobOptions;
   private goal = '';
-  private page: WebPage | undefined;
   private steps = 0;
-  private done = true;
-  private deadline = 0;
 
   constructor(
     private readonly task: MiniwobWebTask,
@@ -77,47 +75,35 @@ export class MiniwobEnvironment implements Environment {
     this.systemPrompt = this.agent.systemPrompt;
     this.tools = this.agent.tools;
     this.showsScreenshot = this.agent.showsScreenshot;
-    this.camera = new PageCamera(web.markIds);
+    this.session = new PageSession(web);
     if (!miniwobTaskNames(this.options.dir).includes(task.miniwob)) throw new Error(`no MiniWoB task page ${task.miniwob}.html in ${join(this.options.dir, 'html', 'miniwob')}`);
   }
 
-  private bounded<T>(call: () => Promise<T>, what: string): Promise<T> {
-    const left = this.deadline - Date.now();
-    if (left <= 0) return Promise.reject(new TimeoutError(`the episode ran past its ${this.web.episodeTimeoutMs} ms deadline`));
-    return withTimeout(call(), Math.min(this.web.actionTimeoutMs, left), what);
-  }
-
   private async state(page: WebPage): Promise<WobState> {
-    const raw = await this.bounded(() => page.evaluate!(READ_STATE), "reading MiniWoB's globals");
+    const raw = await this.session.bounded(() => page.evaluate!(READ_STATE), "reading MiniWoB's globals");
     const parsed = WobState.safeParse(raw);
     if (!parsed.success) throw new Error("the page's MiniWoB globals are not a MiniWoB outcome (WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL in [-1, 1], ...)");
     return parsed.data;
   }
 
   async reset(_seed: number): Promise<string> {
-    await this.closePage();
-    this.camera.reset();
     this.steps = 0;
-    this.done = false;
-    this.deadline = Date.now() + this.web.episodeTimeoutMs;
     const base = this.server.mount(this.options.dir);
-    this.page = await this.backend.open({
+    const page = await this.session.open(this.backend, {
       url: `${base}html/miniwob/${this.task.miniwob}.html`,
       allowedOrigin: this.server.origin,
       screenLines: this.agent.screenLines,
-      timeoutMs: Math.min(this.web.actionTimeoutMs, this.web.episodeTimeoutMs),
       script: true,
       virtualClock: true,
     });
-    const page = this.page;
     // As MiniWoB's harness does: seed the page's Math.random, then start the episode (its timer starts now, in page time).
-    const utterance = await this.bounded(
+    const utterance = await this.session.bounded(
       () => page.evaluate!(`(function () { Math.seedrandom(${JSON.stringify(this.task.seed)}); core.startEpisodeReal(); var u = core.getUtterance(); return typeof u === 'string' ? u : u && u.utterance; })()`),
       'starting the MiniWoB episode',
     );
     if (typeof utterance !== 'string' || utterance.trim() === '') throw new Error('the page gave no instruction (core.getUtterance())');
     this.goal = utterance.trim().slice(0, 2000);
-    return this.render(await this.bounded(() => this.agent.view(page), 'reading the page'), null);
+    return this.render(await this.session.bounded(() => this.agent.view(page), 'reading the page'), null);
   }
 
   private render(view: string, note: string | null): string {
@@ -125,15 +111,13 @@ export class MiniwobEnvironment implements Environment {
   }
 
   private async end(state: WobState, observation: string, info: Record<string, unknown>): Promise<StepResult> {
-    this.done = true;
-    await this.closeAtEnd();
+    await this.session.end();
     const outcome = { success: state.done && state.raw > 0, rawReward: state.done ? state.raw : 0, timeDecayedReward: state.done ? state.reward : 0, reason: state.reason };
     return { observation, done: true, reward: outcome.rawReward, info: { ...info, ...outcome } };
   }
 
   async step(action: PolicyReply): Promise<StepResult> {
-    if (this.done || !this.page) throw new Error('step() after the episode ended; call reset() first');
-    const page = this.page;
+    const page = this.session.current();
     this.steps++;
     try {
       const parsed = this.agent.parse(action);
@@ -146,18 +130,15 @@ export class MiniwobEnvironment implements Environment {
       if (!parsed.ok) note = `Error: ${parsed.error}`;
       else {
         const performed = parsed.action as Exclude<typeof parsed.action, { kind: 'done' }>;
-        const problem = await this.bounded(() => page.perform(performed), `the action "${this.agent.said(action).slice(0, 80)}"`).catch((err: unknown) => {
-          if (err instanceof TimeoutError || !(err instanceof Error) || /closed|crash|disconnected/i.test(err.message)) throw err;
-          return err.message.split('\n')[0]!;
-        });
+        const problem = await this.session.act(page, performed, this.agent.said(action));
         ok = problem === null;
         note = problem === null ? `Last action: ${this.agent.said(action)}` : `Error: ${problem}`;
       }
       // Every step, acted or not, costs the page `stepMs` of its own time: its timers fire as they fall due.
-      await this.bounded(() => page.advanceClock!(this.options.stepMs), 'moving the page clock');
+      await this.session.bounded(() => page.advanceClock!(this.options.stepMs), 'moving the page clock');
       const state = await this.state(page);
       if (state.done) return this.end(state, `Goal: ${this.goal}\nThe task is over: reward ${state.raw}${state.reason ? ` (${state.reason})` : ''}.`, { ok });
-      const view = await this.bounded(() => this.agent.view(page), 'reading the page');
+      const view = await this.session.bounded(() => this.agent.view(page), 'reading the page');
       if (this.steps >= this.horizon) return this.end(state, `${this.render(view, note)}\nNo actions left; the task was not finished.`, { ok, horizon: true });
       return { observation: this.render(view, note), done: false, info: { ok, ...(ok ? {} : { error: note.slice(7) }) } };
     } catch (err) {
@@ -167,26 +148,10 @@ export class MiniwobEnvironment implements Environment {
   }
 
   async screenshot(): Promise<Uint8Array | null> {
-    const page = this.page;
-    if (!page || this.done) return this.camera.take(undefined);
-    return this.bounded(() => this.camera.take(page), 'taking a screenshot');
-  }
-
-  /** The picture of the state the episode ended in is taken before its page closes (PageCamera). */
-  private async closeAtEnd(): Promise<void> {
-    const page = this.page;
-    if (page) await this.camera.keepLast(page, (take) => this.bounded(take, 'taking the last screenshot'));
-    await this.closePage();
-  }
-
-  private async closePage(): Promise<void> {
-    const page = this.page;
-    this.page = undefined;
-    await page?.close();
+    return this.session.screenshot();
   }
 
   async close(): Promise<void> {
-    this.done = true;
-    await this.closePage();
+    await this.session.close();
   }
 }
