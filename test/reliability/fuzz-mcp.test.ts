@@ -308,8 +308,11 @@ describe('fuzz MCP: a hostile streamable-HTTP server', () => {
         expect(result.stopReason).toBe('error');
         expect(result.error).toMatch(FIXED_REASONS);
         expect(result.error).not.toMatch(/LEAKED-TEXT/);
-        // A stream without end is cut at the cap (or, on a machine too busy to read 64 KiB in time, at the call limit).
-        if (served.at(-1)?.delivery === 'endless') expect(result.error).toMatch(/(over|passed) \d+ bytes|did not answer|no complete answer/);
+        // A stream without end is cut at the cap (or, on a machine too busy to read 64 KiB in time, at the call
+        // limit) — unless the standalone GET stream's 'requests' script answered the request first: it sends a
+        // response with id 1 (which MCP forbids on that stream), the SDK takes it as tools/list's empty answer,
+        // and the episode ends on that empty list instead.
+        if (served.at(-1)?.delivery === 'endless' && s.get !== 'requests') expect(result.error).toMatch(/(over|passed) \d+ bytes|did not answer|no complete answer/);
         const reason = result.error.replace(/\d+/g, 'N');
         reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
       }),
