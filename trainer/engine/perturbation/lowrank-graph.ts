@@ -68,18 +68,10 @@ export function lowRankTargets(model: ModelProto, weights: readonly NamedTensor[
   return targets;
 }
 
-/**
- * The rewrite over the MatMuls of the weights `keep` accepts (default every target): LoRA-ES rewrites only
- * the matrices its adapters attach to, and the others stay plain MatMuls.
- */
-export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx', keep: (weight: number) => boolean = () => true): { model: ModelProto; targets: LowRankTarget[]; groups: LowRankGroup[] } {
-  const reader = targetReader(weights);
-  const isTarget = (n: NodeProto) => {
-    const w = reader(n);
-    return w !== undefined && keep(w) ? w : undefined;
-  };
-  const targets = lowRankTargets(model, weights, file).filter((t) => keep(t.weight));
-  if (targets.length === 0) throw new Error(`${file}: no matrix is left to rewrite`);
+/** The rewrite over the MatMuls of every target. */
+export function lowRankRewrite(model: ModelProto, weights: readonly NamedTensor[], file = 'model.onnx'): { model: ModelProto; targets: LowRankTarget[]; groups: LowRankGroup[] } {
+  const isTarget = targetReader(weights);
+  const targets = lowRankTargets(model, weights, file);
   const byName = new Map(weights.map((w, i) => [w.name, i]));
   const transposedWeights = new Set(targets.filter((t) => t.transposed).map((t) => t.weight));
   const targetOf = new Map(targets.map((t, i) => [t.weight, i]));
