@@ -3,7 +3,7 @@ import { Created } from '../../../shared/schemas/index.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command } from '../argv/command.ts';
 import { ApiClient, apiFlags } from '../api-client.ts';
-import { readConfigFile } from './train.ts';
+import { readConfigFile } from '../argv/config-file.ts';
 import { UsageError } from '../argv/usage-error.ts';
 import { ENVIRONMENT_KEY_HEADER } from '../../../functions/http-api/environment-key.ts';
 

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { pinModelName, UnknownModelError } from '../../../shared/model-catalog.ts';
 import { Id, RunConfig } from '../../../shared/schemas/index.ts';
@@ -22,19 +21,7 @@ import { writeJson } from '../../../shared/store/json.ts';
 import { extendRunConfig } from '../../../shared/run-extension.ts';
 import { readCommittedUpdates } from '../../../functions/http-api/run-reader.ts';
 import { extensionFlags, extensionFromFlags, extensionUsage, flagOfPath } from '../argv/extension-flags.ts';
-
-/** A run config from a JSON file; a bad one is a UsageError listing every failing field path. */
-export function readConfigFile(path: string): RunConfig {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new UsageError(`--config: cannot read ${path}: ${(err as Error).message}`);
-  }
-  const r = RunConfig.safeParse(json);
-  if (!r.success) throw new UsageError(`--config: ${path} is not a valid run config:\n${z.prettifyError(r.error)}`);
-  return r.data;
-}
+import { readConfigFile } from '../argv/config-file.ts';
 
 function defaultRunId(config: RunConfig): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
