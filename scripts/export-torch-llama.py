@@ -17,6 +17,8 @@ import sys
 import torch
 from torch import nn
 
+from byte_tokenizer import write_tokenizer
+
 VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, INTER, MAX_POS = 260, 64, 2, 4, 2, 128, 128
 HEAD_DIM = HIDDEN // HEADS
 EPS, ROPE_THETA, EOS, SEED, NEW_TOKENS = 1e-6, 10000.0, 258, 20, 8
@@ -150,42 +152,6 @@ def greedy(model, prompt):
     return out, gap
 
 
-def bytes_to_unicode():
-    printable = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-    table, extra = [], 0
-    for b in range(256):
-        if b in printable:
-            table.append(chr(b))
-        else:
-            table.append(chr(256 + extra))
-            extra += 1
-    return table
-
-
-SPECIALS = [(256, '<|endoftext|>'), (257, '<|im_start|>'), (258, '<|im_end|>'), (259, '<|pad|>')]
-CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
-          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
-
-
-def write_tokenizer(out):
-    vocab = {ch: b for b, ch in enumerate(bytes_to_unicode())}
-    vocab.update({content: i for i, content in SPECIALS})
-    byte_level = {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': False}
-    tok = {
-        'version': '1.0', 'truncation': None, 'padding': None,
-        'added_tokens': [{'id': i, 'content': c, 'single_word': False, 'lstrip': False, 'rstrip': False, 'normalized': False, 'special': True} for i, c in SPECIALS],
-        'normalizer': None, 'pre_tokenizer': byte_level, 'post_processor': None, 'decoder': byte_level,
-        'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None, 'end_of_word_suffix': None,
-                  'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False, 'vocab': vocab, 'merges': []},
-    }
-    with open(os.path.join(out, 'tokenizer.json'), 'w') as f:
-        json.dump(tok, f, ensure_ascii=False)
-    cfg = {'tokenizer_class': 'PreTrainedTokenizerFast', 'bos_token': '<|endoftext|>', 'eos_token': '<|im_end|>', 'pad_token': '<|pad|>',
-           'unk_token': None, 'model_max_length': MAX_POS, 'add_bos_token': False, 'chat_template': CHATML}
-    with open(os.path.join(out, 'tokenizer_config.json'), 'w') as f:
-        json.dump(cfg, f, indent=2)
-
-
 def main(out, fold):
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(SEED)
@@ -221,7 +187,7 @@ def main(out, fold):
     }
     with open(os.path.join(out, 'config.json'), 'w') as f:
         json.dump(config, f, indent=2)
-    write_tokenizer(out)
+    write_tokenizer(out, MAX_POS)
 
     runs = []
     for prompt in PROMPTS:
