@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { TRAINED } from '../../studies/experiment/horizon-cell.ts';
 import { HorizonExperimentConfig } from '../../studies/experiment/horizon-config.ts';
@@ -7,7 +6,7 @@ import { readCells, writeSummary } from '../../studies/experiment/horizon-report
 import { summarizeHorizon } from '../../studies/experiment/horizon-summary.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command } from '../argv/command.ts';
-import { UsageError } from '../argv/usage-error.ts';
+import { readJsonConfig } from '../argv/config-file.ts';
 
 export const command: Command = {
   name: 'experiment horizon',
@@ -15,18 +14,11 @@ export const command: Command = {
   async run(argv, io) {
     const p = parseFlags(argv, { config: { type: 'string' }, out: { type: 'string' }, store: { type: 'string', default: '.esopt/store' }, methods: { type: 'string', default: TRAINED.join(',') } });
     const path = flag(p.values, 'config', z.string().min(1));
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(path, 'utf8'));
-    } catch (err) {
-      throw new UsageError(`--config: cannot read ${path}: ${(err as Error).message}`);
-    }
-    const parsed = HorizonExperimentConfig.safeParse(json);
-    if (!parsed.success) throw new UsageError(`--config: ${path} is not a valid horizon experiment config:\n${z.prettifyError(parsed.error)}`);
+    const config = readJsonConfig(path, HorizonExperimentConfig, 'horizon experiment config');
     const out = flag(p.values, 'out', z.string().min(1));
     // Methods to run; each is written into the cell files beside the methods an earlier run left there.
     const methods = flag(p.values, 'methods', z.string().transform((s) => s.split(',')).pipe(z.array(z.enum(TRAINED)).min(1)));
-    const cells = await runHorizonExperiment(parsed.data, {
+    const cells = await runHorizonExperiment(config, {
       out,
       storeRoot: flag(p.values, 'store', z.string().min(1)),
       methods,

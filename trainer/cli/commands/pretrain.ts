@@ -1,21 +1,12 @@
-import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { PretrainConfig, pretrain, savePretrained, type PretrainStep } from '../../studies/pretrain/pretrain.ts';
 import { flag, parseFlags } from '../argv/args.ts';
 import type { Command } from '../argv/command.ts';
-import { UsageError } from '../argv/usage-error.ts';
+import { readJsonConfig } from '../argv/config-file.ts';
 
 function readPretrainConfig(path: string): PretrainConfig {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new UsageError(`--config: cannot read ${path}: ${(err as Error).message}`);
-  }
-  const r = PretrainConfig.safeParse(json);
-  if (!r.success) throw new UsageError(`--config: ${path} is not a valid pretraining config:\n${z.prettifyError(r.error)}`);
-  return r.data;
+  return readJsonConfig(path, PretrainConfig, 'pretraining config');
 }
 
 export const command: Command = {
